@@ -1,0 +1,112 @@
+// buildApp(config): the whole service as a Fastify instance. It never listens: main.ts does, and
+// tests listen on port 0. Plugin order matters and is spelled out here once.
+import cors from '@fastify/cors';
+import helmet from '@fastify/helmet';
+import underPressure from '@fastify/under-pressure';
+import Fastify, { type FastifyInstance } from 'fastify';
+import { Redis } from 'ioredis';
+import type { Config } from './config/config.ts';
+import { openDatabase, type DatabaseHandle } from './db/database.ts';
+import { migrateToLatest } from './db/migrate.ts';
+import { registerBearerAuth, registerScopeCheck } from './http/auth.ts';
+import { registerErrorHandler, sendProblem } from './http/errors.ts';
+import { registerHealth } from './http/health.ts';
+import { purgeExpiredKeys } from './http/idempotency.ts';
+import { registerJsonBody } from './http/json-body.ts';
+import { registerNotFound } from './http/not-found.ts';
+import { registerOpenApi } from './http/openapi.ts';
+import { registerOrigin, requestIdGenerator } from './http/origin.ts';
+import { compileTrust } from './http/forwarded.ts';
+import { Problem } from './http/problems.ts';
+import { registerRateLimit } from './http/rate-limit.ts';
+import { createTokenVerifier } from './http/token-verifier.ts';
+import { validatorCompiler } from './http/validation.ts';
+import { ordersRoutes } from './orders/orders.routes.ts';
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    database: DatabaseHandle;
+  }
+}
+
+const PURGE_INTERVAL_MS = 10 * 60 * 1000;
+
+const CORS_ALLOWED_HEADERS = ['Authorization', 'Content-Type', 'If-Match', 'If-None-Match', 'If-Modified-Since', 'If-Unmodified-Since', 'Idempotency-Key', 'Prefer', 'X-Request-Id'];
+const CORS_EXPOSED_HEADERS = ['ETag', 'Location', 'Link', 'Last-Modified', 'Retry-After', 'RateLimit', 'RateLimit-Policy', 'Idempotent-Replayed', 'X-Request-Id', 'WWW-Authenticate', 'Accept-Patch', 'Preference-Applied'];
+
+export async function buildApp(config: Readonly<Config>, options: { logger?: boolean } = {}): Promise<FastifyInstance> {
+  const database = openDatabase(config.databaseUrl);
+  await migrateToLatest(database);
+  const trust = compileTrust(config.trustProxy);
+  const app = Fastify({
+    logger: options.logger === false ? false : { level: config.logLevel, redact: ['req.headers.authorization', 'req.headers.cookie'] },
+    genReqId: requestIdGenerator(trust),
+    requestIdHeader: false,
+    bodyLimit: config.bodyLimitBytes,
+    return503OnClosing: true,
+    routerOptions: { maxParamLength: 200 },
+  });
+  app.decorate('database', database);
+  app.setValidatorCompiler(validatorCompiler);
+  registerErrorHandler(app); // first, or plugins keep Fastify's default error format
+  registerNotFound(app);
+  registerOrigin(app, { trustProxy: config.trustProxy, publicUrl: config.publicUrl, fallbackHost: `${config.host}:${config.port}` });
+  registerJsonBody(app);
+  await registerSecurityHeaders(app, config);
+  await registerOverloadGuard(app, config);
+
+  registerBearerAuth(app, createTokenVerifier({
+    issuer: config.authIssuer,
+    audience: config.apiResource,
+    algorithms: config.authAlgorithms,
+    clockToleranceSeconds: config.authClockToleranceSeconds,
+    cacheSize: config.authTokenCacheSize,
+    jwksFile: config.authJwksFile,
+    jwksUrl: config.authJwksUrl,
+  }));
+  const redis = config.redisUrl ? new Redis(config.redisUrl, { maxRetriesPerRequest: 1, enableOfflineQueue: false, lazyConnect: false }) : undefined;
+  redis?.on('error', (err) => app.log.warn({ err }, 'redis error; rate limits fall back to allowing requests'));
+  await registerRateLimit(app, { max: config.rateLimitMax, windowSeconds: config.rateLimitWindowSeconds, redis });
+  registerScopeCheck(app);
+
+  await registerOpenApi(app);
+  registerHealth(app, database);
+  await app.register(ordersRoutes, { db: database.db, idempotency: { ttlSeconds: config.idempotencyKeyTtlSeconds, lockSeconds: config.idempotencyLockSeconds } });
+
+  const purge = setInterval(() => {
+    purgeExpiredKeys(database.db, new Date()).catch((err) => app.log.warn({ err }, 'idempotency key purge failed'));
+  }, PURGE_INTERVAL_MS).unref();
+  app.addHook('onClose', async () => {
+    clearInterval(purge);
+    redis?.disconnect();
+    await database.db.destroy();
+  });
+  return app;
+}
+
+async function registerSecurityHeaders(app: FastifyInstance, config: Readonly<Config>): Promise<void> {
+  await app.register(helmet, {
+    contentSecurityPolicy: {
+      directives: { defaultSrc: ["'self'"], imgSrc: ["'self'", 'data:'], styleSrc: ["'self'", "'unsafe-inline'"], frameAncestors: ["'none'"], baseUri: ["'none'"], formAction: ["'self'"] },
+    },
+    hsts: config.publicUrl?.startsWith('https://') ? undefined : false,
+  });
+  await app.register(cors, {
+    origin: config.corsOrigins.length > 0 ? config.corsOrigins : false,
+    methods: ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'],
+    allowedHeaders: CORS_ALLOWED_HEADERS,
+    exposedHeaders: CORS_EXPOSED_HEADERS,
+    maxAge: 600,
+  });
+}
+
+async function registerOverloadGuard(app: FastifyInstance, config: Readonly<Config>): Promise<void> {
+  if (config.maxEventLoopDelayMs === 0) return;
+  await app.register(underPressure, {
+    maxEventLoopDelay: config.maxEventLoopDelayMs,
+    retryAfter: 10,
+    pressureHandler: (request, reply, type) => {
+      sendProblem(request, reply, new Problem('unavailable', `the service is overloaded (${type}); retry later`, { headers: { 'retry-after': '10' } }));
+    },
+  });
+}

@@ -1,0 +1,100 @@
+// One schema for every setting. Nothing else in the code base reads process.env:
+// the service gets a frozen Config, and a bad value stops the boot with a message naming the variable.
+import { parsers, ConfigError } from './parsers.ts';
+
+export { ConfigError };
+
+export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
+export interface Config {
+  host: string;
+  port: number;
+  databaseUrl: string;
+  publicUrl: string | undefined;
+  trustProxy: false | number | string[];
+  logLevel: LogLevel;
+  authIssuer: string;
+  authJwksUrl: string | undefined;
+  authJwksFile: string | undefined;
+  authAlgorithms: string[];
+  authClockToleranceSeconds: number;
+  authTokenCacheSize: number;
+  apiResource: string;
+  corsOrigins: string[];
+  idempotencyKeyTtlSeconds: number;
+  idempotencyLockSeconds: number;
+  rateLimitMax: number;
+  rateLimitWindowSeconds: number;
+  redisUrl: string | undefined;
+  bodyLimitBytes: number;
+  maxEventLoopDelayMs: number;
+}
+
+type Env = Record<string, string | undefined>;
+
+interface Setting<K extends keyof Config> {
+  key: K;
+  env: string;
+  doc: string;
+  default: string | undefined;
+  parse: (raw: string, env: Env) => Config[K];
+}
+
+function setting<K extends keyof Config>(s: Setting<K>): Setting<K> {
+  return s;
+}
+
+/** Asymmetric algorithms only: an HMAC algorithm here would let anyone holding the public key forge tokens. */
+export const ALLOWED_JWS_ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA', 'Ed25519'];
+
+export const SETTINGS = [
+  setting({ key: 'host', env: 'HOST', default: '127.0.0.1', doc: 'Address to listen on.', parse: parsers.host }),
+  setting({ key: 'port', env: 'PORT', default: '3000', doc: 'TCP port (0 picks a free one).', parse: parsers.integer(0, 65535) }),
+  setting({ key: 'databaseUrl', env: 'DATABASE_URL', default: 'sqlite:./data/signet.db', doc: '`sqlite:<file>` (embedded, created on first start) or `postgres://user@host:port/db`.', parse: parsers.databaseUrl }),
+  setting({ key: 'publicUrl', env: 'PUBLIC_URL', default: undefined, doc: 'Externally visible base URL (e.g. `https://api.example.com`). When unset, absolute URLs follow the Host header or trusted forwarding headers.', parse: parsers.baseUrl }),
+  setting({ key: 'trustProxy', env: 'TRUST_PROXY', default: 'false', doc: 'Which peers may set `Forwarded`/`X-Forwarded-*`/`X-Request-Id`: `false`, a hop count, or a comma list of addresses/CIDRs (`loopback`, `10.0.0.0/8`).', parse: parsers.trustProxy }),
+  setting({ key: 'logLevel', env: 'LOG_LEVEL', default: 'info', doc: `One of ${LOG_LEVELS.join(', ')}.`, parse: parsers.oneOf(LOG_LEVELS) }),
+  setting({ key: 'authIssuer', env: 'AUTH_ISSUER', default: undefined, doc: 'Issuer whose access tokens the API trusts (`iss`). Default: `<PUBLIC_URL or http://HOST:PORT>/oauth`.', parse: parsers.url }),
+  setting({ key: 'authJwksUrl', env: 'AUTH_JWKS_URL', default: undefined, doc: "JWKS URL of the issuer. Default: the `jwks_uri` from the issuer's discovery document.", parse: parsers.url }),
+  setting({ key: 'authJwksFile', env: 'AUTH_JWKS_FILE', default: undefined, doc: 'A local JWKS file (offline use and tests); wins over the URL settings.', parse: parsers.text }),
+  setting({ key: 'authAlgorithms', env: 'AUTH_ALGORITHMS', default: 'RS256,PS256,ES256,EdDSA', doc: 'Allowed JWS algorithms for access tokens (asymmetric only).', parse: parsers.algorithmList(ALLOWED_JWS_ALGORITHMS) }),
+  setting({ key: 'authClockToleranceSeconds', env: 'AUTH_CLOCK_TOLERANCE_SECONDS', default: '5', doc: 'Leeway for `exp`/`nbf`/`iat`.', parse: parsers.integer(0, 300) }),
+  setting({ key: 'authTokenCacheSize', env: 'AUTH_TOKEN_CACHE_SIZE', default: '10000', doc: 'Verified tokens kept in memory (0 disables the cache); an entry never outlives its token.', parse: parsers.integer(0, 1_000_000) }),
+  setting({ key: 'apiResource', env: 'API_RESOURCE', default: undefined, doc: 'Resource identifier of the API, the `aud` its tokens must carry. Default: `<PUBLIC_URL or http://HOST:PORT>/api`.', parse: parsers.url }),
+  setting({ key: 'corsOrigins', env: 'CORS_ORIGINS', default: '', doc: 'Comma list of browser origins allowed to call the API (`https://app.example.com`).', parse: parsers.originList }),
+  setting({ key: 'idempotencyKeyTtlSeconds', env: 'IDEMPOTENCY_KEY_TTL_SECONDS', default: '86400', doc: 'How long an Idempotency-Key and its stored response are kept.', parse: parsers.integer(60, 30 * 86400) }),
+  setting({ key: 'idempotencyLockSeconds', env: 'IDEMPOTENCY_LOCK_SECONDS', default: '30', doc: 'After this long an in-flight key whose request never finished (crash) may be taken over.', parse: parsers.integer(1, 3600) }),
+  setting({ key: 'rateLimitMax', env: 'RATE_LIMIT_MAX', default: '1200', doc: 'Requests per caller (token subject, else client address) per window.', parse: parsers.integer(1, 100_000_000) }),
+  setting({ key: 'rateLimitWindowSeconds', env: 'RATE_LIMIT_WINDOW_SECONDS', default: '60', doc: 'Rate-limit window.', parse: parsers.integer(1, 86400) }),
+  setting({ key: 'redisUrl', env: 'REDIS_URL', default: undefined, doc: 'When set, rate-limit counters live in Redis so every instance shares them.', parse: parsers.redisUrl }),
+  setting({ key: 'bodyLimitBytes', env: 'BODY_LIMIT_BYTES', default: '65536', doc: 'Largest accepted request body (413 above).', parse: parsers.integer(1024, 10 * 1024 * 1024) }),
+  setting({ key: 'maxEventLoopDelayMs', env: 'MAX_EVENT_LOOP_DELAY_MS', default: '1000', doc: 'Event-loop delay above which requests get 503 with Retry-After (0 disables).', parse: parsers.integer(0, 60_000) }),
+] as const;
+
+/** Reads and validates every setting; throws ConfigError naming the first bad variable. */
+export function loadConfig(env: Env = process.env): Readonly<Config> {
+  const values: Partial<Record<keyof Config, unknown>> = {};
+  for (const s of SETTINGS) {
+    const raw = env[s.env] ?? s.default;
+    if (raw === undefined || raw === '') {
+      values[s.key] = s.key === 'corsOrigins' ? [] : undefined;
+      continue;
+    }
+    try {
+      values[s.key] = s.parse(raw, env);
+    } catch (err) {
+      throw new ConfigError(`${s.env}: ${(err as Error).message} (got ${JSON.stringify(raw)})`);
+    }
+  }
+  const config = values as Config;
+  const base = config.publicUrl ?? `http://${hostForUrl(config.host)}:${config.port}`;
+  config.authIssuer ??= `${base}/oauth`;
+  config.apiResource ??= `${base}/api`;
+  return Object.freeze(config);
+}
+
+function hostForUrl(host: string): string {
+  if (host === '0.0.0.0' || host === '::') return '127.0.0.1';
+  return host.includes(':') ? `[${host}]` : host;
+}

@@ -1,0 +1,62 @@
+// Adapts the built-in node:sqlite DatabaseSync to the small interface Kysely's SqliteDialect expects
+// (the better-sqlite3 shape), so no native addon has to be compiled against one Node version.
+import { DatabaseSync, type StatementSync, type SQLInputValue } from 'node:sqlite';
+import type { SqliteDatabase, SqliteStatement } from 'kysely';
+
+const STATEMENT_CACHE_SIZE = 256;
+
+class CachedStatement implements SqliteStatement {
+  readonly reader: boolean;
+  readonly #stmt: StatementSync;
+
+  constructor(stmt: StatementSync) {
+    this.#stmt = stmt;
+    // A statement returns rows when it has result columns (SELECT, or anything with RETURNING).
+    this.reader = stmt.columns().length > 0;
+  }
+
+  all(parameters: ReadonlyArray<unknown>): unknown[] {
+    return this.#stmt.all(...toInputs(parameters));
+  }
+
+  run(parameters: ReadonlyArray<unknown>): { changes: number | bigint; lastInsertRowid: number | bigint } {
+    return this.#stmt.run(...toInputs(parameters));
+  }
+
+  iterate(parameters: ReadonlyArray<unknown>): IterableIterator<unknown> {
+    return this.#stmt.iterate(...toInputs(parameters)) as IterableIterator<unknown>;
+  }
+}
+
+function toInputs(parameters: ReadonlyArray<unknown>): SQLInputValue[] {
+  return parameters.map((p) => {
+    if (typeof p === 'boolean') return p ? 1 : 0;
+    if (p === undefined) return null;
+    if (p instanceof Date) return p.toISOString();
+    return p as SQLInputValue;
+  });
+}
+
+/**
+ * Opens the file with the pragmas a service wants: WAL (readers never block the writer),
+ * foreign keys on, a busy timeout so a second process (`signet migrate`) waits instead of failing.
+ * Prepared statements are cached by SQL text: Kysely compiles the same text for the same query shape,
+ * and preparing costs more than running a primary-key lookup.
+ */
+export function openSqlite(path: string, synchronous: 'NORMAL' | 'FULL'): SqliteDatabase {
+  const db = new DatabaseSync(path);
+  db.exec(`PRAGMA journal_mode = WAL; PRAGMA synchronous = ${synchronous}; PRAGMA foreign_keys = ON; PRAGMA busy_timeout = 5000;`);
+  const cache = new Map<string, CachedStatement>();
+  return {
+    close: () => db.close(),
+    prepare(sql: string): SqliteStatement {
+      let stmt = cache.get(sql);
+      if (!stmt) {
+        stmt = new CachedStatement(db.prepare(sql));
+        if (cache.size >= STATEMENT_CACHE_SIZE) cache.delete(cache.keys().next().value as string);
+        cache.set(sql, stmt);
+      }
+      return stmt;
+    },
+  };
+}

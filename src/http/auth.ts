@@ -1,0 +1,68 @@
+// Bearer-token authentication (RFC 6750) and scope checks for /api routes.
+// The token is resolved once per request in onRequest (so the rate limiter can key on the caller);
+// each route states the scope it needs in `config.scope`, enforced in preHandler.
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { Problem } from './problems.ts';
+import type { Principal, TokenVerifier } from './token-verifier.ts';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    principal: Principal | null;
+    authFailure: Problem | null;
+  }
+  interface FastifyContextConfig {
+    /** Scope the route requires; routes without it are public. */
+    scope?: string;
+  }
+}
+
+const REALM = 'signet';
+
+export function registerBearerAuth(app: FastifyInstance, verify: TokenVerifier): void {
+  app.decorateRequest('principal', null);
+  app.decorateRequest('authFailure', null);
+  app.addHook('onRequest', async (request) => {
+    if (!request.routeOptions.config.scope) return;
+    const token = bearerToken(request);
+    if (token === null) return;
+    try {
+      request.principal = await verify(token);
+    } catch (err) {
+      if (!(err instanceof Problem)) throw err;
+      request.authFailure = err;
+    }
+  });
+}
+
+/** Registered after the rate limiter so that even rejected tokens count against their sender. */
+export function registerScopeCheck(app: FastifyInstance): void {
+  app.addHook('preHandler', async (request) => {
+    const scope = request.routeOptions.config.scope;
+    if (!scope) return;
+    if (request.authFailure) throw request.authFailure;
+    if (!request.principal) {
+      // RFC 6750 §3.1: no error code when the request carried no credentials at all.
+      throw new Problem('unauthorized', 'send an access token: Authorization: Bearer <token>', { headers: { 'www-authenticate': `Bearer realm="${REALM}"` } });
+    }
+    if (!request.principal.scopes.has(scope)) {
+      throw new Problem('insufficientScope', `this request needs the "${scope}" scope`, {
+        headers: { 'www-authenticate': `Bearer realm="${REALM}", error="insufficient_scope", scope="${scope}"` },
+        extensions: { requiredScope: scope },
+      });
+    }
+  });
+}
+
+/** Returns the token, null when no Bearer credentials were sent; throws on a malformed header. */
+function bearerToken(request: FastifyRequest): string | null {
+  const header = request.headers.authorization;
+  if (header === undefined) return null;
+  const match = /^Bearer +([A-Za-z0-9\-._~+/]+=*) *$/i.exec(header);
+  if (match) return match[1] ?? null;
+  if (/^Bearer\b/i.test(header)) {
+    request.authFailure = new Problem('badRequest', 'the Authorization header is not a well-formed Bearer credential (RFC 6750 §2.1)', {
+      headers: { 'www-authenticate': `Bearer realm="${REALM}", error="invalid_request"` },
+    });
+  }
+  return null;
+}

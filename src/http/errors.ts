@@ -1,0 +1,82 @@
+// One error handler for the whole app: every error leaves as application/problem+json (RFC 9457).
+// Registered before any plugin or route, or those would keep Fastify's default error format.
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { Problem, pointerSegment, type FieldError } from './problems.ts';
+import { publicBaseUrl } from './origin.ts';
+
+export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
+const PATCH_TYPES = 'application/merge-patch+json, application/json-patch+json';
+
+export function sendProblem(request: FastifyRequest, reply: FastifyReply, problem: Problem): FastifyReply {
+  const { type, detail, options } = problem;
+  const body: Record<string, unknown> = {
+    type: `${publicBaseUrl(request)}/problems/${type.slug}`,
+    title: type.title,
+    status: type.status,
+    detail,
+    instance: request.url.split('?')[0],
+    requestId: request.id,
+    ...options.extensions,
+  };
+  if (options.errors) body.errors = options.errors;
+  for (const [name, value] of Object.entries(options.headers ?? {})) reply.header(name, value);
+  return reply.code(type.status).header('content-type', PROBLEM_CONTENT_TYPE).header('cache-control', 'no-store').send(JSON.stringify(body));
+}
+
+interface AjvError {
+  keyword: string;
+  instancePath: string;
+  message?: string;
+  params: Record<string, unknown>;
+}
+
+/** Maps schema-validation errors to one entry per bad field, addressed by JSON pointer. */
+export function fieldErrors(validation: AjvError[]): FieldError[] {
+  return validation.map((e) => {
+    if (e.keyword === 'additionalProperties') {
+      return { pointer: `${e.instancePath}/${pointerSegment(String(e.params.additionalProperty))}`, detail: 'unknown field' };
+    }
+    if (e.keyword === 'required') {
+      return { pointer: `${e.instancePath}/${pointerSegment(String(e.params.missingProperty))}`, detail: 'is required' };
+    }
+    return { pointer: e.instancePath, detail: e.message ?? e.keyword };
+  });
+}
+
+function fromFastifyError(error: FastifyError & { validation?: AjvError[]; validationContext?: string }, request: FastifyRequest): Problem {
+  if (error.validation && error.validationContext === 'body' && request.body === undefined) {
+    return new Problem('malformedBody', 'a JSON body is required (Content-Type: application/json)');
+  }
+  if (error.validation) {
+    const errors = fieldErrors(error.validation);
+    if (error.validationContext === 'body') {
+      return new Problem('validation', `${errors.length} field(s) did not validate: ${errors.map((e) => e.pointer || '(body)').join(', ')}`, { errors });
+    }
+    return new Problem('invalidParameter', `invalid ${error.validationContext ?? 'request'} parameter: ${errors.map((e) => `${e.pointer.slice(1) || 'value'} ${e.detail}`).join('; ')}`, { errors });
+  }
+  switch (error.code) {
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      if (request.method === 'PATCH') {
+        return new Problem('unsupportedMediaType', `PATCH takes ${PATCH_TYPES}`, { headers: { 'accept-patch': PATCH_TYPES } });
+      }
+      return new Problem('unsupportedMediaType', 'send the body as application/json');
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return new Problem('payloadTooLarge', 'the request body exceeds the configured limit');
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+      return new Problem('malformedBody', 'the body is empty but Content-Type says JSON');
+    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
+      return new Problem('badRequest', 'Content-Length does not match the body');
+  }
+  if (error.statusCode === 413) return new Problem('payloadTooLarge', 'the request body exceeds the configured limit');
+  if (error.statusCode && error.statusCode >= 400 && error.statusCode < 500) return new Problem('badRequest', error.message);
+  return new Problem('internal', 'an unexpected error occurred; quote the requestId when reporting it');
+}
+
+export function registerErrorHandler(app: FastifyInstance): void {
+  app.setErrorHandler((error: FastifyError, request, reply) => {
+    const problem = error instanceof Problem ? error : fromFastifyError(error, request);
+    if (problem.status >= 500) request.log.error({ err: error }, 'request failed');
+    else if (!(error instanceof Problem)) request.log.debug({ err: error }, 'request rejected');
+    return sendProblem(request, reply, problem);
+  });
+}

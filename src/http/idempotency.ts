@@ -1,0 +1,138 @@
+// Idempotency-Key for POST (draft-ietf-httpapi-idempotency-key-header): a retried request gets the
+// original result instead of a second effect.
+//
+// 1. Claim: insert (caller, key, fingerprint, in_flight) and commit at once, so a concurrent request
+//    with the same key sees it (409 + Retry-After) instead of waiting or running twice.
+// 2. Execute the operation in a transaction that also stores the response on the key row: the order
+//    and its replayable result commit together or not at all.
+// 3. Failures (validation, conflicts) release the claim: only successful results are stored.
+// A claim whose process died is taken over once its lock expires.
+import { createHash } from 'node:crypto';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { Db, Executor } from '../db/database.ts';
+import { fromDbJson, fromDbTime, toDbJson, toDbTime } from '../db/codecs.ts';
+import { Problem } from './problems.ts';
+
+export interface StoredResponse {
+  status: number;
+  headers: Record<string, string>;
+  body: string;
+}
+
+export interface IdempotencySettings {
+  ttlSeconds: number;
+  lockSeconds: number;
+}
+
+type Operation = (trx: Executor) => Promise<StoredResponse>;
+
+// RFC 8941 sf-string (quoted) or a bare token of visible ASCII, 1–255 characters.
+const BARE_KEY = /^[\x21-\x7e]{1,255}$/;
+const QUOTED_KEY = /^"((?:[\x20\x21\x23-\x5b\x5d-\x7e]|\\["\\]){1,255})"$/;
+
+export function parseIdempotencyKey(header: string | string[] | undefined): string | undefined {
+  if (header === undefined) return undefined;
+  const value = Array.isArray(header) ? undefined : header.trim();
+  const quoted = value === undefined ? null : QUOTED_KEY.exec(value);
+  if (quoted?.[1]) return quoted[1].replace(/\\(["\\])/g, '$1');
+  if (value !== undefined && BARE_KEY.test(value) && !value.startsWith('"')) return value;
+  throw new Problem('badRequest', 'Idempotency-Key must be 1–255 visible ASCII characters (or a quoted structured-field string), sent once', {
+    errors: [{ pointer: '/headers/idempotency-key', detail: 'invalid key' }],
+  });
+}
+
+/** RFC 8785-style canonical JSON: members sorted, so key order and whitespace do not change the fingerprint. */
+function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  if (value !== null && typeof value === 'object') {
+    const entries = Object.keys(value).sort().map((k) => `${JSON.stringify(k)}:${canonicalJson((value as Record<string, unknown>)[k])}`);
+    return `{${entries.join(',')}}`;
+  }
+  return JSON.stringify(value) ?? 'null';
+}
+
+export function requestFingerprint(method: string, path: string, body: unknown): string {
+  return createHash('sha256').update(`${method} ${path}\n${canonicalJson(body ?? null)}`).digest('base64url');
+}
+
+export function sendStored(reply: FastifyReply, stored: StoredResponse, replayed = false): FastifyReply {
+  reply.code(stored.status).headers(stored.headers);
+  if (replayed) reply.header('idempotent-replayed', 'true');
+  return reply.send(stored.body === '' ? undefined : stored.body);
+}
+
+/** Runs `operation` in a transaction, once per (caller, Idempotency-Key) when the header is present. */
+export async function runIdempotent(request: FastifyRequest, reply: FastifyReply, db: Db, settings: IdempotencySettings, operation: Operation): Promise<FastifyReply> {
+  const key = parseIdempotencyKey(request.headers['idempotency-key']);
+  if (key === undefined) return sendStored(reply, await db.transaction().execute(operation));
+  const caller = request.principal?.callerKey ?? `ip:${request.clientOrigin.ip}`;
+  const fingerprint = requestFingerprint(request.method, request.url.split('?')[0] ?? '', request.body);
+  const replay = await claim(db, settings, { caller, key, fingerprint });
+  if (replay) return sendStored(reply, replay, true);
+  try {
+    const stored = await db.transaction().execute(async (trx) => {
+      const result = await operation(trx);
+      await trx
+        .updateTable('idempotency_keys')
+        .set({ state: 'done', response_status: result.status, response_headers: toDbJson(result.headers), response_body: result.body })
+        .where('caller', '=', caller)
+        .where('key', '=', key)
+        .execute();
+      return result;
+    });
+    return sendStored(reply, stored);
+  } catch (err) {
+    await db.deleteFrom('idempotency_keys').where('caller', '=', caller).where('key', '=', key).where('state', '=', 'in_flight').execute();
+    throw err;
+  }
+}
+
+interface KeyId {
+  caller: string;
+  key: string;
+  fingerprint: string;
+}
+
+/** Returns a stored response to replay, or undefined when this request now owns the key. */
+async function claim(db: Db, settings: IdempotencySettings, id: KeyId, attempt = 0): Promise<StoredResponse | undefined> {
+  const now = new Date();
+  const lockedUntil = toDbTime(new Date(now.getTime() + settings.lockSeconds * 1000));
+  const inserted = await db
+    .insertInto('idempotency_keys')
+    .values({ ...id, state: 'in_flight', locked_until: lockedUntil, created_at: toDbTime(now), expires_at: toDbTime(new Date(now.getTime() + settings.ttlSeconds * 1000)) })
+    .onConflict((oc) => oc.columns(['caller', 'key']).doNothing())
+    .executeTakeFirst();
+  if (Number(inserted.numInsertedOrUpdatedRows ?? 0) === 1) return undefined;
+
+  const row = await db.selectFrom('idempotency_keys').selectAll().where('caller', '=', id.caller).where('key', '=', id.key).executeTakeFirst();
+  if (!row) return attempt < 2 ? claim(db, settings, id, attempt + 1) : undefined; // released meanwhile
+  if (fromDbTime(row.expires_at) <= now) {
+    await db.deleteFrom('idempotency_keys').where('caller', '=', id.caller).where('key', '=', id.key).where('expires_at', '=', row.expires_at).execute();
+    return claim(db, settings, id, attempt + 1);
+  }
+  if (row.fingerprint !== id.fingerprint) {
+    throw new Problem('idempotencyKeyReused', 'this Idempotency-Key was already used with a different method, path or body; use a new key for a new request');
+  }
+  if (row.state === 'done') {
+    return { status: row.response_status ?? 200, headers: fromDbJson<Record<string, string>>(row.response_headers) ?? {}, body: row.response_body ?? '' };
+  }
+  if (fromDbTime(row.locked_until) > now || attempt >= 2) {
+    throw new Problem('idempotencyKeyInFlight', 'the first request with this key has not finished; retry after a moment', { headers: { 'retry-after': '1' } });
+  }
+  // The owner died without finishing: take the claim over, unless another request just did.
+  const taken = await db
+    .updateTable('idempotency_keys')
+    .set({ locked_until: lockedUntil })
+    .where('caller', '=', id.caller)
+    .where('key', '=', id.key)
+    .where('state', '=', 'in_flight')
+    .where('locked_until', '=', row.locked_until)
+    .executeTakeFirst();
+  return Number(taken.numUpdatedRows) === 1 ? undefined : claim(db, settings, id, attempt + 1);
+}
+
+/** Deletes expired keys; returns how many. Run periodically by the app. */
+export async function purgeExpiredKeys(db: Db, now: Date): Promise<number> {
+  const result = await db.deleteFrom('idempotency_keys').where('expires_at', '<=', toDbTime(now)).executeTakeFirst();
+  return Number(result.numDeletedRows);
+}

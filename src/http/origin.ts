@@ -1,0 +1,58 @@
+// Who is calling and under which public URL: client address, protocol and host after trusted proxies
+// (RFC 7239 Forwarded and X-Forwarded-*), and the request id (X-Request-Id only from trusted peers).
+import { randomUUID } from 'node:crypto';
+import type { IncomingMessage } from 'node:http';
+import type { TLSSocket } from 'node:tls';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { compileTrust, resolveClientOrigin, type ClientOrigin, type TrustFn } from './forwarded.ts';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** Resolved once, on first use. */
+    readonly clientOrigin: ClientOrigin;
+    originCache: ClientOrigin | undefined;
+  }
+  interface FastifyInstance {
+    publicUrlSetting: string | undefined;
+    fallbackHost: string;
+  }
+}
+
+const REQUEST_ID = /^[\x21-\x7e]{1,128}$/;
+
+export function requestIdGenerator(trust: TrustFn): (req: IncomingMessage) => string {
+  return (req) => {
+    const header = req.headers['x-request-id'];
+    const fromTrustedPeer = typeof header === 'string' && REQUEST_ID.test(header) && trust(req.socket.remoteAddress ?? '', 0);
+    return fromTrustedPeer ? header : randomUUID();
+  };
+}
+
+export function registerOrigin(app: FastifyInstance, options: { trustProxy: false | number | string[]; publicUrl: string | undefined; fallbackHost: string }): TrustFn {
+  const trust = compileTrust(options.trustProxy);
+  app.decorate('publicUrlSetting', options.publicUrl);
+  app.decorate('fallbackHost', options.fallbackHost);
+  app.decorateRequest('originCache', undefined);
+  app.decorateRequest('clientOrigin', {
+    getter(this: FastifyRequest) {
+      this.originCache ??= resolveClientOrigin(
+        { remoteAddress: this.raw.socket.remoteAddress ?? '', encrypted: Boolean((this.raw.socket as TLSSocket).encrypted), headers: this.headers },
+        trust,
+      );
+      return this.originCache;
+    },
+  });
+  app.addHook('onRequest', (request, reply, done) => {
+    reply.header('x-request-id', request.id);
+    done();
+  });
+  return trust;
+}
+
+/** The externally visible base URL: PUBLIC_URL when configured, else what the (trusted) request says. */
+export function publicBaseUrl(request: FastifyRequest): string {
+  const configured = request.server.publicUrlSetting;
+  if (configured) return configured;
+  const origin = request.clientOrigin;
+  return `${origin.protocol}://${origin.host ?? request.server.fallbackHost}`;
+}

@@ -1,0 +1,74 @@
+// The one catalogue of error types (RFC 9457). Every error the service answers is one of these,
+// so clients can branch on `type` and read `detail` (and `errors` for validation).
+
+export interface ProblemType {
+  slug: string;
+  status: number;
+  title: string;
+}
+
+function problemType(slug: string, status: number, title: string): ProblemType {
+  return { slug, status, title };
+}
+
+export const PROBLEM_TYPES = {
+  badRequest: problemType('bad-request', 400, 'Bad request'),
+  malformedBody: problemType('malformed-body', 400, 'The request body is not valid JSON'),
+  invalidParameter: problemType('invalid-parameter', 400, 'A path or query parameter is invalid'),
+  invalidPatch: problemType('invalid-patch', 400, 'The patch document is malformed'),
+  unauthorized: problemType('unauthorized', 401, 'Authentication required'),
+  invalidToken: problemType('invalid-token', 401, 'The access token is not valid'),
+  insufficientScope: problemType('insufficient-scope', 403, 'The access token lacks a required scope'),
+  forbidden: problemType('forbidden', 403, 'Not allowed'),
+  notFound: problemType('not-found', 404, 'Not found'),
+  methodNotAllowed: problemType('method-not-allowed', 405, 'Method not allowed'),
+  invalidTransition: problemType('invalid-state', 409, 'The order is not in a state that allows this'),
+  idempotencyKeyReused: problemType('idempotency-key-reused', 409, 'This Idempotency-Key was used with a different request'),
+  idempotencyKeyInFlight: problemType('idempotency-key-in-flight', 409, 'A request with this Idempotency-Key is still being processed'),
+  patchConflict: problemType('patch-conflict', 409, 'The patch cannot be applied to the current representation'),
+  preconditionFailed: problemType('precondition-failed', 412, 'A precondition failed'),
+  payloadTooLarge: problemType('payload-too-large', 413, 'The request body is too large'),
+  unsupportedMediaType: problemType('unsupported-media-type', 415, 'Unsupported media type'),
+  validation: problemType('validation-error', 422, 'The request body did not validate'),
+  rateLimited: problemType('rate-limited', 429, 'Too many requests'),
+  internal: problemType('internal-error', 500, 'Internal server error'),
+  issuerUnavailable: problemType('issuer-unavailable', 503, 'The token issuer could not be reached'),
+  unavailable: problemType('service-unavailable', 503, 'The service is temporarily overloaded'),
+} as const;
+
+export type ProblemKey = keyof typeof PROBLEM_TYPES;
+
+export interface FieldError {
+  pointer: string; // RFC 6901 JSON pointer into the request body or query
+  detail: string;
+}
+
+export interface ProblemOptions {
+  errors?: FieldError[];
+  headers?: Record<string, string>;
+  extensions?: Record<string, unknown>;
+}
+
+/** An error that becomes a problem+json response. Throw it anywhere below a route. */
+export class Problem extends Error {
+  readonly type: ProblemType;
+  readonly detail: string;
+  readonly options: ProblemOptions;
+
+  constructor(key: ProblemKey, detail: string, options: ProblemOptions = {}) {
+    super(detail);
+    this.name = 'Problem';
+    this.type = PROBLEM_TYPES[key];
+    this.detail = detail;
+    this.options = options;
+  }
+
+  get status(): number {
+    return this.type.status;
+  }
+}
+
+/** Escapes one property name for a JSON pointer (RFC 6901 §3). */
+export function pointerSegment(name: string): string {
+  return name.replace(/~/g, '~0').replace(/\//g, '~1');
+}

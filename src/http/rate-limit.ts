@@ -1,0 +1,48 @@
+// Per-caller rate limits with @fastify/rate-limit: keyed by the token's caller when one was verified,
+// else by client address; counters in memory, or in Redis (REDIS_URL) so every instance shares them.
+// The plugin emits the older draft's three headers; an onSend hook rewrites them into the current
+// draft-ietf-httpapi-ratelimit-headers fields `RateLimit` and `RateLimit-Policy`.
+import rateLimit from '@fastify/rate-limit';
+import type { FastifyInstance, FastifyReply } from 'fastify';
+import type { Redis } from 'ioredis';
+import { Problem } from './problems.ts';
+
+export interface RateLimitSettings {
+  max: number;
+  windowSeconds: number;
+  redis: Redis | undefined;
+}
+
+const POLICY = 'default';
+const EXEMPT = new Set(['/healthz', '/readyz']);
+
+export async function registerRateLimit(app: FastifyInstance, settings: RateLimitSettings): Promise<void> {
+  await app.register(rateLimit, {
+    global: true,
+    max: settings.max,
+    timeWindow: settings.windowSeconds * 1000,
+    redis: settings.redis,
+    nameSpace: 'signet-rl:',
+    skipOnError: true, // a Redis outage must not take the API down with it
+    enableDraftSpec: true,
+    allowList: (request) => EXEMPT.has(request.url),
+    keyGenerator: (request) => (request.principal ? request.principal.callerKey : `ip:${request.clientOrigin.ip}`),
+    errorResponseBuilder: (_request, context) =>
+      new Problem('rateLimited', `limit of ${context.max} requests per ${settings.windowSeconds} s reached; retry in ${context.after}`),
+  });
+  app.addHook('onSend', async (_request, reply) => {
+    rewriteHeaders(reply, settings.windowSeconds);
+  });
+}
+
+function rewriteHeaders(reply: FastifyReply, windowSeconds: number): void {
+  const limit = reply.getHeader('ratelimit-limit');
+  if (limit === undefined) return;
+  const remaining = reply.getHeader('ratelimit-remaining') ?? 0;
+  const reset = reply.getHeader('ratelimit-reset') ?? windowSeconds;
+  reply.removeHeader('ratelimit-limit');
+  reply.removeHeader('ratelimit-remaining');
+  reply.removeHeader('ratelimit-reset');
+  reply.header('ratelimit-policy', `"${POLICY}";q=${limit};w=${windowSeconds}`);
+  reply.header('ratelimit', `"${POLICY}";r=${remaining};t=${reset}`);
+}

@@ -1,0 +1,128 @@
+// SQL for orders. Plain functions over the database or an open transaction; one row mapper.
+// State changes are compare-and-set in a single UPDATE … WHERE status/version = …, so the rule
+// "to paid only while pending" holds under any concurrency, on both dialects.
+import type { Executor } from '../db/database.ts';
+import { fromDbTime, toDbTime } from '../db/codecs.ts';
+import type { OrdersTable } from '../db/schema.ts';
+import type { OrderStatus } from './orders.states.ts';
+
+export interface OrderRecord {
+  id: number;
+  customerId: string;
+  totalMinor: number;
+  currency: string;
+  status: OrderStatus;
+  version: number;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+export interface StatusChangeRecord {
+  status: OrderStatus;
+  at: Date;
+}
+
+const COLUMNS = ['id', 'customer_id', 'total_minor', 'currency', 'status', 'version', 'created_at', 'updated_at'] as const;
+
+type OrderRow = { [K in (typeof COLUMNS)[number]]: K extends 'id' ? number : OrdersTable[K] };
+
+function toRecord(row: OrderRow): OrderRecord {
+  return {
+    id: Number(row.id),
+    customerId: row.customer_id,
+    totalMinor: Number(row.total_minor),
+    currency: row.currency,
+    status: row.status as OrderStatus,
+    version: Number(row.version),
+    createdAt: fromDbTime(row.created_at),
+    updatedAt: fromDbTime(row.updated_at),
+  };
+}
+
+export interface NewOrder {
+  customerId: string;
+  totalMinor: number;
+  currency: string;
+  now: Date;
+}
+
+export async function insertOrder(db: Executor, order: NewOrder): Promise<OrderRecord> {
+  const at = toDbTime(order.now);
+  const row = await db
+    .insertInto('orders')
+    .values({ customer_id: order.customerId, total_minor: order.totalMinor, currency: order.currency, status: 'pending', version: 1, created_at: at, updated_at: at })
+    .returning(COLUMNS)
+    .executeTakeFirstOrThrow();
+  return toRecord(row);
+}
+
+export async function findOrder(db: Executor, id: number): Promise<OrderRecord | undefined> {
+  const row = await db.selectFrom('orders').select(COLUMNS).where('id', '=', id).executeTakeFirst();
+  return row && toRecord(row);
+}
+
+export interface OrderFilter {
+  customerId?: string;
+  status?: OrderStatus;
+  beforeId?: number;
+  limit: number;
+}
+
+/** Newest first (ids only grow), keyset-paginated by id. */
+export async function listOrders(db: Executor, filter: OrderFilter): Promise<OrderRecord[]> {
+  let query = db.selectFrom('orders').select(COLUMNS);
+  if (filter.customerId !== undefined) query = query.where('customer_id', '=', filter.customerId);
+  if (filter.status !== undefined) query = query.where('status', '=', filter.status);
+  if (filter.beforeId !== undefined) query = query.where('id', '<', filter.beforeId);
+  const rows = await query.orderBy('id', 'desc').limit(filter.limit).execute();
+  return rows.map(toRecord);
+}
+
+export interface OrderChanges {
+  customerId?: string;
+  totalMinor?: number;
+  currency?: string;
+  status?: OrderStatus;
+}
+
+export interface UpdateGuard {
+  /** Only while the order is in this state. */
+  status: OrderStatus;
+  /** Only while the order still has this version (If-Match, or a read-modify-write). */
+  version?: number;
+}
+
+/** Applies the changes if the guard still holds; undefined when it does not (or the order is gone). */
+export async function updateOrderIf(db: Executor, id: number, guard: UpdateGuard, changes: OrderChanges, now: Date): Promise<OrderRecord | undefined> {
+  let query = db
+    .updateTable('orders')
+    .set((eb) => ({
+      customer_id: changes.customerId,
+      total_minor: changes.totalMinor,
+      currency: changes.currency,
+      status: changes.status,
+      version: eb('version', '+', 1),
+      updated_at: toDbTime(now),
+    }))
+    .where('id', '=', id)
+    .where('status', '=', guard.status);
+  if (guard.version !== undefined) query = query.where('version', '=', guard.version);
+  const row = await query.returning(COLUMNS).executeTakeFirst();
+  return row && toRecord(row);
+}
+
+export async function deleteOrderIf(db: Executor, id: number, statuses: OrderStatus[], version?: number): Promise<boolean> {
+  let query = db.deleteFrom('orders').where('id', '=', id).where('status', 'in', statuses);
+  if (version !== undefined) query = query.where('version', '=', version);
+  const result = await query.executeTakeFirst();
+  return Number(result.numDeletedRows) === 1;
+}
+
+export async function insertStatusChange(db: Executor, orderId: number, status: OrderStatus, at: Date): Promise<void> {
+  await db.insertInto('order_status_changes').values({ order_id: orderId, status, changed_at: toDbTime(at) }).execute();
+}
+
+export async function listStatusChanges(db: Executor, orderId: number): Promise<StatusChangeRecord[]> {
+  const rows = await db.selectFrom('order_status_changes').select(['status', 'changed_at']).where('order_id', '=', orderId).orderBy('id').execute();
+  return rows.map((r) => ({ status: r.status as OrderStatus, at: fromDbTime(r.changed_at) }));
+}

@@ -1,0 +1,124 @@
+// Order routes: HTTP only. Input is validated by the schemas; each handler makes one service call.
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { Db } from '../db/database.ts';
+import { evaluatePreconditions } from '../http/conditional.ts';
+import { decodeCursor, encodeCursor } from '../http/cursor.ts';
+import { runIdempotent, sendStored, type IdempotencySettings } from '../http/idempotency.ts';
+import { publicBaseUrl } from '../http/origin.ts';
+import { Problem } from '../http/problems.ts';
+import type { Principal } from '../http/token-verifier.ts';
+import { DEFAULT_VARIANT, minimalResponse, notModified, orderResponse, preconditionsOf, wantsMinimal } from './orders.http.ts';
+import { applyJsonPatchToOrder } from './orders.patching.ts';
+import { entityTag, parseVariant, toRepresentation } from './orders.representation.ts';
+import { CreateOrderBody, ListQuery, Order, OrderIdParams, OrderList, OrderQuery, PatchBody, ReplaceOrderBody } from './orders.schemas.ts';
+import * as service from './orders.service.ts';
+import { ORDER_ACTIONS, type OrderStatus } from './orders.states.ts';
+
+export interface OrdersRouteOptions {
+  db: Db;
+  idempotency: IdempotencySettings;
+}
+
+const TAGS = ['orders'];
+const read = { scope: 'orders:read' };
+const write = { scope: 'orders:write' };
+
+function principalOf(request: FastifyRequest): Principal {
+  if (!request.principal) throw new Problem('unauthorized', 'an access token is required');
+  return request.principal;
+}
+
+export async function ordersRoutes(fastify: FastifyInstance, options: OrdersRouteOptions): Promise<void> {
+  const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
+  const { db, idempotency } = options;
+
+  app.post('/api/orders', { config: write, schema: { tags: TAGS, summary: 'Create an order', body: CreateOrderBody, response: { 201: Order } } }, async (request, reply) =>
+    runIdempotent(request, reply, db, idempotency, async (trx) => orderResponse(request, await service.createOrder(trx, principalOf(request), request.body, new Date()), 201)),
+  );
+
+  app.get('/api/orders/:id', { config: read, schema: { tags: TAGS, summary: 'Read an order', params: OrderIdParams, querystring: OrderQuery, response: { 200: Order } } }, async (request, reply) => {
+    const variant = parseVariant(request.query.fields, request.query.include);
+    const order = await service.getVisibleOrder(db, principalOf(request), Number(request.params.id));
+    const baseUrl = publicBaseUrl(request);
+    const outcome = evaluatePreconditions(request.method, request.headers, { etag: entityTag(order, baseUrl, variant), lastModified: order.updatedAt });
+    if (outcome === 'not-modified') return notModified(reply, order, baseUrl, variant);
+    if (outcome === 'precondition-failed') throw new Problem('preconditionFailed', 'the order does not match If-Match / If-Unmodified-Since');
+    const history = variant.include.includes('history') ? await service.getHistory(db, order) : undefined;
+    return sendStored(reply, orderResponse(request, order, 200, variant, history));
+  });
+
+  app.get('/api/orders', { config: read, schema: { tags: TAGS, summary: 'List orders, newest first', querystring: ListQuery, response: { 200: OrderList } } }, async (request, reply) => {
+    const { limit, cursor, fields, include } = request.query;
+    const variant = parseVariant(fields, include);
+    const filter = listFilter(request.query);
+    const { orders, hasMore } = await service.listOrders(db, principalOf(request), { limit, ...filter });
+    const baseUrl = publicBaseUrl(request);
+    const items = await Promise.all(
+      orders.map(async (o) => toRepresentation(o, baseUrl, variant, variant.include.includes('history') ? await service.getHistory(db, o) : undefined)),
+    );
+    const self = `${baseUrl}${request.url}`;
+    const links: Record<string, { href: string; method: string }> = { self: { href: self, method: 'GET' } };
+    const last = orders.at(-1);
+    if (hasMore && last) {
+      const next = new URL(self);
+      next.searchParams.set('cursor', encodeCursor({ b: last.id, s: filter.status ?? '', c: filter.customerId ?? '' }));
+      next.searchParams.delete('Status');
+      next.searchParams.delete('CustomerId');
+      links.next = { href: next.toString(), method: 'GET' };
+      reply.header('link', `<${next.toString()}>; rel="next"`);
+    }
+    void cursor;
+    return reply.header('cache-control', 'private, no-cache').header('vary', 'Authorization, Origin').send({ Items: items, _links: links });
+  });
+
+  app.put('/api/orders/:id', { config: write, schema: { tags: TAGS, summary: 'Replace an order from its full representation', params: OrderIdParams, body: ReplaceOrderBody, response: { 200: Order } } }, async (request, reply) => {
+    const next = request.body;
+    const order = await db.transaction().execute((trx) =>
+      service.replaceOrder(trx, principalOf(request), Number(request.params.id), next, { statusIsReadOnly: true, check: preconditionsOf(request), now: new Date() }),
+    );
+    return sendStored(reply, wantsMinimal(request) ? minimalResponse(request, order) : orderResponse(request, order, 200));
+  });
+
+  app.patch(
+    '/api/orders/:id',
+    { config: write, schema: { tags: TAGS, summary: 'Change an order with JSON Merge Patch (RFC 7396) or JSON Patch (RFC 6902)', params: OrderIdParams, body: PatchBody, response: { 200: Order } } },
+    async (request, reply) => {
+      const order = await db.transaction().execute((trx) => applyJsonPatchToOrder(trx, principalOf(request), Number(request.params.id), request));
+      return sendStored(reply, wantsMinimal(request) ? minimalResponse(request, order) : orderResponse(request, order, 200));
+    },
+  );
+
+  app.delete('/api/orders/:id', { config: write, schema: { tags: TAGS, summary: 'Delete a pending or cancelled order', params: OrderIdParams, response: { 204: { type: 'null', description: 'Deleted' } } } }, async (request, reply) => {
+    await db.transaction().execute((trx) => service.deleteOrder(trx, principalOf(request), Number(request.params.id), preconditionsOf(request)));
+    return reply.code(204).send(null);
+  });
+
+  for (const action of ORDER_ACTIONS) {
+    app.post(`/api/orders/:id/${action}`, { config: write, schema: { tags: TAGS, summary: `Transition: ${action}`, params: OrderIdParams, response: { 200: Order } } }, async (request, reply) =>
+      runIdempotent(request, reply, db, idempotency, async (trx) => {
+        const order = await service.transitionOrder(trx, principalOf(request), Number(request.params.id), action, preconditionsOf(request), new Date());
+        return orderResponse(request, order, 200, DEFAULT_VARIANT);
+      }),
+    );
+  }
+}
+
+interface ListFilter {
+  beforeId?: number;
+  status?: OrderStatus;
+  customerId?: string;
+}
+
+/** The cursor carries the filters it was made for, so a page can never mix two different queries. */
+function listFilter(query: { cursor?: string; Status?: OrderStatus; CustomerId?: string }): ListFilter {
+  if (query.cursor === undefined) return { status: query.Status, customerId: query.CustomerId?.toLowerCase() };
+  const decoded = decodeCursor(query.cursor, { b: 'number', s: 'string', c: 'string' });
+  const status = (decoded?.s || undefined) as OrderStatus | undefined;
+  const customerId = (decoded?.c || undefined) as string | undefined;
+  const conflicting = (query.Status !== undefined && query.Status !== status) || (query.CustomerId !== undefined && query.CustomerId.toLowerCase() !== customerId);
+  if (!decoded || conflicting || !Number.isSafeInteger(decoded.b)) {
+    throw new Problem('invalidParameter', 'cursor is not one this service issued for these filters; start again without it', { errors: [{ pointer: '/cursor', detail: 'invalid cursor' }] });
+  }
+  return { beforeId: decoded.b as number, status, customerId };
+}

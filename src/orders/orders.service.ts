@@ -1,0 +1,162 @@
+// Order rules: who may see and change which order, money validation, the state machine, and
+// compare-and-set writes. Knows nothing of HTTP; the caller passes the executor (transaction) and
+// a precondition check built from the request's conditional headers.
+import type { Executor } from '../db/database.ts';
+import { Problem, type FieldError } from '../http/problems.ts';
+import type { Principal } from '../http/token-verifier.ts';
+import { isActiveCurrency, toMinorUnits } from './orders.money.ts';
+import * as repo from './orders.repository.ts';
+import type { OrderChanges, OrderRecord, StatusChangeRecord } from './orders.repository.ts';
+import { actionBetween, isDeletable, isEditable, TRANSITIONS, type OrderAction, type OrderStatus } from './orders.states.ts';
+
+/** Throws 412 when the request's preconditions fail; returns true when the write must also match the version. */
+export type PreconditionCheck = (order: OrderRecord) => boolean;
+export const NO_PRECONDITIONS: PreconditionCheck = () => false;
+
+export interface OrderFields {
+  CustomerId: string;
+  Total: number;
+  Currency?: string;
+}
+
+function canSee(principal: Principal, order: OrderRecord): boolean {
+  return principal.isClient || order.customerId === principal.subject.toLowerCase();
+}
+
+/** Another customer's order answers 404, not 403: its existence is not revealed. */
+export async function getVisibleOrder(db: Executor, principal: Principal, id: number): Promise<OrderRecord> {
+  const order = await repo.findOrder(db, id);
+  if (!order || !canSee(principal, order)) throw new Problem('notFound', `order ${id} does not exist`);
+  return order;
+}
+
+export async function getHistory(db: Executor, order: OrderRecord): Promise<StatusChangeRecord[]> {
+  return repo.listStatusChanges(db, order.id);
+}
+
+/** Validates the mutable fields; collects every violation so the client can fix them at once. */
+function validateFields(principal: Principal, fields: OrderFields): { customerId: string; totalMinor: number; currency: string } {
+  const errors: FieldError[] = [];
+  const customerId = fields.CustomerId.toLowerCase();
+  const currency = fields.Currency ?? 'USD';
+  let totalMinor = 0;
+  if (!isActiveCurrency(currency)) {
+    errors.push({ pointer: '/Currency', detail: `"${currency}" is not an active ISO 4217 currency code` });
+  } else {
+    const money = toMinorUnits(fields.Total, currency);
+    if (money.ok) totalMinor = money.minor;
+    else errors.push({ pointer: '/Total', detail: money.detail });
+  }
+  if (errors.length > 0) throw new Problem('validation', errors.map((e) => `${e.pointer.slice(1)}: ${e.detail}`).join('; '), { errors });
+  if (!principal.isClient && customerId !== principal.subject.toLowerCase()) {
+    throw new Problem('forbidden', 'an end-user token may only use its own subject as CustomerId');
+  }
+  return { customerId, totalMinor, currency };
+}
+
+export async function createOrder(db: Executor, principal: Principal, fields: OrderFields, now: Date): Promise<OrderRecord> {
+  const valid = validateFields(principal, fields);
+  const order = await repo.insertOrder(db, { ...valid, now });
+  await repo.insertStatusChange(db, order.id, order.status, now);
+  return order;
+}
+
+function invalidState(order: OrderRecord, attempted: string): Problem {
+  return new Problem('invalidTransition', `order ${order.id} is ${order.status}; cannot ${attempted}`, { extensions: { currentStatus: order.status } });
+}
+
+/** After a compare-and-set matched nothing: say why, from the state as it is now. */
+async function explainLostRace(db: Executor, principal: Principal, id: number, attempted: string, expectedStatus: OrderStatus): Promise<never> {
+  const now = await getVisibleOrder(db, principal, id);
+  if (now.status !== expectedStatus) throw invalidState(now, attempted);
+  throw new Problem('preconditionFailed', `order ${id} changed while this request was processed; fetch it and retry`);
+}
+
+export async function transitionOrder(db: Executor, principal: Principal, id: number, action: OrderAction, check: PreconditionCheck, now: Date): Promise<OrderRecord> {
+  const { from, to } = TRANSITIONS[action];
+  const order = await getVisibleOrder(db, principal, id);
+  if (order.status !== from) throw invalidState(order, action);
+  const guardVersion = check(order);
+  // One conditional UPDATE: of N concurrent requests exactly one finds the order still in `from`.
+  const updated = await repo.updateOrderIf(db, id, { status: from, version: guardVersion ? order.version : undefined }, { status: to }, now);
+  if (!updated) return explainLostRace(db, principal, id, action, from);
+  await repo.insertStatusChange(db, id, to, now);
+  return updated;
+}
+
+export interface ReadOnlyMembers {
+  Id?: number;
+  CreatedAtUtc?: string;
+  Status?: OrderStatus;
+}
+
+function checkReadOnly(order: OrderRecord, sent: ReadOnlyMembers, statusIsReadOnly: boolean): void {
+  const errors: FieldError[] = [];
+  if (sent.Id !== undefined && sent.Id !== order.id) errors.push({ pointer: '/Id', detail: `read-only; this order's Id is ${order.id}` });
+  if (sent.CreatedAtUtc !== undefined && Date.parse(sent.CreatedAtUtc) !== order.createdAt.getTime()) errors.push({ pointer: '/CreatedAtUtc', detail: 'read-only' });
+  if (statusIsReadOnly && sent.Status !== undefined && sent.Status !== order.status) {
+    errors.push({ pointer: '/Status', detail: 'read-only in PUT; use the pay/cancel/ship/deliver actions or PATCH' });
+  }
+  if (errors.length > 0) throw new Problem('validation', errors.map((e) => `${e.pointer.slice(1)}: ${e.detail}`).join('; '), { errors });
+}
+
+function diff(order: OrderRecord, valid: { customerId: string; totalMinor: number; currency: string }): OrderChanges {
+  const changes: OrderChanges = {};
+  if (valid.customerId !== order.customerId) changes.customerId = valid.customerId;
+  if (valid.totalMinor !== order.totalMinor || valid.currency !== order.currency) {
+    changes.totalMinor = valid.totalMinor;
+    changes.currency = valid.currency;
+  }
+  return changes;
+}
+
+export interface Replacement extends OrderFields, ReadOnlyMembers {}
+
+/**
+ * PUT and PATCH end here: the new full state is compared with the current one, and only real changes
+ * are written (so repeating a PUT changes nothing: idempotent). Field changes need an editable state;
+ * a Status change must be one allowed transition.
+ */
+export async function replaceOrder(db: Executor, principal: Principal, id: number, next: Replacement, options: { statusIsReadOnly: boolean; check: PreconditionCheck; now: Date }): Promise<OrderRecord> {
+  const order = await getVisibleOrder(db, principal, id);
+  checkReadOnly(order, next, options.statusIsReadOnly);
+  const changes = diff(order, validateFields(principal, next));
+  const nextStatus = next.Status ?? order.status;
+  const guardVersion = options.check(order);
+  const fieldsChange = Object.keys(changes).length > 0;
+  if (fieldsChange && !isEditable(order.status)) throw invalidState(order, 'change CustomerId, Total or Currency');
+  if (nextStatus !== order.status) {
+    const action = actionBetween(order.status, nextStatus);
+    if (!action) throw invalidState(order, `move to ${nextStatus}`);
+    changes.status = nextStatus;
+  }
+  if (Object.keys(changes).length === 0) return order;
+  // Guarded by the version just read: a concurrent writer makes this match nothing instead of losing its change.
+  const updated = await repo.updateOrderIf(db, id, { status: order.status, version: order.version }, changes, options.now);
+  if (!updated) return explainLostRace(db, principal, id, 'apply the change', order.status);
+  if (changes.status) await repo.insertStatusChange(db, id, changes.status, options.now);
+  void guardVersion;
+  return updated;
+}
+
+export async function deleteOrder(db: Executor, principal: Principal, id: number, check: PreconditionCheck): Promise<void> {
+  const order = await getVisibleOrder(db, principal, id);
+  if (!isDeletable(order.status)) throw invalidState(order, 'delete it (only pending and cancelled orders can be deleted)');
+  const guardVersion = check(order);
+  const deleted = await repo.deleteOrderIf(db, id, ['pending', 'cancelled'], guardVersion ? order.version : undefined);
+  if (!deleted) return explainLostRace(db, principal, id, 'delete it', order.status);
+}
+
+export interface ListRequest {
+  limit: number;
+  beforeId?: number;
+  status?: OrderStatus;
+  customerId?: string;
+}
+
+/** One page plus whether another follows (one extra row is read to know). */
+export async function listOrders(db: Executor, principal: Principal, request: ListRequest): Promise<{ orders: OrderRecord[]; hasMore: boolean }> {
+  const customerId = principal.isClient ? request.customerId?.toLowerCase() : principal.subject.toLowerCase();
+  const rows = await repo.listOrders(db, { customerId, status: request.status, beforeId: request.beforeId, limit: request.limit + 1 });
+  return { orders: rows.slice(0, request.limit), hasMore: rows.length > request.limit };
+}

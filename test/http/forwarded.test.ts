@@ -1,0 +1,263 @@
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { compileTrust, nodeAddress, normalizeHost, resolveClientOrigin } from '../../src/http/forwarded.ts';
+import type { PeerRequest } from '../../src/http/forwarded.ts';
+
+function req(remoteAddress: string, headers: PeerRequest['headers'], encrypted = false): PeerRequest {
+  return { remoteAddress, encrypted, headers: { host: 'internal.svc:8080', ...headers } };
+}
+
+const loopback = compileTrust(['loopback']);
+
+describe('compileTrust', () => {
+  it('trusts nothing for false', () => {
+    assert.equal(compileTrust(false)('127.0.0.1', 0), false);
+  });
+
+  it('trusts exactly the given number of nearest hops', () => {
+    const two = compileTrust(2);
+    assert.deepEqual([0, 1, 2].map((hop) => two('203.0.113.9', hop)), [true, true, false]);
+  });
+
+  it('accepts addresses, CIDRs and named ranges, including IPv4-mapped peers', () => {
+    const trust = compileTrust(['10.0.0.0/8', '192.0.2.7', 'loopback']);
+    assert.equal(trust('10.20.30.40', 0), true);
+    assert.equal(trust('192.0.2.7', 0), true);
+    assert.equal(trust('::ffff:127.0.0.1', 0), true);
+    assert.equal(trust('192.0.2.8', 0), false);
+  });
+
+  it('rejects a malformed address list at compile time', () => {
+    assert.throws(() => compileTrust(['not-an-ip']), TypeError);
+  });
+});
+
+describe('resolveClientOrigin: untrusted peer', () => {
+  it('ignores every forwarding header from an untrusted peer', () => {
+    const origin = resolveClientOrigin(
+      req('203.0.113.5', {
+        forwarded: 'for=1.1.1.1;proto=https;host=evil.example',
+        'x-forwarded-for': '1.1.1.1',
+        'x-forwarded-proto': 'https',
+        'x-forwarded-host': 'evil.example',
+      }),
+      loopback,
+    );
+    assert.deepEqual(origin, { ip: '203.0.113.5', protocol: 'http', host: 'internal.svc:8080' });
+  });
+
+  it('takes the protocol from the TLS state of the socket', () => {
+    assert.equal(resolveClientOrigin(req('203.0.113.5', {}, true), compileTrust(false)).protocol, 'https');
+  });
+
+  it('strips the IPv4-mapped IPv6 prefix from the peer address', () => {
+    assert.equal(resolveClientOrigin(req('::ffff:203.0.113.5', {}), loopback).ip, '203.0.113.5');
+  });
+
+  it('reports no host when the Host header is missing, invalid or repeated', () => {
+    const none = { remoteAddress: '203.0.113.5', encrypted: false, headers: {} };
+    assert.equal(resolveClientOrigin(none, loopback).host, null);
+    assert.equal(resolveClientOrigin(req('203.0.113.5', { host: 'a b' }), loopback).host, null);
+    assert.equal(resolveClientOrigin(req('203.0.113.5', { host: ['a.example', 'b.example'] }), loopback).host, null);
+  });
+});
+
+describe('resolveClientOrigin: X-Forwarded-*', () => {
+  it('takes client, protocol and host from a trusted peer', () => {
+    const origin = resolveClientOrigin(
+      req('127.0.0.1', {
+        'x-forwarded-for': '198.51.100.4',
+        'x-forwarded-proto': 'https',
+        'x-forwarded-host': 'API.Example.com',
+      }),
+      loopback,
+    );
+    assert.deepEqual(origin, { ip: '198.51.100.4', protocol: 'https', host: 'api.example.com' });
+  });
+
+  it('stops at the first untrusted address walking right to left', () => {
+    const trust = compileTrust(['10.0.0.0/8', 'loopback']);
+    const headers = { 'x-forwarded-for': '1.1.1.1, 198.51.100.4, 10.0.0.2' };
+    assert.equal(resolveClientOrigin(req('127.0.0.1', headers), trust).ip, '198.51.100.4');
+  });
+
+  it('does not skip over an untrusted middle hop', () => {
+    const trust = compileTrust(['10.0.0.0/8', 'loopback']);
+    const headers = { 'x-forwarded-for': '10.9.9.9, 198.51.100.4, 10.0.0.2' };
+    assert.equal(resolveClientOrigin(req('127.0.0.1', headers), trust).ip, '198.51.100.4');
+  });
+
+  it('honours a hop count', () => {
+    const headers = { 'x-forwarded-for': '1.1.1.1, 2.2.2.2, 3.3.3.3' };
+    assert.equal(resolveClientOrigin(req('203.0.113.5', headers), compileTrust(1)).ip, '3.3.3.3');
+    assert.equal(resolveClientOrigin(req('203.0.113.5', headers), compileTrust(2)).ip, '2.2.2.2');
+    assert.equal(resolveClientOrigin(req('203.0.113.5', headers), compileTrust(9)).ip, '1.1.1.1');
+  });
+
+  it('joins multiple header lines into one chain', () => {
+    const headers = { 'x-forwarded-for': ['1.1.1.1', '2.2.2.2, 3.3.3.3'] };
+    assert.equal(resolveClientOrigin(req('127.0.0.1', headers), compileTrust(2)).ip, '2.2.2.2');
+  });
+
+  it('uses proto and host at the client hop position when the counts line up', () => {
+    const headers = {
+      'x-forwarded-for': '198.51.100.4, 10.0.0.2',
+      'x-forwarded-proto': 'https, http',
+      'x-forwarded-host': 'public.example, lb.internal',
+    };
+    const origin = resolveClientOrigin(req('127.0.0.1', headers), compileTrust(['10.0.0.0/8', 'loopback']));
+    assert.deepEqual(origin, { ip: '198.51.100.4', protocol: 'https', host: 'public.example' });
+  });
+
+  it('uses the nearer hop position when the client hop is not trusted further', () => {
+    const headers = {
+      'x-forwarded-for': '198.51.100.4, 10.0.0.2',
+      'x-forwarded-proto': 'https, http',
+      'x-forwarded-host': 'public.example, lb.internal',
+    };
+    const origin = resolveClientOrigin(req('127.0.0.1', headers), loopback);
+    assert.deepEqual(origin, { ip: '10.0.0.2', protocol: 'http', host: 'lb.internal' });
+  });
+
+  it('uses the last value when the counts do not line up', () => {
+    const headers = { 'x-forwarded-for': '198.51.100.4, 10.0.0.2', 'x-forwarded-proto': 'http, https, https' };
+    const origin = resolveClientOrigin(req('127.0.0.1', headers), compileTrust(['10.0.0.0/8', 'loopback']));
+    assert.equal(origin.protocol, 'https');
+  });
+
+  it('accepts proto and host without X-Forwarded-For', () => {
+    const headers = { 'x-forwarded-proto': 'https', 'x-forwarded-host': 'public.example' };
+    assert.deepEqual(resolveClientOrigin(req('127.0.0.1', headers), loopback), {
+      ip: '127.0.0.1',
+      protocol: 'https',
+      host: 'public.example',
+    });
+  });
+
+  it('stops at a garbage entry and keeps the proxy that reported it', () => {
+    const headers = { 'x-forwarded-for': '1.1.1.1, not-an-ip, 10.0.0.2' };
+    const trust = compileTrust(9);
+    assert.equal(resolveClientOrigin(req('127.0.0.1', headers), trust).ip, '10.0.0.2');
+  });
+});
+
+describe('resolveClientOrigin: Forwarded (RFC 7239)', () => {
+  it('takes client, protocol and host from the element for the client hop', () => {
+    const headers = { forwarded: 'for=198.51.100.4;proto=https;host=public.example' };
+    assert.deepEqual(resolveClientOrigin(req('127.0.0.1', headers), loopback), {
+      ip: '198.51.100.4',
+      protocol: 'https',
+      host: 'public.example',
+    });
+  });
+
+  it('reads quoted IPv6 node identifiers with ports and IPv4 with ports', () => {
+    const trust = compileTrust(['2001:db8::/32', 'loopback']);
+    const headers = { forwarded: 'for="192.0.2.60:4711", for="[2001:db8:cafe::17]:47011"' };
+    assert.equal(resolveClientOrigin(req('::1', headers), trust).ip, '192.0.2.60');
+  });
+
+  it('is preferred over X-Forwarded-*', () => {
+    const headers = {
+      forwarded: 'for=198.51.100.4;proto=http',
+      'x-forwarded-for': '1.1.1.1',
+      'x-forwarded-proto': 'https',
+      'x-forwarded-host': 'xfh.example',
+    };
+    assert.deepEqual(resolveClientOrigin(req('127.0.0.1', headers), loopback), {
+      ip: '198.51.100.4',
+      protocol: 'http',
+      host: 'internal.svc:8080',
+    });
+  });
+
+  it('falls back to nearer elements for a missing protocol or host', () => {
+    const trust = compileTrust(['10.0.0.0/8', 'loopback']);
+    const headers = {
+      forwarded: ['for=198.51.100.4;host=public.example', 'for=10.0.0.2;proto=https;host=lb.internal'],
+    };
+    assert.deepEqual(resolveClientOrigin(req('127.0.0.1', headers), trust), {
+      ip: '198.51.100.4',
+      protocol: 'https',
+      host: 'public.example',
+    });
+  });
+
+  it('ignores what the untrusted middle hop wrote', () => {
+    const trust = compileTrust(['10.0.0.0/8', 'loopback']);
+    const forwarded = 'for=1.1.1.1;host=evil.example, for=198.51.100.4;host=public.example;proto=https, for=10.0.0.2';
+    assert.deepEqual(resolveClientOrigin(req('127.0.0.1', { forwarded }), trust), {
+      ip: '198.51.100.4',
+      protocol: 'https',
+      host: 'public.example',
+    });
+  });
+
+  it('keeps the reporting proxy as client address for "unknown" and obfuscated nodes', () => {
+    const trust = compileTrust(9);
+    assert.equal(resolveClientOrigin(req('127.0.0.1', { forwarded: 'for=unknown;proto=https' }), trust).ip, '127.0.0.1');
+    assert.equal(resolveClientOrigin(req('127.0.0.1', { forwarded: 'for=_hidden, for=10.0.0.2' }), trust).ip, '10.0.0.2');
+  });
+
+  it('treats a malformed header as absent and falls back to X-Forwarded-*', () => {
+    const headers = { forwarded: 'for="unterminated', 'x-forwarded-for': '198.51.100.4' };
+    assert.equal(resolveClientOrigin(req('127.0.0.1', headers), loopback).ip, '198.51.100.4');
+    assert.equal(resolveClientOrigin(req('127.0.0.1', { forwarded: 'for=1.1.1.1;;' }), loopback).ip, '127.0.0.1');
+  });
+});
+
+describe('resolveClientOrigin: injection attempts', () => {
+  const hostile = [
+    'evil.example\r\nSet-Cookie: x=1',
+    'evil.example/path',
+    'user@evil.example',
+    'evil.example extra',
+    'evil.example:99999',
+    'evil.example:0',
+    'evil.example:',
+    '[::1',
+    '[fe80::1%25eth0]',
+    '[not-ipv6]',
+    'evil..example',
+    '-evil.example',
+    'javascript:alert(1)',
+    '',
+  ];
+
+  for (const host of hostile) {
+    it(`rejects forwarded host ${JSON.stringify(host)} and falls back to the Host header`, () => {
+      const origin = resolveClientOrigin(req('127.0.0.1', { 'x-forwarded-host': host }), loopback);
+      assert.equal(origin.host, 'internal.svc:8080');
+    });
+  }
+
+  it('rejects a quoted Forwarded host carrying a path', () => {
+    const origin = resolveClientOrigin(req('127.0.0.1', { forwarded: 'for=1.1.1.1;host="evil.example/x"' }), loopback);
+    assert.equal(origin.host, 'internal.svc:8080');
+  });
+
+  it('ignores protocols other than http and https', () => {
+    for (const proto of ['javascript', 'ftp', 'https\r\n', 'https, ', 'https;x']) {
+      const origin = resolveClientOrigin(req('127.0.0.1', { 'x-forwarded-proto': proto }), loopback);
+      assert.equal(origin.protocol, 'http', proto);
+    }
+  });
+});
+
+describe('normalizeHost and nodeAddress', () => {
+  it('accepts names, IPv4 and bracketed IPv6 with optional ports', () => {
+    for (const host of ['example.com', 'localhost:3000', 'my_service', '192.0.2.1:80', '[2001:db8::1]', '[::1]:8443']) {
+      assert.equal(normalizeHost(host), host);
+    }
+  });
+
+  it('extracts plain IPs from node identifiers and rejects the rest', () => {
+    assert.equal(nodeAddress('[2001:db8::1]:443'), '2001:db8::1');
+    assert.equal(nodeAddress('2001:db8::1'), '2001:db8::1');
+    assert.equal(nodeAddress('192.0.2.1:80'), '192.0.2.1');
+    assert.equal(nodeAddress('[::ffff:192.0.2.1]'), '192.0.2.1');
+    for (const bad of ['unknown', '_hidden', '[192.0.2.1]', '192.0.2.1\r\n', '1.2.3']) {
+      assert.equal(nodeAddress(bad), null, bad);
+    }
+  });
+});
