@@ -35,7 +35,7 @@ const CORS_ALLOWED_HEADERS = ['Authorization', 'Content-Type', 'If-Match', 'If-N
 const CORS_EXPOSED_HEADERS = ['ETag', 'Location', 'Link', 'Last-Modified', 'Retry-After', 'RateLimit', 'RateLimit-Policy', 'Idempotent-Replayed', 'X-Request-Id', 'WWW-Authenticate', 'Accept-Patch', 'Preference-Applied'];
 
 export async function buildApp(config: Readonly<Config>, options: { logger?: boolean } = {}): Promise<FastifyInstance> {
-  const database = openDatabase(config.databaseUrl);
+  const database = openDatabase(config.databaseUrl, { sqliteSynchronous: config.sqliteSynchronous });
   await migrateToLatest(database);
   const trust = compileTrust(config.trustProxy);
   const app = Fastify({
@@ -73,6 +73,7 @@ export async function buildApp(config: Readonly<Config>, options: { logger?: boo
   registerHealth(app, database);
   await app.register(ordersRoutes, { db: database.db, idempotency: { ttlSeconds: config.idempotencyKeyTtlSeconds, lockSeconds: config.idempotencyLockSeconds } });
 
+  closeKeepAliveOnShutdown(app);
   const purge = setInterval(() => {
     purgeExpiredKeys(database.db, new Date()).catch((err) => app.log.warn({ err }, 'idempotency key purge failed'));
   }, PURGE_INTERVAL_MS).unref();
@@ -84,10 +85,21 @@ export async function buildApp(config: Readonly<Config>, options: { logger?: boo
   return app;
 }
 
+/** Responses finished during shutdown tell the client to drop the connection, so close() need not wait for keep-alive timeouts. */
+function closeKeepAliveOnShutdown(app: FastifyInstance): void {
+  let closing = false;
+  app.addHook('preClose', async () => {
+    closing = true;
+  });
+  app.addHook('onSend', async (_request, reply) => {
+    if (closing) reply.header('connection', 'close');
+  });
+}
+
 async function registerSecurityHeaders(app: FastifyInstance, config: Readonly<Config>): Promise<void> {
   await app.register(helmet, {
     contentSecurityPolicy: {
-      directives: { defaultSrc: ["'self'"], imgSrc: ["'self'", 'data:'], styleSrc: ["'self'", "'unsafe-inline'"], frameAncestors: ["'none'"], baseUri: ["'none'"], formAction: ["'self'"] },
+      directives: { defaultSrc: ["'self'"], imgSrc: ["'self'", 'data:'], styleSrc: ["'self'", "'unsafe-inline'"], frameAncestors: ["'none'"], baseUri: ["'none'"], formAction: ["'self'"], upgradeInsecureRequests: config.publicUrl?.startsWith('https://') ? [] : null },
     },
     hsts: config.publicUrl?.startsWith('https://') ? undefined : false,
   });

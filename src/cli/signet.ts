@@ -13,7 +13,8 @@ commands:
 Configuration comes from environment variables; see the README.`;
 
 async function migrate(): Promise<void> {
-  const handle = openDatabase(loadConfig().databaseUrl);
+  const config = loadConfig();
+  const handle = openDatabase(config.databaseUrl, { sqliteSynchronous: config.sqliteSynchronous });
   try {
     const result = await migrateToLatest(handle);
     const applied = result.results?.filter((r) => r.status === 'Success').map((r) => r.migrationName) ?? [];

@@ -11,6 +11,7 @@ export interface Config {
   host: string;
   port: number;
   databaseUrl: string;
+  sqliteSynchronous: 'NORMAL' | 'FULL';
   publicUrl: string | undefined;
   trustProxy: false | number | string[];
   logLevel: LogLevel;
@@ -52,6 +53,7 @@ export const SETTINGS = [
   setting({ key: 'host', env: 'HOST', default: '127.0.0.1', doc: 'Address to listen on.', parse: parsers.host }),
   setting({ key: 'port', env: 'PORT', default: '3000', doc: 'TCP port (0 picks a free one).', parse: parsers.integer(0, 65535) }),
   setting({ key: 'databaseUrl', env: 'DATABASE_URL', default: 'sqlite:./data/signet.db', doc: '`sqlite:<file>` (embedded, created on first start) or `postgres://user@host:port/db`.', parse: parsers.databaseUrl }),
+  setting({ key: 'sqliteSynchronous', env: 'SQLITE_SYNCHRONOUS', default: 'FULL', doc: 'SQLite durability: `FULL` syncs every commit to disk (survives power loss); `NORMAL` (WAL) survives process crashes but may lose the last commits on power loss, and is faster.', parse: parsers.oneOf(['NORMAL', 'FULL'] as const) }),
   setting({ key: 'publicUrl', env: 'PUBLIC_URL', default: undefined, doc: 'Externally visible base URL (e.g. `https://api.example.com`). When unset, absolute URLs follow the Host header or trusted forwarding headers.', parse: parsers.baseUrl }),
   setting({ key: 'trustProxy', env: 'TRUST_PROXY', default: 'false', doc: 'Which peers may set `Forwarded`/`X-Forwarded-*`/`X-Request-Id`: `false`, a hop count, or a comma list of addresses/CIDRs (`loopback`, `10.0.0.0/8`).', parse: parsers.trustProxy }),
   setting({ key: 'logLevel', env: 'LOG_LEVEL', default: 'info', doc: `One of ${LOG_LEVELS.join(', ')}.`, parse: parsers.oneOf(LOG_LEVELS) }),

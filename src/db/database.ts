@@ -22,12 +22,12 @@ export function dialectOf(url: string): Dialect {
   return url.startsWith('sqlite:') ? 'sqlite' : 'postgres';
 }
 
-export function openDatabase(url: string): DatabaseHandle {
+export function openDatabase(url: string, options: { sqliteSynchronous?: 'NORMAL' | 'FULL' } = {}): DatabaseHandle {
   const dialect = dialectOf(url);
   if (dialect === 'sqlite') {
     const path = url.slice('sqlite:'.length);
     if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
-    const database = openSqlite(path, 'NORMAL');
+    const database = openSqlite(path, options.sqliteSynchronous ?? 'FULL');
     return { dialect, db: new Kysely<Database>({ dialect: new SqliteDialect({ database }) }) };
   }
   const pool = new pg.Pool({
