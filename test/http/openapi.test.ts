@@ -1,0 +1,37 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { call } from '../helpers/http.ts';
+import { startServer, type TestServer } from '../helpers/server.ts';
+
+describe('OpenAPI document', () => {
+  let server: TestServer;
+  before(async () => {
+    server = await startServer('sqlite');
+  });
+  after(() => server.close());
+
+  test('is OpenAPI 3.1 generated from the routes, with scopes and the state machine', async () => {
+    const res = await call(server.url, 'GET', '/openapi.json');
+    assert.equal(res.status, 200);
+    const doc = res.json;
+    assert.equal(doc.openapi, '3.1.0');
+    for (const path of ['/api/orders', '/api/orders/{id}', '/api/orders/{id}/pay', '/api/orders/{id}/cancel', '/api/orders/{id}/ship', '/api/orders/{id}/deliver', '/healthz', '/readyz']) {
+      assert.ok(doc.paths[path], `missing ${path}`);
+    }
+    for (const method of ['get', 'put', 'patch', 'delete']) assert.ok(doc.paths['/api/orders/{id}'][method], `missing ${method} /api/orders/{id}`);
+    assert.deepEqual(doc.paths['/api/orders'].post.security, [{ bearer: ['orders:write'] }]);
+    assert.deepEqual(doc.paths['/api/orders/{id}'].get.security, [{ bearer: ['orders:read'] }]);
+    assert.equal(doc.components.securitySchemes.bearer.scheme, 'bearer');
+    assert.match(doc.info.description, /pending.*pay.*paid/s);
+    const create = doc.paths['/api/orders'].post.requestBody.content['application/json'].schema;
+    assert.deepEqual(create.required.sort(), ['CustomerId', 'Total']);
+    assert.equal(create.additionalProperties, false);
+  });
+
+  test('serves a reference page at /docs without external assets', async () => {
+    const res = await call(server.url, 'GET', '/docs/');
+    assert.equal(res.status, 200);
+    assert.match(res.headers.get('content-type') ?? '', /text\/html/);
+    assert.doesNotMatch(res.text, /src="https?:\/\//);
+  });
+});
