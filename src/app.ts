@@ -5,7 +5,7 @@ import helmet from '@fastify/helmet';
 import underPressure from '@fastify/under-pressure';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { Redis } from 'ioredis';
-import type { Config } from './config/config.ts';
+import { hostForUrl, type Config } from './config/config.ts';
 import { openDatabase, type DatabaseHandle } from './db/database.ts';
 import { migrateToLatest } from './db/migrate.ts';
 import { registerBearerAuth, registerScopeCheck } from './http/auth.ts';
@@ -50,7 +50,7 @@ export async function buildApp(config: Readonly<Config>, options: { logger?: boo
   app.setValidatorCompiler(validatorCompiler);
   registerErrorHandler(app); // first, or plugins keep Fastify's default error format
   registerNotFound(app);
-  registerOrigin(app, { trustProxy: config.trustProxy, publicUrl: config.publicUrl, fallbackHost: `${config.host}:${config.port}` });
+  registerOrigin(app, { trustProxy: config.trustProxy, publicUrl: config.publicUrl, fallbackHost: `${hostForUrl(config.host)}:${config.port}` });
   registerJsonBody(app);
   await registerSecurityHeaders(app, config);
   await registerOverloadGuard(app, config);

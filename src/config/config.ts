@@ -96,7 +96,8 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
   return Object.freeze(config);
 }
 
-function hostForUrl(host: string): string {
+/** The listen address as it can appear in a URL authority (wildcards become loopback). */
+export function hostForUrl(host: string): string {
   if (host === '0.0.0.0' || host === '::') return '127.0.0.1';
   return host.includes(':') ? `[${host}]` : host;
 }
