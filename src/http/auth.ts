@@ -1,6 +1,6 @@
 // Bearer-token authentication (RFC 6750) and scope checks for /api routes.
 // The token is resolved once per request in onRequest (so the rate limiter can key on the caller);
-// each route states the scope it needs in `config.scope`, enforced in preHandler.
+// each route states the scope it needs in `config.scope`, enforced in preParsing (before the body).
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { Problem } from './problems.ts';
 import type { Principal, TokenVerifier } from './token-verifier.ts';
@@ -34,9 +34,13 @@ export function registerBearerAuth(app: FastifyInstance, verify: TokenVerifier):
   });
 }
 
-/** Registered after the rate limiter so that even rejected tokens count against their sender. */
+/**
+ * Registered after the rate limiter so that even rejected tokens count against their sender. Runs in
+ * preParsing, before the body is read and validated: a caller without a valid token learns 401/403,
+ * not 400/415/422 about a body it may not send.
+ */
 export function registerScopeCheck(app: FastifyInstance): void {
-  app.addHook('preHandler', async (request) => {
+  app.addHook('preParsing', async (request) => {
     const scope = request.routeOptions.config.scope;
     if (!scope) return;
     if (request.authFailure) throw request.authFailure;

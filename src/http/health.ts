@@ -17,9 +17,9 @@ export function registerHealth(app: FastifyInstance, handle: DatabaseHandle): vo
     try {
       await sql`select 1`.execute(handle.db);
     } catch {
-      throw new Problem('unavailable', 'the database is not reachable', { headers: { 'retry-after': '5' } });
+      throw new Problem('notReady', 'the database is not reachable', { headers: { 'retry-after': '5' } });
     }
-    if (!(await migrationsAreCurrent(handle))) throw new Problem('unavailable', 'database migrations are pending: run `signet migrate`', { headers: { 'retry-after': '30' } });
+    if (!(await migrationsAreCurrent(handle))) throw new Problem('notReady', 'database migrations are pending: run `signet migrate`', { headers: { 'retry-after': '30' } });
     return { status: 'ready', database: handle.dialect };
   });
 }

@@ -67,24 +67,44 @@ export async function runIdempotent(request: FastifyRequest, reply: FastifyReply
   if (key === undefined) return sendStored(reply, await db.transaction().execute(operation));
   const caller = request.principal?.callerKey ?? `ip:${request.clientOrigin.ip}`;
   const fingerprint = requestFingerprint(request.method, request.url.split('?')[0] ?? '', request.body);
-  const replay = await claim(db, settings, { caller, key, fingerprint });
-  if (replay) return sendStored(reply, replay, true);
+  const claimed = await claim(db, settings, { caller, key, fingerprint });
+  if ('replay' in claimed) return sendStored(reply, claimed.replay, true);
+  // Every write below is conditional on still holding the lock we took: a request that outlived its
+  // lock and was taken over must neither commit its result nor release the new owner's claim.
+  const ours = { caller, key, lockedUntil: claimed.lockedUntil };
   try {
     const stored = await db.transaction().execute(async (trx) => {
       const result = await operation(trx);
-      await trx
-        .updateTable('idempotency_keys')
+      const saved = await whileOwned(trx.updateTable('idempotency_keys'), ours)
         .set({ state: 'done', response_status: result.status, response_headers: toDbJson(result.headers), response_body: result.body })
-        .where('caller', '=', caller)
-        .where('key', '=', key)
-        .execute();
+        .executeTakeFirst();
+      if (Number(saved.numUpdatedRows) !== 1) throw inFlight(); // rolls the operation back
       return result;
     });
     return sendStored(reply, stored);
   } catch (err) {
-    await db.deleteFrom('idempotency_keys').where('caller', '=', caller).where('key', '=', key).where('state', '=', 'in_flight').execute();
+    await whileOwned(db.deleteFrom('idempotency_keys'), ours).execute();
     throw err;
   }
+}
+
+interface Ownership {
+  caller: string;
+  key: string;
+  lockedUntil: string;
+}
+
+// Narrow structural type: both UPDATE and DELETE builders offer `where` with these columns.
+interface KeyFilterable<T> {
+  where(column: 'caller' | 'key' | 'state' | 'locked_until', op: '=', value: string): T;
+}
+
+function whileOwned<T extends KeyFilterable<T>>(query: T, ours: Ownership): T {
+  return query.where('caller', '=', ours.caller).where('key', '=', ours.key).where('state', '=', 'in_flight').where('locked_until', '=', ours.lockedUntil);
+}
+
+function inFlight(): Problem {
+  return new Problem('idempotencyKeyInFlight', 'the first request with this key has not finished; retry after a moment', { headers: { 'retry-after': '1' } });
 }
 
 interface KeyId {
@@ -93,8 +113,10 @@ interface KeyId {
   fingerprint: string;
 }
 
-/** Returns a stored response to replay, or undefined when this request now owns the key. */
-async function claim(db: Db, settings: IdempotencySettings, id: KeyId, attempt = 0): Promise<StoredResponse | undefined> {
+type Claim = { replay: StoredResponse } | { lockedUntil: string };
+
+/** Either a stored response to replay, or the lock this request now holds on the key. */
+async function claim(db: Db, settings: IdempotencySettings, id: KeyId, attempt = 0): Promise<Claim> {
   const now = new Date();
   const lockedUntil = toDbTime(new Date(now.getTime() + settings.lockSeconds * 1000));
   const inserted = await db
@@ -102,10 +124,15 @@ async function claim(db: Db, settings: IdempotencySettings, id: KeyId, attempt =
     .values({ ...id, state: 'in_flight', locked_until: lockedUntil, created_at: toDbTime(now), expires_at: toDbTime(new Date(now.getTime() + settings.ttlSeconds * 1000)) })
     .onConflict((oc) => oc.columns(['caller', 'key']).doNothing())
     .executeTakeFirst();
-  if (Number(inserted.numInsertedOrUpdatedRows ?? 0) === 1) return undefined;
+  if (Number(inserted.numInsertedOrUpdatedRows ?? 0) === 1) return { lockedUntil };
 
   const row = await db.selectFrom('idempotency_keys').selectAll().where('caller', '=', id.caller).where('key', '=', id.key).executeTakeFirst();
-  if (!row) return attempt < 2 ? claim(db, settings, id, attempt + 1) : undefined; // released meanwhile
+  // Released meanwhile: try to claim again. Never report ownership without a row we inserted or took
+  // over: the operation would then run unguarded, next to the request that does own the key.
+  if (!row) {
+    if (attempt < 2) return claim(db, settings, id, attempt + 1);
+    throw inFlight();
+  }
   if (fromDbTime(row.expires_at) <= now) {
     await db.deleteFrom('idempotency_keys').where('caller', '=', id.caller).where('key', '=', id.key).where('expires_at', '=', row.expires_at).execute();
     return claim(db, settings, id, attempt + 1);
@@ -114,11 +141,9 @@ async function claim(db: Db, settings: IdempotencySettings, id: KeyId, attempt =
     throw new Problem('idempotencyKeyReused', 'this Idempotency-Key was already used with a different method, path or body; use a new key for a new request');
   }
   if (row.state === 'done') {
-    return { status: row.response_status ?? 200, headers: fromDbJson<Record<string, string>>(row.response_headers) ?? {}, body: row.response_body ?? '' };
+    return { replay: { status: row.response_status ?? 200, headers: fromDbJson<Record<string, string>>(row.response_headers) ?? {}, body: row.response_body ?? '' } };
   }
-  if (fromDbTime(row.locked_until) > now || attempt >= 2) {
-    throw new Problem('idempotencyKeyInFlight', 'the first request with this key has not finished; retry after a moment', { headers: { 'retry-after': '1' } });
-  }
+  if (fromDbTime(row.locked_until) > now || attempt >= 2) throw inFlight();
   // The owner died without finishing: take the claim over, unless another request just did.
   const taken = await db
     .updateTable('idempotency_keys')
@@ -128,7 +153,7 @@ async function claim(db: Db, settings: IdempotencySettings, id: KeyId, attempt =
     .where('state', '=', 'in_flight')
     .where('locked_until', '=', row.locked_until)
     .executeTakeFirst();
-  return Number(taken.numUpdatedRows) === 1 ? undefined : claim(db, settings, id, attempt + 1);
+  return Number(taken.numUpdatedRows) === 1 ? { lockedUntil } : claim(db, settings, id, attempt + 1);
 }
 
 /** Deletes expired keys; returns how many. Run periodically by the app. */

@@ -53,7 +53,9 @@ export function parseJsonBody(text: string): unknown {
 }
 
 export function registerJsonBody(app: FastifyInstance): void {
-  app.removeContentTypeParser(['application/json']);
+  // Only JSON media types are bodies here: Fastify's built-in text/plain parser would hand the route a
+  // string (a 422 from schema validation) where the right answer is 415 Unsupported Media Type.
+  app.removeAllContentTypeParsers();
   app.addContentTypeParser(JSON_MEDIA_TYPES, { parseAs: 'string' }, (_request: FastifyRequest, body: string, done) => {
     if (body.length === 0) {
       done(new Problem('malformedBody', 'the body is empty but Content-Type says JSON'), undefined);

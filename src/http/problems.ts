@@ -34,6 +34,7 @@ export const PROBLEM_TYPES = {
   internal: problemType('internal-error', 500, 'Internal server error'),
   issuerUnavailable: problemType('issuer-unavailable', 503, 'The token issuer could not be reached'),
   unavailable: problemType('service-unavailable', 503, 'The service is temporarily overloaded'),
+  notReady: problemType('not-ready', 503, 'The service is not ready to serve requests'),
 } as const;
 
 export type ProblemKey = keyof typeof PROBLEM_TYPES;

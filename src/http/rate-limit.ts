@@ -25,7 +25,7 @@ export async function registerRateLimit(app: FastifyInstance, settings: RateLimi
     nameSpace: 'signet-rl:',
     skipOnError: true, // a Redis outage must not take the API down with it
     enableDraftSpec: true,
-    allowList: (request) => EXEMPT.has(request.url),
+    allowList: (request) => EXEMPT.has(request.routeOptions.url ?? ''), // the route, so `/healthz?probe=1` is exempt too
     keyGenerator: (request) => (request.principal ? request.principal.callerKey : `ip:${request.clientOrigin.ip}`),
     errorResponseBuilder: (_request, context) =>
       new Problem('rateLimited', `limit of ${context.max} requests per ${settings.windowSeconds} s reached; retry in ${context.after}`),

@@ -57,7 +57,7 @@ async function verify(token: string, getKey: JWTVerifyGetKey, settings: Verifier
       algorithms: settings.algorithms, // allow-list: never `none`, never HMAC (RFC 8725 §3.1)
       typ: 'at+jwt', // RFC 9068 §4: reject ID tokens and other JWTs presented as access tokens
       clockTolerance: settings.clockToleranceSeconds,
-      requiredClaims: ['exp', 'iat'],
+      requiredClaims: ['exp', 'iat', 'sub'], // RFC 9068 §2.2
     });
     return payload;
   } catch (err) {
@@ -77,8 +77,10 @@ function toProblem(err: unknown): Problem {
 }
 
 export function invalidToken(description: string): Problem {
+  // RFC 6750 §3: error_description excludes `"` and `\` (and non-ASCII); the problem body keeps the original.
+  const headerSafe = description.replace(/["\\]/g, "'").replace(/[^\x20-\x7e]/g, '?');
   return new Problem('invalidToken', description, {
-    headers: { 'www-authenticate': `Bearer realm="signet", error="invalid_token", error_description="${description}"` },
+    headers: { 'www-authenticate': `Bearer realm="signet", error="invalid_token", error_description="${headerSafe}"` },
   });
 }
 

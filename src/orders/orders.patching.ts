@@ -42,12 +42,17 @@ export async function applyJsonPatchToOrder(db: Executor, principal: Principal, 
   if (!mediaType) {
     throw new Problem('unsupportedMediaType', `PATCH takes ${ACCEPT_PATCH}`, { headers: { 'accept-patch': ACCEPT_PATCH } });
   }
-  const order = await service.getVisibleOrder(db, principal, id);
-  const view = writableView(order);
-  const document = patched(mediaType === 'application/merge-patch+json' ? applyMergePatch(view, request.body) : applyJsonPatch(view, request.body));
-  if (!validatePatched(document)) {
-    const errors = fieldErrors(validatePatched.errors ?? []);
-    throw new Problem('validation', `the patched order is not valid: ${errors.map((e) => e.pointer).join(', ')}`, { errors });
-  }
-  return service.replaceOrder(db, principal, id, document, { statusIsReadOnly: false, check: preconditionsOf(request), now: new Date() });
+  // The patch is applied to the very state the service compares and writes over (and again to the
+  // new state if a concurrent write wins), so `test` operations and unchanged members always refer
+  // to what is actually replaced.
+  const patchedOrder = (order: OrderRecord): service.Replacement => {
+    const view = writableView(order);
+    const document = patched(mediaType === 'application/merge-patch+json' ? applyMergePatch(view, request.body) : applyJsonPatch(view, request.body));
+    if (!validatePatched(document)) {
+      const errors = fieldErrors(validatePatched.errors ?? []);
+      throw new Problem('validation', `the patched order is not valid: ${errors.map((e) => e.pointer).join(', ')}`, { errors });
+    }
+    return document;
+  };
+  return service.replaceOrder(db, principal, id, patchedOrder, { statusIsReadOnly: false, check: preconditionsOf(request), now: new Date() });
 }

@@ -112,31 +112,46 @@ function diff(order: OrderRecord, valid: { customerId: string; totalMinor: numbe
 
 export interface Replacement extends OrderFields, ReadOnlyMembers {}
 
+/** The new full state, or how to compute it from the current one (a PATCH applies to the state it replaces). */
+export type NextState = Replacement | ((current: OrderRecord) => Replacement);
+
+/** Safety net only: every lost compare-and-set means another write committed, so retries are bounded by the writers. */
+const MAX_WRITE_ATTEMPTS = 50;
+
 /**
  * PUT and PATCH end here: the new full state is compared with the current one, and only real changes
  * are written (so repeating a PUT changes nothing: idempotent). Field changes need an editable state;
  * a Status change must be one allowed transition.
+ *
+ * Optimistic read-modify-write: the write is guarded by the version just read. When a concurrent
+ * writer got there first, the whole step (preconditions, state rules, computing `next`) is repeated
+ * on the new state: a client that sent If-Match then gets 412 because its tag is now stale, an
+ * unconditional write is applied to the current state instead of failing with a 412 for a
+ * precondition it never sent, and a patch is never written back over a change it did not see.
  */
-export async function replaceOrder(db: Executor, principal: Principal, id: number, next: Replacement, options: { statusIsReadOnly: boolean; check: PreconditionCheck; now: Date }): Promise<OrderRecord> {
-  const order = await getVisibleOrder(db, principal, id);
-  checkReadOnly(order, next, options.statusIsReadOnly);
-  const changes = diff(order, validateFields(principal, next));
-  const nextStatus = next.Status ?? order.status;
-  const guardVersion = options.check(order);
-  const fieldsChange = Object.keys(changes).length > 0;
-  if (fieldsChange && !isEditable(order.status)) throw invalidState(order, 'change CustomerId, Total or Currency');
-  if (nextStatus !== order.status) {
-    const action = actionBetween(order.status, nextStatus);
-    if (!action) throw invalidState(order, `move to ${nextStatus}`);
-    changes.status = nextStatus;
+export async function replaceOrder(db: Executor, principal: Principal, id: number, next: NextState, options: { statusIsReadOnly: boolean; check: PreconditionCheck; now: Date }): Promise<OrderRecord> {
+  for (let attempt = 1; ; attempt++) {
+    const order = await getVisibleOrder(db, principal, id);
+    const wanted = typeof next === 'function' ? next(order) : next;
+    checkReadOnly(order, wanted, options.statusIsReadOnly);
+    const changes = diff(order, validateFields(principal, wanted));
+    const nextStatus = wanted.Status ?? order.status;
+    options.check(order);
+    const fieldsChange = Object.keys(changes).length > 0;
+    if (fieldsChange && !isEditable(order.status)) throw invalidState(order, 'change CustomerId, Total or Currency');
+    if (nextStatus !== order.status) {
+      const action = actionBetween(order.status, nextStatus);
+      if (!action) throw invalidState(order, `move to ${nextStatus}`);
+      changes.status = nextStatus;
+    }
+    if (Object.keys(changes).length === 0) return order;
+    const updated = await repo.updateOrderIf(db, id, { status: order.status, version: order.version }, changes, options.now);
+    if (updated) {
+      if (changes.status) await repo.insertStatusChange(db, id, changes.status, options.now);
+      return updated;
+    }
+    if (attempt >= MAX_WRITE_ATTEMPTS) return explainLostRace(db, principal, id, 'apply the change', order.status);
   }
-  if (Object.keys(changes).length === 0) return order;
-  // Guarded by the version just read: a concurrent writer makes this match nothing instead of losing its change.
-  const updated = await repo.updateOrderIf(db, id, { status: order.status, version: order.version }, changes, options.now);
-  if (!updated) return explainLostRace(db, principal, id, 'apply the change', order.status);
-  if (changes.status) await repo.insertStatusChange(db, id, changes.status, options.now);
-  void guardVersion;
-  return updated;
 }
 
 export async function deleteOrder(db: Executor, principal: Principal, id: number, check: PreconditionCheck): Promise<void> {

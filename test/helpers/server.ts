@@ -26,7 +26,10 @@ export async function startServer(dialect: TestDialect, env: Record<string, stri
     LOG_LEVEL: 'silent',
     ...env,
   });
-  const app = await buildApp(config, { logger: env.LOG_LEVEL !== undefined });
+  const app = await buildApp(config, { logger: env.LOG_LEVEL !== undefined }).catch(async (err: unknown) => {
+    await database.drop();
+    throw err;
+  });
   await app.listen({ host: '127.0.0.1', port: 0 });
   const address = app.server.address();
   const port = typeof address === 'object' && address ? address.port : 0;

@@ -1,0 +1,193 @@
+// Every error leaves as application/problem+json (RFC 9457) with the same members, the most specific
+// status applies (404/405/400/413/415), request ids are only taken from trusted peers, and server
+// faults never leak internals.
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { testDialects } from '../helpers/databases.ts';
+import { call, CUSTOMER, type CallResult } from '../helpers/http.ts';
+import { startServer, type TestServer } from '../helpers/server.ts';
+
+const PROBLEM_JSON = 'application/problem+json; charset=utf-8';
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+/** The problem+json shape every error shares; returns the body for further checks. */
+function assertProblem(res: CallResult, status: number, path: string): Record<string, unknown> {
+  assert.equal(res.status, status, res.text);
+  assert.equal(res.headers.get('content-type'), PROBLEM_JSON);
+  const body = res.json as Record<string, unknown>;
+  assert.equal(body.status, status);
+  assert.match(String(body.type), /^https?:\/\/[^/]+\/problems\/[a-z-]+$/);
+  assert.equal(typeof body.title, 'string');
+  assert.ok(String(body.title).length > 0);
+  assert.equal(typeof body.detail, 'string');
+  assert.equal(body.instance, path.split('?')[0]);
+  assert.equal(body.requestId, res.headers.get('x-request-id'), 'the body names the request id the header carries');
+  assert.ok(String(body.requestId).length > 0);
+  return body;
+}
+
+for (const dialect of testDialects()) {
+  describe(`problem responses [${dialect}]`, () => {
+    let server: TestServer;
+    let token: string;
+    before(async () => {
+      server = await startServer(dialect, { BODY_LIMIT_BYTES: '1024' });
+      token = await server.issuer.clientToken('orders:read orders:write');
+    });
+    after(() => server.close());
+
+    const post = (rawBody: string, contentType = 'application/json') => call(server.url, 'POST', '/api/orders', { token, rawBody, contentType });
+
+    test('an unknown route is a 404 problem', async () => {
+      for (const path of ['/nope', '/api/orders/1/nope', '/api', '/api/orders/1/pay/extra']) {
+        const res = await call(server.url, 'GET', path, { token });
+        const body = assertProblem(res, 404, path);
+        assert.match(String(body.type), /\/problems\/not-found$/);
+      }
+    });
+
+    test('a known path with another method is 405 with Allow listing the methods it has', async () => {
+      const collection = await call(server.url, 'DELETE', '/api/orders', { token });
+      assertProblem(collection, 405, '/api/orders');
+      assert.equal(collection.headers.get('allow'), 'GET, HEAD, POST');
+      const item = await call(server.url, 'POST', '/api/orders/1', { token, body: {} });
+      assertProblem(item, 405, '/api/orders/1');
+      assert.equal(item.headers.get('allow'), 'GET, HEAD, PUT, PATCH, DELETE');
+      const action = await call(server.url, 'GET', '/api/orders/1/pay', { token });
+      assertProblem(action, 405, '/api/orders/1/pay');
+      assert.equal(action.headers.get('allow'), 'POST');
+      const health = await call(server.url, 'POST', '/healthz');
+      assertProblem(health, 405, '/healthz');
+      assert.equal(health.headers.get('allow'), 'GET, HEAD');
+    });
+
+    test('malformed JSON is 400', async () => {
+      for (const raw of ['{', '{"CustomerId":', 'not json', '{"a":1}}', "{'a':1}"]) {
+        const body = assertProblem(await post(raw), 400, '/api/orders');
+        assert.match(String(body.type), /\/problems\/malformed-body$/, raw);
+      }
+    });
+
+    test('an empty body declared as JSON is 400', async () => {
+      assertProblem(await post(''), 400, '/api/orders');
+      const noBody = await call(server.url, 'POST', '/api/orders', { token, headers: { 'content-type': 'application/json' } });
+      assertProblem(noBody, 400, '/api/orders');
+    });
+
+    test('a body that is not JSON by Content-Type is 415', async () => {
+      const body = JSON.stringify({ CustomerId: CUSTOMER, Total: 1 });
+      for (const contentType of ['text/plain', 'application/x-www-form-urlencoded', 'application/xml']) {
+        assertProblem(await post(body, contentType), 415, '/api/orders');
+      }
+    });
+
+    test('a body over BODY_LIMIT_BYTES is 413; one just under it is accepted', async () => {
+      const padded = (size: number) => {
+        const base = `{"CustomerId":"${CUSTOMER}","Total":1,"Currency":"USD"}`;
+        return base.slice(0, -1) + ' '.repeat(size - base.length) + '}';
+      };
+      assert.equal(padded(1024).length, 1024);
+      assert.equal((await post(padded(1024))).status, 201);
+      assertProblem(await post(padded(1025)), 413, '/api/orders');
+      assertProblem(await post(padded(64 * 1024)), 413, '/api/orders');
+    });
+
+    test('a body with a __proto__ or constructor.prototype member is 400', async () => {
+      for (const raw of [
+        `{"CustomerId":"${CUSTOMER}","Total":1,"__proto__":{"isAdmin":true}}`,
+        `{"__proto__":{"Total":1},"CustomerId":"${CUSTOMER}","Total":1}`,
+        `{"CustomerId":"${CUSTOMER}","Total":1,"constructor":{"prototype":{"isAdmin":true}}}`,
+      ]) {
+        assertProblem(await post(raw), 400, '/api/orders');
+      }
+      const patch = await call(server.url, 'PATCH', '/api/orders/1', { token, rawBody: '{"__proto__":{"Total":1}}', contentType: 'application/merge-patch+json' });
+      assertProblem(patch, 400, '/api/orders/1');
+    });
+
+    test('unknown query parameters and bad fields/include values are 400', async () => {
+      const created = await call(server.url, 'POST', '/api/orders', { token, body: { CustomerId: CUSTOMER, Total: 1 } });
+      const item = `/api/orders/${created.json.Id}`;
+      for (const path of ['/api/orders?nope=1', `${item}?nope=1`, '/api/orders?fields=Nope', `${item}?fields=Nope`, `${item}?fields=Id,Nope`, '/api/orders?include=nope', `${item}?include=nope`, '/api/orders?limit=0', '/api/orders?limit=abc']) {
+        const body = assertProblem(await call(server.url, 'GET', path, { token }), 400, path);
+        assert.match(String(body.type), /\/problems\/(invalid-parameter|bad-request)$/, path);
+      }
+      assert.equal((await call(server.url, 'GET', `${item}?fields=Id,Total`, { token })).status, 200);
+      assert.equal((await call(server.url, 'GET', `${item}?include=history`, { token })).status, 200);
+    });
+
+    test('authorization and validation errors share the same problem shape', async () => {
+      assertProblem(await call(server.url, 'GET', '/api/orders'), 401, '/api/orders');
+      assertProblem(await call(server.url, 'GET', '/api/orders/999999', { token }), 404, '/api/orders/999999');
+      assertProblem(await call(server.url, 'GET', '/api/orders/abc', { token }), 400, '/api/orders/abc');
+      const invalid = await call(server.url, 'POST', '/api/orders', { token, body: { CustomerId: 'x', Total: 'y' } });
+      const body = assertProblem(invalid, 422, '/api/orders');
+      assert.ok(Array.isArray(body.errors));
+    });
+
+    test('the request id is generated, not taken from an untrusted peer', async () => {
+      const res = await call(server.url, 'GET', '/api/orders/999999?x', { token, headers: { 'x-request-id': 'client-chosen-id' } });
+      assert.notEqual(res.headers.get('x-request-id'), 'client-chosen-id');
+      assert.match(res.headers.get('x-request-id') ?? '', UUID);
+      assert.equal(res.json.requestId, res.headers.get('x-request-id'));
+      const ok = await call(server.url, 'GET', '/healthz', { headers: { 'x-request-id': 'client-chosen-id' } });
+      assert.match(ok.headers.get('x-request-id') ?? '', UUID, 'successful responses carry an id too');
+    });
+  });
+
+  describe(`request id from a trusted proxy [${dialect}]`, () => {
+    let server: TestServer;
+    let token: string;
+    before(async () => {
+      server = await startServer(dialect, { TRUST_PROXY: '127.0.0.1' });
+      token = await server.issuer.clientToken('orders:read');
+    });
+    after(() => server.close());
+
+    test('X-Request-Id from a trusted peer is echoed in the header and in problem bodies', async () => {
+      const res = await call(server.url, 'GET', '/api/orders/999999', { token, headers: { 'x-request-id': 'proxy-id-42' } });
+      assertProblem(res, 404, '/api/orders/999999');
+      assert.equal(res.headers.get('x-request-id'), 'proxy-id-42');
+      assert.equal(res.json.requestId, 'proxy-id-42');
+      const ok = await call(server.url, 'GET', '/api/orders', { token, headers: { 'x-request-id': 'proxy-id-43' } });
+      assert.equal(ok.status, 200);
+      assert.equal(ok.headers.get('x-request-id'), 'proxy-id-43');
+    });
+
+    test('a malformed X-Request-Id is replaced even from a trusted peer', async () => {
+      for (const bad of ['x'.repeat(129), 'has space', 'tab\there']) {
+        const res = await call(server.url, 'GET', '/api/orders/999999', { token, headers: { 'x-request-id': bad } });
+        assert.match(res.headers.get('x-request-id') ?? '', UUID, JSON.stringify(bad));
+        assert.equal(res.json.requestId, res.headers.get('x-request-id'));
+      }
+    });
+  });
+
+  describe(`server faults [${dialect}]`, () => {
+    let server: TestServer;
+    let token: string;
+    before(async () => {
+      server = await startServer(dialect);
+      token = await server.issuer.clientToken('orders:read orders:write');
+    });
+    after(() => server.close());
+
+    test('with the database handle gone, the API answers a generic 5xx problem without internals', async () => {
+      const created = await call(server.url, 'POST', '/api/orders', { token, body: { CustomerId: CUSTOMER, Total: 1 } });
+      assert.equal(created.status, 201);
+      await server.app.database.db.destroy();
+      const requests: Array<[string, string, Parameters<typeof call>[3]]> = [
+        ['GET', `/api/orders/${created.json.Id}`, { token }],
+        ['GET', '/api/orders', { token }],
+        ['POST', '/api/orders', { token, body: { CustomerId: CUSTOMER, Total: 2 } }],
+        ['POST', '/api/orders', { token, body: { CustomerId: CUSTOMER, Total: 2 }, headers: { 'idempotency-key': 'k-1' } }],
+      ];
+      for (const [method, path, options] of requests) {
+        const res = await call(server.url, method, path, options);
+        assert.ok(res.status === 500 || res.status === 503, `${method} ${path}: ${res.status} ${res.text}`);
+        const body = assertProblem(res, res.status, path);
+        assert.deepEqual(Object.keys(body).sort(), ['detail', 'instance', 'requestId', 'status', 'title', 'type']);
+        assert.doesNotMatch(res.text, /select|insert|from "|driver|destroy|kysely|pool|sqlite|postgres|\bat .*\.ts|node_modules|Error:/i, `${method} ${path} leaks: ${res.text}`);
+      }
+    });
+  });
+}

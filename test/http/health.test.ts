@@ -1,0 +1,81 @@
+// Liveness (/healthz: the process serves requests) and readiness (/readyz: the database answers and
+// every migration is applied); neither needs a token, and readiness failures are 503 problems.
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { sql } from 'kysely';
+import { testDialects } from '../helpers/databases.ts';
+import { call, type CallResult } from '../helpers/http.ts';
+import { startServer, type TestServer } from '../helpers/server.ts';
+
+function assertUnavailable(res: CallResult): void {
+  assert.equal(res.status, 503, res.text);
+  assert.equal(res.headers.get('content-type'), 'application/problem+json; charset=utf-8');
+  assert.equal(res.json.status, 503);
+  assert.equal(res.json.instance, '/readyz');
+  for (const member of ['type', 'title', 'detail', 'requestId']) assert.equal(typeof res.json[member], 'string', member);
+  assert.match(res.headers.get('retry-after') ?? '', /^\d+$/);
+  assert.equal(res.headers.get('cache-control'), 'no-store');
+}
+
+for (const dialect of testDialects()) {
+  describe(`health probes [${dialect}]`, () => {
+    let server: TestServer;
+    before(async () => {
+      server = await startServer(dialect);
+    });
+    after(() => server.close());
+
+    test('/healthz is 200 without a token and is never cached', async () => {
+      const res = await call(server.url, 'GET', '/healthz');
+      assert.equal(res.status, 200);
+      assert.match(res.headers.get('content-type') ?? '', /^application\/json/);
+      assert.deepEqual(res.json, { status: 'ok' });
+      assert.equal(res.headers.get('cache-control'), 'no-store');
+      const head = await call(server.url, 'HEAD', '/healthz');
+      assert.equal(head.status, 200);
+      assert.equal(head.text, '');
+    });
+
+    test('/readyz is 200 with the database reachable and every migration applied', async () => {
+      const res = await call(server.url, 'GET', '/readyz');
+      assert.equal(res.status, 200, res.text);
+      assert.deepEqual(res.json, { status: 'ready', database: dialect });
+      assert.equal(res.headers.get('cache-control'), 'no-store');
+    });
+  });
+
+  describe(`readiness with pending migrations [${dialect}]`, () => {
+    let server: TestServer;
+    before(async () => {
+      server = await startServer(dialect);
+    });
+    after(() => server.close());
+
+    test('/readyz is a 503 problem while a migration is not applied', async () => {
+      assert.equal((await call(server.url, 'GET', '/readyz')).status, 200);
+      await sql`delete from kysely_migration`.execute(server.app.database.db);
+      const res = await call(server.url, 'GET', '/readyz');
+      assertUnavailable(res);
+      assert.match(res.json.detail, /migration/);
+      assert.equal((await call(server.url, 'GET', '/healthz')).status, 200, 'the process is still alive');
+    });
+  });
+
+  describe(`readiness without a database [${dialect}]`, () => {
+    let server: TestServer;
+    before(async () => {
+      server = await startServer(dialect);
+    });
+    after(() => server.close());
+
+    test('/readyz is a 503 problem when the database is gone, while /healthz stays 200', async () => {
+      assert.equal((await call(server.url, 'GET', '/readyz')).status, 200);
+      await server.app.database.db.destroy();
+      const res = await call(server.url, 'GET', '/readyz');
+      assertUnavailable(res);
+      assert.doesNotMatch(res.text, /select|sqlite|pool|kysely|destroy|Error:/i, 'no internals in the body');
+      const live = await call(server.url, 'GET', '/healthz');
+      assert.equal(live.status, 200);
+    });
+  });
+}

@@ -1,0 +1,328 @@
+// Idempotency-Key on POST /api/orders and POST /api/orders/{id}/pay: replay, fingerprinting, key
+// scoping and syntax, concurrency, expiry and takeover of abandoned claims. Real HTTP, both dialects.
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { connect } from 'node:net';
+import { after, before, describe, test } from 'node:test';
+import { purgeExpiredKeys, requestFingerprint } from '../../src/http/idempotency.ts';
+import { toDbTime } from '../../src/db/codecs.ts';
+import { testDialects } from '../helpers/databases.ts';
+import { call, type CallResult } from '../helpers/http.ts';
+import { startServer, type TestServer } from '../helpers/server.ts';
+
+/**
+ * Writes the request bytes exactly as given: fetch and node:http would merge repeated fields into
+ * one line or refuse control characters before they ever reach the server.
+ */
+function rawPost(baseUrl: string, path: string, headers: [string, string][], body: string): Promise<{ status: number; text: string }> {
+  const url = new URL(baseUrl);
+  const head = [`POST ${path} HTTP/1.1`, `host: ${url.host}`, 'connection: close', 'content-type: application/json', `content-length: ${Buffer.byteLength(body)}`];
+  for (const [name, value] of headers) head.push(`${name}: ${value}`);
+  return new Promise((resolve, reject) => {
+    const socket = connect(Number(url.port), url.hostname, () => socket.write(`${head.join('\r\n')}\r\n\r\n${body}`, 'latin1'));
+    const chunks: Buffer[] = [];
+    socket.on('data', (c: Buffer) => chunks.push(c));
+    socket.on('error', reject);
+    socket.on('close', () => {
+      const raw = Buffer.concat(chunks).toString('utf8');
+      const status = Number(/^HTTP\/1\.1 (\d{3})/.exec(raw)?.[1] ?? 0);
+      const text = raw.slice(raw.indexOf('\r\n\r\n') + 4);
+      resolve({ status, text });
+    });
+  });
+}
+
+function problemType(res: CallResult): string {
+  return String(res.json?.type ?? '').split('/').at(-1) ?? '';
+}
+
+for (const dialect of testDialects()) {
+  describe(`Idempotency-Key [${dialect}]`, () => {
+    let server: TestServer;
+    let token: string;
+    before(async () => {
+      server = await startServer(dialect, { IDEMPOTENCY_KEY_TTL_SECONDS: '60', MAX_EVENT_LOOP_DELAY_MS: '0' });
+      token = await server.issuer.clientToken('orders:read orders:write');
+    });
+    after(() => server.close());
+
+    const create = (body: unknown, key?: string, tok = token) =>
+      call(server.url, 'POST', '/api/orders', { token: tok, body, headers: key === undefined ? {} : { 'idempotency-key': key } });
+    const createRaw = (rawBody: string, key: string) => call(server.url, 'POST', '/api/orders', { token, rawBody, headers: { 'idempotency-key': key } });
+    const pay = (id: number, key: string) => call(server.url, 'POST', `/api/orders/${id}/pay`, { token, headers: { 'idempotency-key': key } });
+    const ordersOf = async (customerId: string): Promise<number[]> => {
+      const res = await call(server.url, 'GET', `/api/orders?limit=100&CustomerId=${customerId}`, { token });
+      assert.equal(res.status, 200);
+      return res.json.Items.map((o: { Id: number }) => o.Id);
+    };
+    const newKey = () => `key-${randomUUID()}`;
+
+    test('a repeated create with the same key and payload replays the original 201 byte-for-byte and creates no second order', async () => {
+      const customer = randomUUID();
+      const key = newKey();
+      const body = { CustomerId: customer, Total: 25.5, Currency: 'EUR' };
+      const first = await create(body, key);
+      assert.equal(first.status, 201);
+      assert.equal(first.headers.get('idempotent-replayed'), null, 'the original response is not marked as a replay');
+      const second = await create(body, key);
+      assert.equal(second.status, 201);
+      assert.equal(second.text, first.text, 'replayed body is byte-for-byte the original');
+      assert.equal(second.headers.get('idempotent-replayed'), 'true');
+      assert.equal(second.headers.get('location'), first.headers.get('location'));
+      assert.equal(second.headers.get('etag'), first.headers.get('etag'));
+      assert.deepEqual(await ordersOf(customer), [first.json.Id]);
+    });
+
+    test('a repeated pay with the same key replays the original 200 and does not attempt a second transition', async () => {
+      const customer = randomUUID();
+      const created = await create({ CustomerId: customer, Total: 3 });
+      const key = newKey();
+      const first = await pay(created.json.Id, key);
+      assert.equal(first.status, 200);
+      assert.equal(first.json.Status, 'paid');
+      const second = await pay(created.json.Id, key);
+      assert.equal(second.status, 200, 'a replay, not the 409 a second pay of a paid order would get');
+      assert.equal(second.text, first.text);
+      assert.equal(second.headers.get('idempotent-replayed'), 'true');
+      const withoutKey = await call(server.url, 'POST', `/api/orders/${created.json.Id}/pay`, { token });
+      assert.equal(withoutKey.status, 409, 'the order really is paid: a fresh pay is refused');
+      const history = await call(server.url, 'GET', `/api/orders/${created.json.Id}?include=history`, { token });
+      assert.deepEqual(history.json._embedded.history.map((h: { Status: string }) => h.Status), ['pending', 'paid']);
+      assert.deepEqual(await ordersOf(customer), [created.json.Id]);
+    });
+
+    test('member order and whitespace do not change the fingerprint', async () => {
+      const customer = randomUUID();
+      const key = newKey();
+      const first = await createRaw(`{"CustomerId":"${customer}","Total":7.25,"Currency":"GBP"}`, key);
+      assert.equal(first.status, 201);
+      const reordered = await createRaw(`{ "Currency" : "GBP",\n\t"Total": 7.25 ,  "CustomerId": "${customer}" }`, key);
+      assert.equal(reordered.status, 201);
+      assert.equal(reordered.headers.get('idempotent-replayed'), 'true');
+      assert.equal(reordered.text, first.text);
+      assert.deepEqual(await ordersOf(customer), [first.json.Id]);
+    });
+
+    test('the same key with a different payload is a 409 problem and changes nothing', async () => {
+      const customer = randomUUID();
+      const key = newKey();
+      const first = await create({ CustomerId: customer, Total: 10 }, key);
+      assert.equal(first.status, 201);
+      const different = await create({ CustomerId: customer, Total: 11 }, key);
+      assert.equal(different.status, 409);
+      assert.equal(different.headers.get('content-type'), 'application/problem+json; charset=utf-8');
+      assert.equal(problemType(different), 'idempotency-key-reused');
+      assert.equal(different.headers.get('idempotent-replayed'), null);
+      assert.deepEqual(await ordersOf(customer), [first.json.Id]);
+      const original = await create({ CustomerId: customer, Total: 10 }, key);
+      assert.equal(original.status, 201, 'the key still replays its own request');
+      assert.equal(original.text, first.text);
+    });
+
+    test('the same key on a different path is a 409 problem', async () => {
+      const customer = randomUUID();
+      const key = newKey();
+      const created = await create({ CustomerId: customer, Total: 10 }, key);
+      assert.equal(created.status, 201);
+      const payWithSameKey = await pay(created.json.Id, key);
+      assert.equal(payWithSameKey.status, 409);
+      assert.equal(problemType(payWithSameKey), 'idempotency-key-reused');
+      assert.equal((await call(server.url, 'GET', `/api/orders/${created.json.Id}`, { token })).json.Status, 'pending', 'the pay did not run');
+      const other = await create({ CustomerId: customer, Total: 4 });
+      const payKey = newKey();
+      assert.equal((await pay(other.json.Id, payKey)).status, 200);
+      const payOtherOrder = await pay(created.json.Id, payKey);
+      assert.equal(payOtherOrder.status, 409, 'a pay key reused for another order is a different request');
+      assert.equal(problemType(payOtherOrder), 'idempotency-key-reused');
+    });
+
+    test('keys are scoped to the caller: two clients can use the same key independently', async () => {
+      const customer = randomUUID();
+      const key = newKey();
+      const tokenA = await server.issuer.clientToken('orders:read orders:write', 'client-a');
+      const tokenB = await server.issuer.clientToken('orders:read orders:write', 'client-b');
+      const a = await create({ CustomerId: customer, Total: 1 }, key, tokenA);
+      const b = await create({ CustomerId: customer, Total: 2 }, key, tokenB);
+      assert.equal(a.status, 201);
+      assert.equal(b.status, 201, 'a different payload under the same key is fine for another caller');
+      assert.equal(b.headers.get('idempotent-replayed'), null);
+      assert.notEqual(a.json.Id, b.json.Id);
+      const aAgain = await create({ CustomerId: customer, Total: 1 }, key, tokenA);
+      assert.equal(aAgain.headers.get('idempotent-replayed'), 'true');
+      assert.equal(aAgain.json.Id, a.json.Id);
+      assert.deepEqual((await ordersOf(customer)).sort((x, y) => x - y), [a.json.Id, b.json.Id].sort((x, y) => x - y));
+    });
+
+    test('invalid keys are 400 problems and create nothing: empty, 256 characters, control characters, sent twice', async () => {
+      const customer = randomUUID();
+      const body = JSON.stringify({ CustomerId: customer, Total: 1 });
+      const authorization = `Bearer ${token}`;
+      const cases: [string, [string, string][]][] = [
+        ['empty', [['idempotency-key', '']]],
+        ['256 characters', [['idempotency-key', 'k'.repeat(256)]]],
+        ['a tab inside', [['idempotency-key', 'ab\tcd']]],
+        ['a space inside', [['idempotency-key', 'ab cd']]],
+        ['non-ASCII', [['idempotency-key', 'ab\u00e9cd']]],
+        ['two header lines', [['idempotency-key', 'same'], ['idempotency-key', 'same']]],
+        ['two header lines, quoted', [['idempotency-key', '"same"'], ['idempotency-key', '"same"']]],
+        ['quoted with a tab inside', [['idempotency-key', '"ab\tcd"']]],
+        ['quoted and empty', [['idempotency-key', '""']]],
+        ['unterminated quote', [['idempotency-key', '"abc']]],
+      ];
+      for (const [name, headers] of cases) {
+        const res = await rawPost(server.url, '/api/orders', [['authorization', authorization], ...headers], body);
+        assert.equal(res.status, 400, name);
+        assert.equal(JSON.parse(res.text).errors?.[0]?.pointer, '/headers/idempotency-key', name);
+      }
+      // Other control characters are not legal in a field value at all (RFC 9110 §5.5): Node's HTTP
+      // parser refuses the request with 400 before the application sees it.
+      for (const control of ['\x01', '\x1f', '\x7f']) {
+        const res = await rawPost(server.url, '/api/orders', [['authorization', authorization], ['idempotency-key', `ab${control}cd`]], body);
+        assert.equal(res.status, 400, `control character ${JSON.stringify(control)}`);
+      }
+      const longest = await rawPost(server.url, '/api/orders', [['authorization', authorization], ['idempotency-key', randomUUID().padEnd(255, 'k')]], body);
+      assert.equal(longest.status, 201, '255 characters is the maximum and is accepted');
+      assert.equal((await ordersOf(customer)).length, 1);
+    });
+
+    test('a quoted structured-field string is accepted and is the same key as its bare content', async () => {
+      const customer = randomUUID();
+      const bare = newKey();
+      const quoted = await create({ CustomerId: customer, Total: 2 }, `"${bare}"`);
+      assert.equal(quoted.status, 201);
+      const replay = await create({ CustomerId: customer, Total: 2 }, bare);
+      assert.equal(replay.headers.get('idempotent-replayed'), 'true');
+      assert.equal(replay.text, quoted.text);
+      const reused = await create({ CustomerId: customer, Total: 3 }, `"${bare}"`);
+      assert.equal(reused.status, 409);
+      assert.deepEqual(await ordersOf(customer), [quoted.json.Id]);
+    });
+
+    test('validation failures (422) are not stored: the same key then works with a valid body', async () => {
+      const customer = randomUUID();
+      const key = newKey();
+      const schemaInvalid = await create({ CustomerId: customer, Total: 'twelve' }, key);
+      assert.equal(schemaInvalid.status, 422);
+      const ruleInvalid = await create({ CustomerId: customer, Total: 1, Currency: 'XYZ' }, key);
+      assert.equal(ruleInvalid.status, 422, 'a currency that passes the schema but is not ISO 4217');
+      assert.equal(ruleInvalid.headers.get('idempotent-replayed'), null);
+      const again = await create({ CustomerId: customer, Total: 1, Currency: 'XYZ' }, key);
+      assert.equal(again.status, 422, 'the failure was not stored for replay');
+      assert.equal(again.headers.get('idempotent-replayed'), null);
+      const valid = await create({ CustomerId: customer, Total: 12 }, key);
+      assert.equal(valid.status, 201);
+      assert.equal(valid.headers.get('idempotent-replayed'), null);
+      assert.deepEqual(await ordersOf(customer), [valid.json.Id]);
+    });
+
+    test('a failed pay (409) is not stored: the same key is evaluated again, not replayed', async () => {
+      const customer = randomUUID();
+      const created = await create({ CustomerId: customer, Total: 2 });
+      await call(server.url, 'POST', `/api/orders/${created.json.Id}/cancel`, { token });
+      const key = newKey();
+      const refused = await pay(created.json.Id, key);
+      assert.equal(refused.status, 409);
+      assert.equal(refused.json.currentStatus, 'cancelled');
+      const again = await pay(created.json.Id, key);
+      assert.equal(again.status, 409);
+      assert.equal(again.headers.get('idempotent-replayed'), null, 'evaluated again, not replayed');
+    });
+
+    test('50 concurrent creates with one key create exactly one order; the others replay it or get 409 with Retry-After', async () => {
+      const customer = randomUUID();
+      const key = newKey();
+      const body = { CustomerId: customer, Total: 99.99 };
+      const responses = await Promise.all(Array.from({ length: 50 }, () => create(body, key)));
+      const created = responses.filter((r) => r.status === 201);
+      const busy = responses.filter((r) => r.status === 409);
+      assert.equal(created.length + busy.length, 50, `statuses: ${responses.map((r) => r.status).join(',')}`);
+      const originals = created.filter((r) => r.headers.get('idempotent-replayed') === null);
+      assert.equal(originals.length, 1, 'exactly one response is the original');
+      for (const r of created) assert.equal(r.text, originals[0]!.text);
+      for (const r of busy) {
+        assert.equal(problemType(r), 'idempotency-key-in-flight');
+        assert.match(r.headers.get('retry-after') ?? '', /^\d+$/);
+      }
+      assert.deepEqual(await ordersOf(customer), [originals[0]!.json.Id]);
+      const after = await create(body, key);
+      assert.equal(after.status, 201);
+      assert.equal(after.headers.get('idempotent-replayed'), 'true');
+      assert.equal(after.text, originals[0]!.text);
+    });
+
+    test('an expired key is purged and can then be used again for a new request', async () => {
+      const customer = randomUUID();
+      const key = newKey();
+      const first = await create({ CustomerId: customer, Total: 5 }, key);
+      assert.equal(first.status, 201);
+      assert.equal((await create({ CustomerId: customer, Total: 6 }, key)).status, 409, 'still live before expiry');
+      const purged = await purgeExpiredKeys(server.app.database.db, new Date(Date.now() + 61_000));
+      assert.ok(purged >= 1, `purged ${purged}`);
+      const reused = await create({ CustomerId: customer, Total: 6 }, key);
+      assert.equal(reused.status, 201);
+      assert.equal(reused.headers.get('idempotent-replayed'), null);
+      assert.notEqual(reused.json.Id, first.json.Id);
+      assert.equal((await ordersOf(customer)).length, 2);
+    });
+
+    test('a key whose expiry has passed is treated as unused even before the purge runs', async () => {
+      const customer = randomUUID();
+      const key = newKey();
+      const body = { CustomerId: customer, Total: 8 };
+      const past = new Date(Date.now() - 1000);
+      await server.app.database.db
+        .insertInto('idempotency_keys')
+        .values({
+          caller: 'client:test-client', key, fingerprint: 'something-else', state: 'done', locked_until: toDbTime(past),
+          response_status: 201, response_headers: '{}', response_body: '{"stale":true}', created_at: toDbTime(new Date(Date.now() - 120_000)), expires_at: toDbTime(past),
+        })
+        .execute();
+      const res = await create(body, key);
+      assert.equal(res.status, 201);
+      assert.equal(res.headers.get('idempotent-replayed'), null);
+      assert.equal(res.json.CustomerId, customer);
+    });
+
+    test('an in-flight claim whose lock expired is taken over and the request succeeds', async () => {
+      const customer = randomUUID();
+      const key = newKey();
+      const body = { CustomerId: customer, Total: 4.5, Currency: 'USD' };
+      const now = Date.now();
+      await server.app.database.db
+        .insertInto('idempotency_keys')
+        .values({
+          caller: 'client:test-client', key, fingerprint: requestFingerprint('POST', '/api/orders', body), state: 'in_flight',
+          locked_until: toDbTime(new Date(now - 5_000)), created_at: toDbTime(new Date(now - 10_000)), expires_at: toDbTime(new Date(now + 50_000)),
+          response_status: null, response_headers: null, response_body: null,
+        })
+        .execute();
+      const res = await create(body, key);
+      assert.equal(res.status, 201);
+      assert.equal(res.headers.get('idempotent-replayed'), null);
+      const replay = await create(body, key);
+      assert.equal(replay.headers.get('idempotent-replayed'), 'true', 'the taken-over claim stored its result');
+      assert.equal(replay.text, res.text);
+      assert.deepEqual(await ordersOf(customer), [res.json.Id]);
+    });
+
+    test('an in-flight claim whose lock is still valid gives 409 with Retry-After and runs nothing', async () => {
+      const customer = randomUUID();
+      const key = newKey();
+      const body = { CustomerId: customer, Total: 4.5, Currency: 'USD' };
+      const now = Date.now();
+      await server.app.database.db
+        .insertInto('idempotency_keys')
+        .values({
+          caller: 'client:test-client', key, fingerprint: requestFingerprint('POST', '/api/orders', body), state: 'in_flight',
+          locked_until: toDbTime(new Date(now + 30_000)), created_at: toDbTime(new Date(now)), expires_at: toDbTime(new Date(now + 60_000)),
+          response_status: null, response_headers: null, response_body: null,
+        })
+        .execute();
+      const res = await create(body, key);
+      assert.equal(res.status, 409);
+      assert.equal(problemType(res), 'idempotency-key-in-flight');
+      assert.match(res.headers.get('retry-after') ?? '', /^\d+$/);
+      assert.deepEqual(await ordersOf(customer), []);
+    });
+  });
+}
