@@ -1,0 +1,270 @@
+// Throughput benchmark: Signet against a bare Fastify route, on the same machine, in one run.
+//
+//   npm run bench                         10 s per scenario after a 2 s warm-up, 50 connections
+//   BENCH_SECONDS=3 npm run bench         quick run
+//   BENCH_POSTGRES_URL=postgres://postgres@127.0.0.1:5432/postgres npm run bench   also on PostgreSQL
+//   BENCH_PROFILE=1 npm run bench         also CPU-profile every measured window (bench/profiles/…),
+//                                         then: npx node bench/profile-summary.ts bench/profiles/<run>
+//                                         (BENCH_HEAP_PROFILE=1 adds allocation sampling)
+//
+// Other settings: BENCH_WARMUP_SECONDS (2), BENCH_CONNECTIONS (50), BENCH_PIPELINING (1),
+// BENCH_SCENARIOS (comma list of scenario ids to run, e.g. "bare,sqlite:get"), BENCH_DOCS=0 (do not
+// touch docs/benchmarks.md; the default unless the run is a full, unprofiled one).
+//
+// The servers run in a child process (bench/server.ts); autocannon runs here, so the load generator
+// never shares the servers' event loop. The child reports its own CPU time per measured window, which
+// gives a client-independent cost per request next to req/s.
+import { fork, type ChildProcess } from 'node:child_process';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import autocannon, { type AutocannonRequest, type Result } from 'autocannon';
+import type { ControlMessage, InstanceSpec, ServerMessage } from './server.ts';
+import { createBenchIssuer, type BenchIssuer } from './tokens.ts';
+import { formatTable, machineInfo, updateDocs, type Row } from './report.ts';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const root = dirname(here);
+
+const SECONDS = positive('BENCH_SECONDS', 10);
+const WARMUP_SECONDS = positive('BENCH_WARMUP_SECONDS', Math.min(2, SECONDS), true);
+const CONNECTIONS = positive('BENCH_CONNECTIONS', 50);
+const PIPELINING = positive('BENCH_PIPELINING', 1);
+const ONLY = process.env.BENCH_SCENARIOS ? new Set(process.env.BENCH_SCENARIOS.split(',').map((s) => s.trim())) : undefined;
+const POSTGRES_URL = process.env.BENCH_POSTGRES_URL || undefined;
+const PROFILE_DIR = process.env.BENCH_PROFILE === '1' ? join(here, 'profiles', new Date().toISOString().replace(/[:.]/g, '-')) : undefined;
+const WRITE_DOCS = process.env.BENCH_DOCS ? process.env.BENCH_DOCS === '1' : ONLY === undefined && PROFILE_DIR === undefined;
+
+/** Throughput targets, as a fraction of the bare route's req/s. */
+export const TARGETS: Record<string, number> = { get: 0.5, 'get-304': 0.5, post: 0.25 };
+
+function positive(name: string, fallback: number, zeroOk = false): number {
+  const raw = process.env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw);
+  if (!Number.isFinite(value) || value < 0 || (!zeroOk && value === 0)) throw new Error(`${name} must be a ${zeroOk ? 'non-negative' : 'positive'} number`);
+  return value;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Server child process
+// ---------------------------------------------------------------------------------------------
+
+interface ServerProcess {
+  bare: number;
+  instances: Record<string, number>;
+  request(message: ControlMessage, expect: ServerMessage['type']): Promise<ServerMessage>;
+  stop(): Promise<void>;
+}
+
+async function startServers(jwksFile: string, specs: InstanceSpec[]): Promise<ServerProcess> {
+  if (PROFILE_DIR) mkdirSync(PROFILE_DIR, { recursive: true });
+  const child: ChildProcess = fork(join(here, 'server.ts'), [], {
+    env: { ...process.env, BENCH_JWKS_FILE: jwksFile, BENCH_INSTANCES: JSON.stringify(specs), BENCH_PROFILE_DIR: PROFILE_DIR ?? '' },
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
+  const waiters: Array<{ type: ServerMessage['type']; resolve: (m: ServerMessage) => void; reject: (e: Error) => void }> = [];
+  child.on('message', (message: ServerMessage) => {
+    if (message.type === 'error') {
+      for (const w of waiters.splice(0)) w.reject(new Error(`server process: ${message.message}`));
+      return;
+    }
+    const index = waiters.findIndex((w) => w.type === message.type);
+    if (index >= 0) waiters.splice(index, 1)[0]!.resolve(message);
+  });
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  child.once('exit', (code) => {
+    for (const w of waiters.splice(0)) w.reject(new Error(`server process exited (${code})`));
+  });
+  const wait = (type: ServerMessage['type']) => new Promise<ServerMessage>((resolve, reject) => waiters.push({ type, resolve, reject }));
+  const ready = (await wait('ready')) as Extract<ServerMessage, { type: 'ready' }>;
+  return {
+    bare: ready.bare,
+    instances: ready.instances,
+    request: (message, expect) => {
+      const reply = wait(expect);
+      child.send(message);
+      return reply;
+    },
+    stop: async () => {
+      if (child.exitCode === null && child.connected) child.send({ type: 'shutdown' } satisfies ControlMessage);
+      await Promise.race([exited, new Promise((r) => setTimeout(r, 10_000))]);
+      if (child.exitCode === null) child.kill('SIGTERM');
+    },
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Scenarios
+// ---------------------------------------------------------------------------------------------
+
+interface Scenario {
+  id: string;
+  /** Row label in the table. */
+  label: string;
+  dialect: string;
+  /** Key into TARGETS. */
+  kind: string;
+  port: number;
+  expectStatus: number;
+  requests: AutocannonRequest[];
+}
+
+interface Seed {
+  orderId: number;
+  etag: string;
+}
+
+async function seed(port: number, writeToken: string): Promise<Seed> {
+  const base = `http://127.0.0.1:${port}`;
+  const auth = { authorization: `Bearer ${writeToken}` };
+  const created = await fetch(`${base}/api/orders`, { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: JSON.stringify(orderBody()) });
+  if (created.status !== 201) throw new Error(`seeding: POST /api/orders answered ${created.status}: ${await created.text()}`);
+  const { Id: orderId } = (await created.json()) as { Id: number };
+  const read = await fetch(`${base}/api/orders/${orderId}`, { headers: auth });
+  const etag = read.headers.get('etag');
+  await read.arrayBuffer();
+  if (read.status !== 200 || !etag) throw new Error(`seeding: GET /api/orders/${orderId} answered ${read.status} (etag ${etag})`);
+  const cached = await fetch(`${base}/api/orders/${orderId}`, { headers: { ...auth, 'if-none-match': etag } });
+  await cached.arrayBuffer();
+  if (cached.status !== 304) throw new Error(`seeding: conditional GET answered ${cached.status}, not 304`);
+  return { orderId, etag };
+}
+
+function orderBody(): { CustomerId: string; Total: number; Currency: string } {
+  return { CustomerId: '3f2504e0-4f89-41d3-9a0c-0305e82c3301', Total: 19.99, Currency: 'USD' };
+}
+
+async function scenariosFor(dialect: string, port: number, issuer: BenchIssuer, noCachePort: number | undefined): Promise<Scenario[]> {
+  const scope = 'orders:read orders:write';
+  const es256 = await issuer.token('ES256', scope);
+  const rs256 = await issuer.token('RS256', scope);
+  const { orderId, etag } = await seed(port, es256);
+  const path = `/api/orders/${orderId}`;
+  const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
+  const runId = Math.random().toString(36).slice(2, 10);
+  let counter = 0;
+  const list: Scenario[] = [
+    { id: `${dialect}:get`, label: 'GET /api/orders/{id} (ES256)', dialect, kind: 'get', port, expectStatus: 200, requests: [{ method: 'GET', path, headers: bearer(es256) }] },
+    { id: `${dialect}:get-rs256`, label: 'GET /api/orders/{id} (RS256)', dialect, kind: 'get-rs256', port, expectStatus: 200, requests: [{ method: 'GET', path, headers: bearer(rs256) }] },
+    { id: `${dialect}:get-304`, label: 'GET … If-None-Match → 304', dialect, kind: 'get-304', port, expectStatus: 304, requests: [{ method: 'GET', path, headers: { ...bearer(es256), 'if-none-match': etag } }] },
+    {
+      id: `${dialect}:post`,
+      label: 'POST /api/orders + Idempotency-Key',
+      dialect,
+      kind: 'post',
+      port,
+      expectStatus: 201,
+      requests: [
+        {
+          method: 'POST',
+          path: '/api/orders',
+          headers: { ...bearer(es256), 'content-type': 'application/json' },
+          body: JSON.stringify(orderBody()),
+          // A fresh key per request: every POST creates an order (no replays).
+          setupRequest: (request) => ({ ...request, headers: { ...request.headers, 'idempotency-key': `bench-${runId}-${++counter}` } }),
+        },
+      ],
+    },
+    { id: `${dialect}:401`, label: 'GET without token → 401', dialect, kind: '401', port, expectStatus: 401, requests: [{ method: 'GET', path }] },
+  ];
+  if (noCachePort !== undefined) {
+    const seeded = await seed(noCachePort, es256);
+    const p = `/api/orders/${seeded.orderId}`;
+    list.push(
+      { id: `${dialect}:get-nocache`, label: 'GET, token cache off (ES256)', dialect, kind: 'get-nocache', port: noCachePort, expectStatus: 200, requests: [{ method: 'GET', path: p, headers: bearer(es256) }] },
+      { id: `${dialect}:get-nocache-rs256`, label: 'GET, token cache off (RS256)', dialect, kind: 'get-nocache-rs256', port: noCachePort, expectStatus: 200, requests: [{ method: 'GET', path: p, headers: bearer(rs256) }] },
+    );
+  }
+  return list;
+}
+
+function bareScenario(port: number, id: string, label: string): Scenario {
+  return { id, label, dialect: '-', kind: 'bare', port, expectStatus: 200, requests: [{ method: 'GET', path: '/bare' }] };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Measurement
+// ---------------------------------------------------------------------------------------------
+
+function cannon(scenario: Scenario, seconds: number): Promise<Result> {
+  return autocannon({ url: `http://127.0.0.1:${scenario.port}`, connections: CONNECTIONS, pipelining: PIPELINING, duration: seconds, timeout: 10, requests: scenario.requests });
+}
+
+async function measure(servers: ServerProcess, scenario: Scenario): Promise<Row> {
+  process.stdout.write(`  ${scenario.id.padEnd(24)} `);
+  if (WARMUP_SECONDS > 0) await cannon(scenario, WARMUP_SECONDS);
+  await servers.request({ type: 'measure-start', label: scenario.id.replace(/[^a-z0-9-]+/gi, '_') }, 'measure-started');
+  const result = await cannon(scenario, SECONDS);
+  const server = (await servers.request({ type: 'measure-stop', label: scenario.id.replace(/[^a-z0-9-]+/gi, '_') }, 'measured')) as Extract<ServerMessage, { type: 'measured' }>;
+  const total = Object.values(result.statusCodeStats).reduce((n, s) => n + s.count, 0);
+  const expected = result.statusCodeStats[String(scenario.expectStatus)]?.count ?? 0;
+  const unexpected = total - expected + result.errors + result.timeouts;
+  if (server.profile) writeFileSync(server.profile.replace(/\.cpuprofile$/, '.meta.json'), JSON.stringify({ scenario: scenario.id, label: scenario.label, requests: server.requests, seconds: server.elapsedMs / 1000 }));
+  const row: Row = {
+    id: scenario.id,
+    label: scenario.label,
+    dialect: scenario.dialect,
+    kind: scenario.kind,
+    expectStatus: scenario.expectStatus,
+    rps: result.requests.average,
+    p50: result.latency.p50,
+    p99: result.latency.p99,
+    total,
+    unexpected,
+    statusCodes: Object.fromEntries(Object.entries(result.statusCodeStats).map(([code, s]) => [code, s.count])),
+    serverCpuUsPerRequest: server.requests > 0 ? (server.cpuUserUs + server.cpuSystemUs) / server.requests : NaN,
+    serverElu: server.eventLoopUtilization,
+  };
+  console.log(`${Math.round(row.rps).toString().padStart(7)} req/s  p99 ${row.p99.toFixed(1).padStart(6)} ms  server ${row.serverCpuUsPerRequest.toFixed(0).padStart(5)} µs CPU/req  ELU ${(row.serverElu * 100).toFixed(0)}%${unexpected > 0 ? `  !! ${unexpected} unexpected (${JSON.stringify(row.statusCodes)}, errors ${result.errors})` : ''}`);
+  return row;
+}
+
+// ---------------------------------------------------------------------------------------------
+
+const issuer = await createBenchIssuer();
+const specs: InstanceSpec[] = [
+  { name: 'sqlite', dialect: 'sqlite' },
+  { name: 'sqlite-nocache', dialect: 'sqlite', env: { AUTH_TOKEN_CACHE_SIZE: '0' } },
+];
+if (POSTGRES_URL) specs.push({ name: 'postgres', dialect: 'postgres' });
+
+const machine = machineInfo();
+console.log(`Signet benchmark — ${machine.cpus} × ${machine.model}, ${machine.memory}, Node ${machine.node}`);
+console.log(`${SECONDS} s per scenario after ${WARMUP_SECONDS} s warm-up, ${CONNECTIONS} connections, pipelining ${PIPELINING}${PROFILE_DIR ? `, profiling into ${PROFILE_DIR}` : ''}\n`);
+
+const servers = await startServers(issuer.jwksFile, specs);
+let exitCode = 0;
+try {
+  const scenarios: Scenario[] = [bareScenario(servers.bare, 'bare', 'GET /bare (bare Fastify)')];
+  scenarios.push(...(await scenariosFor('sqlite', servers.instances.sqlite!, issuer, servers.instances['sqlite-nocache'])));
+  if (servers.instances.postgres !== undefined) scenarios.push(...(await scenariosFor('postgres', servers.instances.postgres, issuer, undefined)));
+  scenarios.push(bareScenario(servers.bare, 'bare-end', 'GET /bare again (drift check)'));
+  // Diagnostic only, when asked for by name: bare Fastify sending a response as large as Signet's GET.
+  if (ONLY?.has('bare-sized')) scenarios.push({ ...bareScenario(servers.bare, 'bare-sized', 'GET /bare-sized (bare, Signet-sized response)'), requests: [{ method: 'GET', path: '/bare-sized' }] });
+
+  const rows: Row[] = [];
+  for (const scenario of scenarios) {
+    if (ONLY && !ONLY.has(scenario.id) && !(scenario.kind === 'bare' && scenario.id === 'bare')) continue;
+    rows.push(await measure(servers, scenario));
+  }
+  const settings = { seconds: SECONDS, warmupSeconds: WARMUP_SECONDS, connections: CONNECTIONS, pipelining: PIPELINING };
+  console.log(`\n${formatTable(rows, TARGETS)}`);
+  if (rows.some((r) => r.unexpected > 0)) {
+    console.error('\nsome responses had an unexpected status: see the "!!" lines above');
+    exitCode = 1;
+  }
+  if (WRITE_DOCS) {
+    const file = join(root, 'docs', 'benchmarks.md');
+    updateDocs(file, { rows, targets: TARGETS, machine, settings, date: new Date() });
+    console.log(`\nwrote ${file}`);
+  }
+  if (PROFILE_DIR) console.log(`\nprofiles: ${PROFILE_DIR}\nsummarise: npx node bench/profile-summary.ts ${PROFILE_DIR}`);
+} catch (err) {
+  console.error(err);
+  exitCode = 1;
+} finally {
+  await servers.stop();
+  issuer.cleanup();
+}
+process.exit(exitCode);
