@@ -1,7 +1,6 @@
 // buildApp(config): the whole service as a Fastify instance. It never listens: main.ts does, and
 // tests listen on port 0. Plugin order matters and is spelled out here once.
 import cors from '@fastify/cors';
-import helmet from '@fastify/helmet';
 import underPressure from '@fastify/under-pressure';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { Redis } from 'ioredis';
@@ -19,6 +18,7 @@ import { registerOrigin, requestIdGenerator } from './http/origin.ts';
 import { compileTrust } from './http/forwarded.ts';
 import { Problem } from './http/problems.ts';
 import { registerRateLimit } from './http/rate-limit.ts';
+import { registerSecurityHeaders } from './http/security-headers.ts';
 import { createTokenVerifier } from './http/token-verifier.ts';
 import { validatorCompiler } from './http/validation.ts';
 import { ordersRoutes } from './orders/orders.routes.ts';
@@ -52,7 +52,8 @@ export async function buildApp(config: Readonly<Config>, options: { logger?: boo
   registerNotFound(app);
   registerOrigin(app, { trustProxy: config.trustProxy, publicUrl: config.publicUrl, fallbackHost: `${hostForUrl(config.host)}:${config.port}` });
   registerJsonBody(app);
-  await registerSecurityHeaders(app, config);
+  registerSecurityHeaders(app, { https: Boolean(config.publicUrl?.startsWith('https://')) });
+  await registerCors(app, config);
   await registerOverloadGuard(app, config);
 
   registerBearerAuth(app, createTokenVerifier({
@@ -71,7 +72,7 @@ export async function buildApp(config: Readonly<Config>, options: { logger?: boo
 
   await registerOpenApi(app);
   registerHealth(app, database);
-  await app.register(ordersRoutes, { db: database.db, idempotency: { ttlSeconds: config.idempotencyKeyTtlSeconds, lockSeconds: config.idempotencyLockSeconds } });
+  await app.register(ordersRoutes, { db: database.db, idempotency: { ttlSeconds: config.idempotencyKeyTtlSeconds, lockSeconds: config.idempotencyLockSeconds, singleWriter: database.dialect === 'sqlite' } });
 
   closeKeepAliveOnShutdown(app);
   const purge = setInterval(() => {
@@ -91,18 +92,14 @@ function closeKeepAliveOnShutdown(app: FastifyInstance): void {
   app.addHook('preClose', async () => {
     closing = true;
   });
-  app.addHook('onSend', async (_request, reply) => {
+  app.addHook('onSend', (_request, reply, payload, done) => {
     if (closing) reply.header('connection', 'close');
+    done(null, payload);
   });
 }
 
-async function registerSecurityHeaders(app: FastifyInstance, config: Readonly<Config>): Promise<void> {
-  await app.register(helmet, {
-    contentSecurityPolicy: {
-      directives: { defaultSrc: ["'self'"], imgSrc: ["'self'", 'data:'], styleSrc: ["'self'", "'unsafe-inline'"], frameAncestors: ["'none'"], baseUri: ["'none'"], formAction: ["'self'"], upgradeInsecureRequests: config.publicUrl?.startsWith('https://') ? [] : null },
-    },
-    hsts: config.publicUrl?.startsWith('https://') ? undefined : false,
-  });
+async function registerCors(app: FastifyInstance, config: Readonly<Config>): Promise<void> {
+  if (config.corsOrigins.length === 0) return; // no browser origin allowed: nothing to answer
   await app.register(cors, {
     origin: config.corsOrigins.length > 0 ? config.corsOrigins : false,
     methods: ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'],

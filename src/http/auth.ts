@@ -18,19 +18,29 @@ declare module 'fastify' {
 
 const REALM = 'signet';
 
-export function registerBearerAuth(app: FastifyInstance, verify: TokenVerifier): void {
+export function registerBearerAuth(app: FastifyInstance, verifier: TokenVerifier): void {
   app.decorateRequest('principal', null);
   app.decorateRequest('authFailure', null);
-  app.addHook('onRequest', async (request) => {
-    if (!request.routeOptions.config.scope) return;
-    const token = bearerToken(request);
-    if (token === null) return;
-    try {
-      request.principal = await verify(token);
-    } catch (err) {
-      if (!(err instanceof Problem)) throw err;
-      request.authFailure = err;
+  // Callback style so that the common case (a cached token) costs no promise at all.
+  app.addHook('onRequest', (request, _reply, done) => {
+    const token = request.routeOptions.config.scope ? bearerToken(request) : null;
+    if (token === null) return done();
+    const hit = verifier.cached(token);
+    if (hit) {
+      request.principal = hit;
+      return done();
     }
+    verifier.verify(token).then(
+      (principal) => {
+        request.principal = principal;
+        done();
+      },
+      (err: unknown) => {
+        if (!(err instanceof Problem)) return done(err as Error);
+        request.authFailure = err;
+        done();
+      },
+    );
   });
 }
 
@@ -40,21 +50,27 @@ export function registerBearerAuth(app: FastifyInstance, verify: TokenVerifier):
  * not 400/415/422 about a body it may not send.
  */
 export function registerScopeCheck(app: FastifyInstance): void {
-  app.addHook('preParsing', async (request) => {
+  app.addHook('preParsing', (request, _reply, payload, done) => {
     const scope = request.routeOptions.config.scope;
-    if (!scope) return;
-    if (request.authFailure) throw request.authFailure;
-    if (!request.principal) {
-      // RFC 6750 §3.1: no error code when the request carried no credentials at all.
-      throw new Problem('unauthorized', 'send an access token: Authorization: Bearer <token>', { headers: { 'www-authenticate': `Bearer realm="${REALM}"` } });
-    }
-    if (!request.principal.scopes.has(scope)) {
-      throw new Problem('insufficientScope', `this request needs the "${scope}" scope`, {
-        headers: { 'www-authenticate': `Bearer realm="${REALM}", error="insufficient_scope", scope="${scope}"` },
-        extensions: { requiredScope: scope },
-      });
-    }
+    const failure = scope ? scopeFailure(request, scope) : undefined;
+    if (failure) done(failure);
+    else done(null, payload);
   });
+}
+
+function scopeFailure(request: FastifyRequest, scope: string): Problem | undefined {
+  if (request.authFailure) return request.authFailure;
+  if (!request.principal) {
+    // RFC 6750 §3.1: no error code when the request carried no credentials at all.
+    return new Problem('unauthorized', 'send an access token: Authorization: Bearer <token>', { headers: { 'www-authenticate': `Bearer realm="${REALM}"` } });
+  }
+  if (!request.principal.scopes.has(scope)) {
+    return new Problem('insufficientScope', `this request needs the "${scope}" scope`, {
+      headers: { 'www-authenticate': `Bearer realm="${REALM}", error="insufficient_scope", scope="${scope}"` },
+      extensions: { requiredScope: scope },
+    });
+  }
+  return undefined;
 }
 
 /** Returns the token, null when no Bearer credentials were sent; throws on a malformed header. */

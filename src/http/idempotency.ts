@@ -22,6 +22,11 @@ export interface StoredResponse {
 export interface IdempotencySettings {
   ttlSeconds: number;
   lockSeconds: number;
+  /**
+   * True on SQLite: the database runs one write transaction at a time, so no other request can see
+   * the key between claim and result; claiming inside the operation's transaction saves a commit.
+   */
+  singleWriter: boolean;
 }
 
 type Operation = (trx: Executor) => Promise<StoredResponse>;
@@ -67,25 +72,35 @@ export async function runIdempotent(request: FastifyRequest, reply: FastifyReply
   if (key === undefined) return sendStored(reply, await db.transaction().execute(operation));
   const caller = request.principal?.callerKey ?? `ip:${request.clientOrigin.ip}`;
   const fingerprint = requestFingerprint(request.method, request.url.split('?')[0] ?? '', request.body);
+  if (settings.singleWriter) {
+    const outcome = await db.transaction().execute(async (trx) => {
+      const claimed = await claim(trx, settings, { caller, key, fingerprint });
+      if ('replay' in claimed) return { stored: claimed.replay, replayed: true };
+      return { stored: await runAndStore(trx, operation, { caller, key, lockedUntil: claimed.lockedUntil }), replayed: false };
+    });
+    return sendStored(reply, outcome.stored, outcome.replayed);
+  }
   const claimed = await claim(db, settings, { caller, key, fingerprint });
   if ('replay' in claimed) return sendStored(reply, claimed.replay, true);
   // Every write below is conditional on still holding the lock we took: a request that outlived its
   // lock and was taken over must neither commit its result nor release the new owner's claim.
   const ours = { caller, key, lockedUntil: claimed.lockedUntil };
   try {
-    const stored = await db.transaction().execute(async (trx) => {
-      const result = await operation(trx);
-      const saved = await whileOwned(trx.updateTable('idempotency_keys'), ours)
-        .set({ state: 'done', response_status: result.status, response_headers: toDbJson(result.headers), response_body: result.body })
-        .executeTakeFirst();
-      if (Number(saved.numUpdatedRows) !== 1) throw inFlight(); // rolls the operation back
-      return result;
-    });
-    return sendStored(reply, stored);
+    return sendStored(reply, await db.transaction().execute((trx) => runAndStore(trx, operation, ours)));
   } catch (err) {
     await whileOwned(db.deleteFrom('idempotency_keys'), ours).execute();
     throw err;
   }
+}
+
+/** Runs the operation and stores its response on the key row, in the caller's transaction. */
+async function runAndStore(trx: Executor, operation: Operation, ours: Ownership): Promise<StoredResponse> {
+  const result = await operation(trx);
+  const saved = await whileOwned(trx.updateTable('idempotency_keys'), ours)
+    .set({ state: 'done', response_status: result.status, response_headers: toDbJson(result.headers), response_body: result.body })
+    .executeTakeFirst();
+  if (Number(saved.numUpdatedRows) !== 1) throw inFlight(); // rolls the operation back
+  return result;
 }
 
 interface Ownership {
@@ -116,7 +131,7 @@ interface KeyId {
 type Claim = { replay: StoredResponse } | { lockedUntil: string };
 
 /** Either a stored response to replay, or the lock this request now holds on the key. */
-async function claim(db: Db, settings: IdempotencySettings, id: KeyId, attempt = 0): Promise<Claim> {
+async function claim(db: Executor, settings: IdempotencySettings, id: KeyId, attempt = 0): Promise<Claim> {
   const now = new Date();
   const lockedUntil = toDbTime(new Date(now.getTime() + settings.lockSeconds * 1000));
   const inserted = await db

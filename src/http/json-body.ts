@@ -32,9 +32,10 @@ function reviver(this: unknown, key: string, value: unknown, context?: ReviverCo
   if (key === '__proto__' || (key === 'prototype' && typeof value === 'object')) {
     throw new Problem('malformedBody', `the member name "${key}" is not allowed`);
   }
-  if (typeof value === 'number' && context?.source !== undefined) {
+  // Up to 15 characters without an exponent means at most 15 significant digits: always exact (DBL_DIG).
+  if (typeof value === 'number' && context?.source !== undefined && (context.source.length > 15 || /[eE]/.test(context.source))) {
     const sent = canonicalDecimal(context.source);
-    if (sent !== canonicalDecimal(String(value).replace('e+', 'e')) && sent !== '-0') {
+    if (sent !== canonicalDecimal(String(value).replace('e+', 'e'))) {
       throw new Problem('validation', `the number ${context.source} cannot be represented exactly; send at most 15 significant digits`, {
         errors: [{ pointer: `/${pointerSegment(key)}`, detail: 'number cannot be represented exactly' }],
       });

@@ -30,8 +30,9 @@ export async function registerRateLimit(app: FastifyInstance, settings: RateLimi
     errorResponseBuilder: (_request, context) =>
       new Problem('rateLimited', `limit of ${context.max} requests per ${settings.windowSeconds} s reached; retry in ${context.after}`),
   });
-  app.addHook('onSend', async (_request, reply) => {
+  app.addHook('onSend', (_request, reply, payload, done) => {
     rewriteHeaders(reply, settings.windowSeconds);
+    done(null, payload);
   });
 }
 

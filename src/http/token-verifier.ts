@@ -24,7 +24,11 @@ export interface VerifierSettings {
   jwksUrl: string | undefined;
 }
 
-export type TokenVerifier = (token: string) => Promise<Principal>;
+export interface TokenVerifier {
+  /** The verified principal when this exact token is cached and unexpired (synchronous fast path). */
+  cached(token: string): Principal | undefined;
+  verify(token: string): Promise<Principal>;
+}
 
 interface CacheEntry {
   principal: Principal;
@@ -34,10 +38,15 @@ interface CacheEntry {
 export function createTokenVerifier(settings: VerifierSettings): TokenVerifier {
   const getKey = keyResolver(settings);
   const cache = new Map<string, CacheEntry>();
-  return async (token) => {
+  const cached = (token: string): Principal | undefined => {
     const hit = cache.get(token);
     if (hit && Date.now() < hit.expiresAtMs) return hit.principal;
     if (hit) cache.delete(token);
+    return undefined;
+  };
+  const verifyToken = async (token: string): Promise<Principal> => {
+    const hit = cached(token);
+    if (hit) return hit;
     const payload = await verify(token, getKey, settings);
     const principal = toPrincipal(payload);
     if (settings.cacheSize > 0 && typeof payload.exp === 'number') {
@@ -47,6 +56,7 @@ export function createTokenVerifier(settings: VerifierSettings): TokenVerifier {
     }
     return principal;
   };
+  return { cached, verify: verifyToken };
 }
 
 async function verify(token: string, getKey: JWTVerifyGetKey, settings: VerifierSettings): Promise<JWTPayload> {

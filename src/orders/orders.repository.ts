@@ -1,6 +1,7 @@
 // SQL for orders. Plain functions over the database or an open transaction; one row mapper.
 // State changes are compare-and-set in a single UPDATE … WHERE status/version = …, so the rule
 // "to paid only while pending" holds under any concurrency, on both dialects.
+import type { CompiledQuery } from 'kysely';
 import type { Executor } from '../db/database.ts';
 import { fromDbTime, toDbTime } from '../db/codecs.ts';
 import type { OrdersTable } from '../db/schema.ts';
@@ -56,8 +57,19 @@ export async function insertOrder(db: Executor, order: NewOrder): Promise<OrderR
   return toRecord(row);
 }
 
+// The primary-key read serves every GET, 304 and write; building and compiling it with Kysely costs
+// more than SQLite takes to run it, so it is compiled once per dialect and reused with new parameters.
+const compiledFind = new WeakMap<object, CompiledQuery<OrderRow>>();
+
 export async function findOrder(db: Executor, id: number): Promise<OrderRecord | undefined> {
-  const row = await db.selectFrom('orders').select(COLUMNS).where('id', '=', id).executeTakeFirst();
+  const adapter = db.getExecutor().adapter;
+  let query = compiledFind.get(adapter);
+  if (!query) {
+    query = db.selectFrom('orders').select(COLUMNS).where('id', '=', 0).compile() as CompiledQuery<OrderRow>;
+    compiledFind.set(adapter, query);
+  }
+  const { rows } = await db.executeQuery<OrderRow>({ ...query, parameters: [id] });
+  const row = rows[0];
   return row && toRecord(row);
 }
 
