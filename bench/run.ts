@@ -226,6 +226,8 @@ const issuer = await createBenchIssuer();
 const specs: InstanceSpec[] = [
   { name: 'sqlite', dialect: 'sqlite' },
   { name: 'sqlite-nocache', dialect: 'sqlite', env: { AUTH_TOKEN_CACHE_SIZE: '0' } },
+  // Same app with SQLite's relaxed durability (survives process crashes, not power loss): what fsync costs a POST.
+  { name: 'sqlite-normal', dialect: 'sqlite', env: { SQLITE_SYNCHRONOUS: 'NORMAL' } },
 ];
 if (POSTGRES_URL) specs.push({ name: 'postgres', dialect: 'postgres' });
 
@@ -238,6 +240,8 @@ let exitCode = 0;
 try {
   const scenarios: Scenario[] = [bareScenario(servers.bare, 'bare', 'GET /bare (bare Fastify)')];
   scenarios.push(...(await scenariosFor('sqlite', servers.instances.sqlite!, issuer, servers.instances['sqlite-nocache'])));
+  const relaxed = await scenariosFor('sqlite', servers.instances['sqlite-normal']!, issuer, undefined);
+  scenarios.push(...relaxed.filter((s) => s.kind === 'post').map((s) => ({ ...s, id: 'sqlite:post-sync-normal', label: 'POST + Idempotency-Key, SQLITE_SYNCHRONOUS=NORMAL' })));
   if (servers.instances.postgres !== undefined) scenarios.push(...(await scenariosFor('postgres', servers.instances.postgres, issuer, undefined)));
   scenarios.push(bareScenario(servers.bare, 'bare-end', 'GET /bare again (drift check)'));
   // Diagnostic only, when asked for by name: bare Fastify sending a response as large as Signet's GET.
