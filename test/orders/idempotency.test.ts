@@ -46,6 +46,19 @@ for (const dialect of testDialects()) {
     });
     after(() => server.close());
 
+    /** A claim left by another request (or a crashed process) whose lock ends `lockMs` from now. */
+    async function insertInFlightClaim(key: string, body: unknown, lockMs: number): Promise<void> {
+      const now = Date.now();
+      await server.app.database.db
+        .insertInto('idempotency_keys')
+        .values({
+          caller: 'client:test-client', key, fingerprint: requestFingerprint('POST', '/api/orders', body), state: 'in_flight',
+          locked_until: toDbTime(new Date(now + lockMs)), created_at: toDbTime(new Date(now - 10_000)), expires_at: toDbTime(new Date(now + 60_000)),
+          response_status: null, response_headers: null, response_body: null,
+        })
+        .execute();
+    }
+
     const create = (body: unknown, key?: string, tok = token) =>
       call(server.url, 'POST', '/api/orders', { token: tok, body, headers: key === undefined ? {} : { 'idempotency-key': key } });
     const createRaw = (rawBody: string, key: string) => call(server.url, 'POST', '/api/orders', { token, rawBody, headers: { 'idempotency-key': key } });
@@ -287,15 +300,7 @@ for (const dialect of testDialects()) {
       const customer = randomUUID();
       const key = newKey();
       const body = { CustomerId: customer, Total: 4.5, Currency: 'USD' };
-      const now = Date.now();
-      await server.app.database.db
-        .insertInto('idempotency_keys')
-        .values({
-          caller: 'client:test-client', key, fingerprint: requestFingerprint('POST', '/api/orders', body), state: 'in_flight',
-          locked_until: toDbTime(new Date(now - 5_000)), created_at: toDbTime(new Date(now - 10_000)), expires_at: toDbTime(new Date(now + 50_000)),
-          response_status: null, response_headers: null, response_body: null,
-        })
-        .execute();
+      await insertInFlightClaim(key, body, -5_000);
       const res = await create(body, key);
       assert.equal(res.status, 201);
       assert.equal(res.headers.get('idempotent-replayed'), null);
@@ -309,15 +314,7 @@ for (const dialect of testDialects()) {
       const customer = randomUUID();
       const key = newKey();
       const body = { CustomerId: customer, Total: 4.5, Currency: 'USD' };
-      const now = Date.now();
-      await server.app.database.db
-        .insertInto('idempotency_keys')
-        .values({
-          caller: 'client:test-client', key, fingerprint: requestFingerprint('POST', '/api/orders', body), state: 'in_flight',
-          locked_until: toDbTime(new Date(now + 30_000)), created_at: toDbTime(new Date(now)), expires_at: toDbTime(new Date(now + 60_000)),
-          response_status: null, response_headers: null, response_body: null,
-        })
-        .execute();
+      await insertInFlightClaim(key, body, 30_000);
       const res = await create(body, key);
       assert.equal(res.status, 409);
       assert.equal(problemType(res), 'idempotency-key-in-flight');
