@@ -17,7 +17,7 @@ import { performance } from 'node:perf_hooks';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { buildApp } from '../src/app.ts';
 import { loadConfig } from '../src/config/config.ts';
-import { createBenchDatabase, type BenchDatabase, type BenchDialect } from './databases.ts';
+import { createTestDatabase, type TestDatabase as BenchDatabase, type TestDialect as BenchDialect } from '../test/helpers/databases.ts';
 import { BENCH_ISSUER, BENCH_RESOURCE } from './tokens.ts';
 
 export interface InstanceSpec {
@@ -95,7 +95,7 @@ async function startBare(): Promise<number> {
 }
 
 async function startSignet(spec: InstanceSpec): Promise<number> {
-  const database = await createBenchDatabase(spec.dialect, process.env.BENCH_POSTGRES_URL);
+  const database = await createTestDatabase(spec.dialect, process.env.BENCH_POSTGRES_URL);
   databases.push(database);
   const config = loadConfig({
     HOST: '127.0.0.1',

@@ -101,7 +101,7 @@ function closeKeepAliveOnShutdown(app: FastifyInstance): void {
 async function registerCors(app: FastifyInstance, config: Readonly<Config>): Promise<void> {
   if (config.corsOrigins.length === 0) return; // no browser origin allowed: nothing to answer
   await app.register(cors, {
-    origin: config.corsOrigins.length > 0 ? config.corsOrigins : false,
+    origin: config.corsOrigins,
     methods: ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'],
     allowedHeaders: CORS_ALLOWED_HEADERS,
     exposedHeaders: CORS_EXPOSED_HEADERS,

@@ -8,7 +8,7 @@ import { Problem } from './problems.ts';
 
 export function registerHealth(app: FastifyInstance, handle: DatabaseHandle): void {
   const noStore = (reply: { header: (k: string, v: string) => unknown }) => reply.header('cache-control', 'no-store');
-  app.get('/healthz', { schema: { tags: ['operations'], summary: 'Process is alive', hide: false } }, async (_request, reply) => {
+  app.get('/healthz', { schema: { tags: ['operations'], summary: 'Process is alive' } }, async (_request, reply) => {
     noStore(reply);
     return { status: 'ok' };
   });

@@ -96,8 +96,9 @@ export function invalidToken(description: string): Problem {
 
 function toPrincipal(payload: JWTPayload): Principal {
   const clientId = typeof payload.client_id === 'string' ? payload.client_id : undefined;
-  const subject = typeof payload.sub === 'string' ? payload.sub : clientId;
-  if (!subject) throw invalidToken('the token names neither a subject nor a client');
+  // `sub` is a required claim (checked by jwtVerify); it must also be a string.
+  const subject = payload.sub;
+  if (typeof subject !== 'string' || subject === '') throw invalidToken('the "sub" claim is not acceptable');
   const scopes = new Set(typeof payload.scope === 'string' ? payload.scope.split(' ').filter(Boolean) : []);
   const isClient = clientId !== undefined && subject === clientId;
   return { subject, clientId, scopes, isClient, callerKey: isClient ? `client:${clientId}` : `user:${subject}` };

@@ -2,7 +2,7 @@
 // request's conditional headers into the service's precondition check (RFC 9110 §13).
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { evaluatePreconditions, formatHttpDate } from '../http/conditional.ts';
-import type { StoredResponse } from '../http/idempotency.ts';
+import { sendStored, type StoredResponse } from '../http/idempotency.ts';
 import { publicBaseUrl } from '../http/origin.ts';
 import { Problem } from '../http/problems.ts';
 import type { OrderRecord, StatusChangeRecord } from './orders.repository.ts';
@@ -15,19 +15,35 @@ export const DEFAULT_VARIANT: Variant = { fields: undefined, include: [] };
 const CACHE_CONTROL = 'private, no-cache';
 const VARY = 'Authorization, Origin';
 
-function validatorHeaders(order: OrderRecord, baseUrl: string, variant: Variant): Record<string, string> {
+type ValidatorHeaders = Record<'etag' | 'cache-control' | 'vary', string>;
+
+function validatorHeaders(order: OrderRecord, baseUrl: string, variant: Variant): ValidatorHeaders {
   return { etag: entityTag(order, baseUrl, variant), 'cache-control': CACHE_CONTROL, vary: VARY };
+}
+
+function representationResponse(order: OrderRecord, status: number, baseUrl: string, validators: ValidatorHeaders, variant: Variant, history?: StatusChangeRecord[]): StoredResponse {
+  const headers: Record<string, string> = { ...validators, 'content-type': 'application/json; charset=utf-8', 'last-modified': formatHttpDate(order.updatedAt) };
+  if (status === 201) headers.location = orderUrl(baseUrl, order.id);
+  return { status, headers, body: JSON.stringify(toRepresentation(order, baseUrl, variant, history)) };
 }
 
 export function orderResponse(request: FastifyRequest, order: OrderRecord, status: number, variant = DEFAULT_VARIANT, history?: StatusChangeRecord[]): StoredResponse {
   const baseUrl = publicBaseUrl(request);
-  const headers: Record<string, string> = {
-    ...validatorHeaders(order, baseUrl, variant),
-    'content-type': 'application/json; charset=utf-8',
-    'last-modified': formatHttpDate(order.updatedAt),
-  };
-  if (status === 201) headers.location = orderUrl(baseUrl, order.id);
-  return { status, headers, body: JSON.stringify(toRepresentation(order, baseUrl, variant, history)) };
+  return representationResponse(order, status, baseUrl, validatorHeaders(order, baseUrl, variant), variant, history);
+}
+
+/**
+ * GET/HEAD of one order: 304 when the client's copy is current (with the headers RFC 9110 §15.4.5
+ * requires), 412 on a failed If-Match, else the representation. Validators are computed once.
+ */
+export async function sendOrderRead(request: FastifyRequest, reply: FastifyReply, order: OrderRecord, variant: Variant, loadHistory: () => Promise<StatusChangeRecord[]>): Promise<FastifyReply> {
+  const baseUrl = publicBaseUrl(request);
+  const validators = validatorHeaders(order, baseUrl, variant);
+  const outcome = evaluatePreconditions(request.method, request.headers, { etag: validators.etag, lastModified: order.updatedAt });
+  if (outcome === 'not-modified') return reply.code(304).headers(validators).send();
+  if (outcome === 'precondition-failed') throw new Problem('preconditionFailed', 'the order does not match If-Match / If-Unmodified-Since');
+  const history = variant.include.includes('history') ? await loadHistory() : undefined;
+  return sendStored(reply, representationResponse(order, 200, baseUrl, validators, variant, history));
 }
 
 /** RFC 7240 `Prefer: return=minimal` → 204 with the validators only. */
@@ -39,11 +55,6 @@ export function wantsMinimal(request: FastifyRequest): boolean {
 export function minimalResponse(request: FastifyRequest, order: OrderRecord): StoredResponse {
   const headers = validatorHeaders(order, publicBaseUrl(request), DEFAULT_VARIANT);
   return { status: 204, headers: { ...headers, 'preference-applied': 'return=minimal', 'last-modified': formatHttpDate(order.updatedAt) }, body: '' };
-}
-
-/** GET/HEAD: 304 when the client's copy is current (with the headers RFC 9110 §15.4.5 requires). */
-export function notModified(reply: FastifyReply, order: OrderRecord, baseUrl: string, variant: Variant): FastifyReply {
-  return reply.code(304).headers(validatorHeaders(order, baseUrl, variant)).send();
 }
 
 /** For writes: If-Match / If-Unmodified-Since / If-None-Match against the current order. */

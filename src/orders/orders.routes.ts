@@ -2,15 +2,14 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { Db } from '../db/database.ts';
-import { evaluatePreconditions } from '../http/conditional.ts';
 import { decodeCursor, encodeCursor } from '../http/cursor.ts';
 import { runIdempotent, sendStored, type IdempotencySettings } from '../http/idempotency.ts';
 import { publicBaseUrl } from '../http/origin.ts';
 import { Problem } from '../http/problems.ts';
 import type { Principal } from '../http/token-verifier.ts';
-import { DEFAULT_VARIANT, minimalResponse, notModified, orderResponse, preconditionsOf, wantsMinimal } from './orders.http.ts';
+import { DEFAULT_VARIANT, minimalResponse, orderResponse, preconditionsOf, sendOrderRead, wantsMinimal } from './orders.http.ts';
 import { applyJsonPatchToOrder } from './orders.patching.ts';
-import { entityTag, parseVariant, toRepresentation } from './orders.representation.ts';
+import { parseVariant, toRepresentation } from './orders.representation.ts';
 import { CreateOrderBody, ListQuery, Order, OrderIdParams, OrderList, OrderQuery, PatchBody, ReplaceOrderBody } from './orders.schemas.ts';
 import * as service from './orders.service.ts';
 import { ORDER_ACTIONS, type OrderStatus } from './orders.states.ts';
@@ -40,16 +39,11 @@ export async function ordersRoutes(fastify: FastifyInstance, options: OrdersRout
   app.get('/api/orders/:id', { config: read, schema: { tags: TAGS, summary: 'Read an order', params: OrderIdParams, querystring: OrderQuery, response: { 200: Order } } }, async (request, reply) => {
     const variant = parseVariant(request.query.fields, request.query.include);
     const order = await service.getVisibleOrder(db, principalOf(request), Number(request.params.id));
-    const baseUrl = publicBaseUrl(request);
-    const outcome = evaluatePreconditions(request.method, request.headers, { etag: entityTag(order, baseUrl, variant), lastModified: order.updatedAt });
-    if (outcome === 'not-modified') return notModified(reply, order, baseUrl, variant);
-    if (outcome === 'precondition-failed') throw new Problem('preconditionFailed', 'the order does not match If-Match / If-Unmodified-Since');
-    const history = variant.include.includes('history') ? await service.getHistory(db, order) : undefined;
-    return sendStored(reply, orderResponse(request, order, 200, variant, history));
+    return sendOrderRead(request, reply, order, variant, () => service.getHistory(db, order));
   });
 
   app.get('/api/orders', { config: read, schema: { tags: TAGS, summary: 'List orders, newest first', querystring: ListQuery, response: { 200: OrderList } } }, async (request, reply) => {
-    const { limit, cursor, fields, include } = request.query;
+    const { limit, fields, include } = request.query;
     const variant = parseVariant(fields, include);
     const filter = listFilter(request.query);
     const { orders, hasMore } = await service.listOrders(db, principalOf(request), { limit, ...filter });
@@ -68,7 +62,6 @@ export async function ordersRoutes(fastify: FastifyInstance, options: OrdersRout
       links.next = { href: next.toString(), method: 'GET' };
       reply.header('link', `<${next.toString()}>; rel="next"`);
     }
-    void cursor;
     return reply.header('cache-control', 'private, no-cache').header('vary', 'Authorization, Origin').send({ Items: items, _links: links });
   });
 

@@ -11,7 +11,6 @@ import { actionBetween, isDeletable, isEditable, TRANSITIONS, type OrderAction, 
 
 /** Throws 412 when the request's preconditions fail; returns true when the write must also match the version. */
 export type PreconditionCheck = (order: OrderRecord) => boolean;
-export const NO_PRECONDITIONS: PreconditionCheck = () => false;
 
 export interface OrderFields {
   CustomerId: string;

@@ -21,8 +21,11 @@ export function testDialects(): TestDialect[] {
   return dialects;
 }
 
-export async function createTestDatabase(dialect: TestDialect): Promise<TestDatabase> {
-  return dialect === 'sqlite' ? createSqlite() : createPostgresSchema();
+/** `postgresUrl` defaults to TEST_POSTGRES_URL; the benchmark passes its own. */
+export async function createTestDatabase(dialect: TestDialect, postgresUrl = process.env.TEST_POSTGRES_URL): Promise<TestDatabase> {
+  if (dialect === 'sqlite') return createSqlite();
+  if (!postgresUrl) throw new Error('a PostgreSQL database needs a server URL (TEST_POSTGRES_URL or BENCH_POSTGRES_URL)');
+  return createPostgresSchema(postgresUrl);
 }
 
 function createSqlite(): TestDatabase {
@@ -30,8 +33,7 @@ function createSqlite(): TestDatabase {
   return { url: `sqlite:${join(dir, 'signet.db')}`, drop: async () => rmSync(dir, { recursive: true, force: true }) };
 }
 
-async function createPostgresSchema(): Promise<TestDatabase> {
-  const base = process.env.TEST_POSTGRES_URL as string;
+async function createPostgresSchema(base: string): Promise<TestDatabase> {
   const schema = `t_${randomBytes(6).toString('hex')}`;
   const admin = new pg.Client({ connectionString: base });
   await admin.connect(); // throws (fails the test) when PostgreSQL is unreachable

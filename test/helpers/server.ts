@@ -44,3 +44,9 @@ export async function startServer(dialect: TestDialect, env: Record<string, stri
     },
   };
 }
+
+/** A server plus a client-credentials token with both order scopes: the usual start of a suite. */
+export async function startWithClientToken(dialect: TestDialect, env: Record<string, string> = {}): Promise<{ server: TestServer; token: string }> {
+  const server = await startServer(dialect, env);
+  return { server, token: await server.issuer.clientToken('orders:read orders:write') };
+}

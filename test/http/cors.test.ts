@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { testDialects } from '../helpers/databases.ts';
 import { call, CUSTOMER, type CallResult } from '../helpers/http.ts';
-import { startServer, type TestServer } from '../helpers/server.ts';
+import { startServer, startWithClientToken, type TestServer } from '../helpers/server.ts';
 
 const APP = 'https://app.example';
 const EVIL = 'https://evil.example';
@@ -24,10 +24,7 @@ for (const dialect of testDialects()) {
   describe(`CORS for configured origins [${dialect}]`, () => {
     let server: TestServer;
     let token: string;
-    before(async () => {
-      server = await startServer(dialect, { CORS_ORIGINS: APP });
-      token = await server.issuer.clientToken('orders:read orders:write');
-    });
+    before(async () => ({ server, token } = await startWithClientToken(dialect, { CORS_ORIGINS: APP })));
     after(() => server.close());
 
     test('a preflight from the allowed origin for PATCH with Authorization, If-Match and Idempotency-Key succeeds', async () => {

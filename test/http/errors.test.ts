@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { testDialects } from '../helpers/databases.ts';
 import { call, CUSTOMER, type CallResult } from '../helpers/http.ts';
-import { startServer, type TestServer } from '../helpers/server.ts';
+import { startServer, startWithClientToken, type TestServer } from '../helpers/server.ts';
 
 const PROBLEM_JSON = 'application/problem+json; charset=utf-8';
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
@@ -30,10 +30,7 @@ for (const dialect of testDialects()) {
   describe(`problem responses [${dialect}]`, () => {
     let server: TestServer;
     let token: string;
-    before(async () => {
-      server = await startServer(dialect, { BODY_LIMIT_BYTES: '1024' });
-      token = await server.issuer.clientToken('orders:read orders:write');
-    });
+    before(async () => ({ server, token } = await startWithClientToken(dialect, { BODY_LIMIT_BYTES: '1024' })));
     after(() => server.close());
 
     const post = (rawBody: string, contentType = 'application/json') => call(server.url, 'POST', '/api/orders', { token, rawBody, contentType });
@@ -165,10 +162,7 @@ for (const dialect of testDialects()) {
   describe(`server faults [${dialect}]`, () => {
     let server: TestServer;
     let token: string;
-    before(async () => {
-      server = await startServer(dialect);
-      token = await server.issuer.clientToken('orders:read orders:write');
-    });
+    before(async () => ({ server, token } = await startWithClientToken(dialect)));
     after(() => server.close());
 
     test('with the database handle gone, the API answers a generic 5xx problem without internals', async () => {

@@ -6,7 +6,7 @@ import { after, before, describe, test } from 'node:test';
 import { formatHttpDate } from '../../src/http/conditional.ts';
 import { testDialects } from '../helpers/databases.ts';
 import { call, CUSTOMER, type CallResult } from '../helpers/http.ts';
-import { startServer, type TestServer } from '../helpers/server.ts';
+import { startWithClientToken, type TestServer } from '../helpers/server.ts';
 
 const MERGE = 'application/merge-patch+json';
 
@@ -20,10 +20,7 @@ for (const dialect of testDialects()) {
   describe(`orders conditional requests [${dialect}]`, () => {
     let server: TestServer;
     let token: string;
-    before(async () => {
-      server = await startServer(dialect);
-      token = await server.issuer.clientToken('orders:read orders:write');
-    });
+    before(async () => ({ server, token } = await startWithClientToken(dialect)));
     after(() => server.close());
 
     const create = async (): Promise<CallResult> => {

@@ -4,7 +4,7 @@ import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { testDialects } from '../helpers/databases.ts';
 import { call, type CallResult } from '../helpers/http.ts';
-import { startServer, type TestServer } from '../helpers/server.ts';
+import { startWithClientToken, type TestServer } from '../helpers/server.ts';
 
 function assertProblemNaming(res: CallResult, parameter: string, name: string): void {
   assert.equal(res.status, 400, res.text);
@@ -18,10 +18,7 @@ for (const dialect of testDialects()) {
   describe(`orders fields= and include= [${dialect}]`, () => {
     let server: TestServer;
     let token: string;
-    before(async () => {
-      server = await startServer(dialect);
-      token = await server.issuer.clientToken('orders:read orders:write');
-    });
+    before(async () => ({ server, token } = await startWithClientToken(dialect)));
     after(() => server.close());
 
     const create = async (customer: string, total = 12.5) => {

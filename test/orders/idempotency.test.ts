@@ -8,7 +8,7 @@ import { purgeExpiredKeys, requestFingerprint } from '../../src/http/idempotency
 import { toDbTime } from '../../src/db/codecs.ts';
 import { testDialects } from '../helpers/databases.ts';
 import { call, type CallResult } from '../helpers/http.ts';
-import { startServer, type TestServer } from '../helpers/server.ts';
+import { startWithClientToken, type TestServer } from '../helpers/server.ts';
 
 /**
  * Writes the request bytes exactly as given: fetch and node:http would merge repeated fields into
@@ -40,10 +40,7 @@ for (const dialect of testDialects()) {
   describe(`Idempotency-Key [${dialect}]`, () => {
     let server: TestServer;
     let token: string;
-    before(async () => {
-      server = await startServer(dialect, { IDEMPOTENCY_KEY_TTL_SECONDS: '60', MAX_EVENT_LOOP_DELAY_MS: '0' });
-      token = await server.issuer.clientToken('orders:read orders:write');
-    });
+    before(async () => ({ server, token } = await startWithClientToken(dialect, { IDEMPOTENCY_KEY_TTL_SECONDS: '60', MAX_EVENT_LOOP_DELAY_MS: '0' })));
     after(() => server.close());
 
     /** A claim left by another request (or a crashed process) whose lock ends `lockMs` from now. */

@@ -2,16 +2,13 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { testDialects } from '../helpers/databases.ts';
 import { call, CUSTOMER } from '../helpers/http.ts';
-import { startServer, type TestServer } from '../helpers/server.ts';
+import { startWithClientToken, type TestServer } from '../helpers/server.ts';
 
 for (const dialect of testDialects()) {
   describe(`orders CRUD [${dialect}]`, () => {
     let server: TestServer;
     let token: string;
-    before(async () => {
-      server = await startServer(dialect);
-      token = await server.issuer.clientToken('orders:read orders:write');
-    });
+    before(async () => ({ server, token } = await startWithClientToken(dialect)));
     after(() => server.close());
 
     const create = (body: unknown) => call(server.url, 'POST', '/api/orders', { token, body });

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { testDialects } from '../helpers/databases.ts';
 import { call, CUSTOMER, type CallResult } from '../helpers/http.ts';
-import { startServer, type TestServer } from '../helpers/server.ts';
+import { startWithClientToken, type TestServer } from '../helpers/server.ts';
 
 type Status = 'pending' | 'paid' | 'shipped' | 'delivered' | 'cancelled';
 const ACTIONS = ['pay', 'cancel', 'ship', 'deliver'] as const;
@@ -35,10 +35,7 @@ for (const dialect of testDialects()) {
   describe(`order transitions [${dialect}]`, () => {
     let server: TestServer;
     let token: string;
-    before(async () => {
-      server = await startServer(dialect, { MAX_EVENT_LOOP_DELAY_MS: '0' });
-      token = await server.issuer.clientToken('orders:read orders:write');
-    });
+    before(async () => ({ server, token } = await startWithClientToken(dialect, { MAX_EVENT_LOOP_DELAY_MS: '0' })));
     after(() => server.close());
 
     const create = async (): Promise<number> => {
