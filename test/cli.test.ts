@@ -61,6 +61,26 @@ describe('signet command', () => {
     assert.match(result.stderr, /usage: signet/);
   });
 
+  test('serve logs JSON lines carrying the request id it answers with, never the bearer token', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'signet-cli-'));
+    const child = spawn(process.execPath, [BIN, 'serve'], {
+      env: { ...process.env, PORT: '0', LOG_LEVEL: 'info', DATABASE_URL: `sqlite:${join(dir, 'signet.db')}` },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    const waitFor = outputWatcher(child);
+    const port = Number((await waitFor(/listening at http:\/\/127\.0\.0\.1:(\d+)/))[1]);
+    const secret = 'not-a-jwt-but-still-a-secret-0123456789';
+    const response = await fetch(`http://127.0.0.1:${port}/api/orders/1`, { headers: { authorization: `Bearer ${secret}` } });
+    const requestId = response.headers.get('x-request-id') ?? '';
+    assert.match(requestId, /^[0-9a-f-]{36}$/);
+    const line = (await waitFor(new RegExp(`\\{[^\\n]*"reqId":"${requestId}"[^\\n]*"statusCode":401[^\\n]*\\}`)))[0];
+    assert.equal(JSON.parse(line).reqId, requestId);
+    child.kill('SIGTERM');
+    await new Promise((resolve) => child.once('exit', resolve));
+    const all = await waitFor(/shutting down/).then((m) => m.input);
+    assert.ok(!all.includes(secret), 'the token must not appear in the logs');
+  });
+
   test('serve finishes an in-flight request on SIGTERM, then exits cleanly', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'signet-cli-'));
     const issuer = await createTestIssuer();

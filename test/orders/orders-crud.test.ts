@@ -98,6 +98,24 @@ for (const dialect of testDialects()) {
       assert.equal(bad.status, 400);
     });
 
+    test('filters the list by Status, and a cursor keeps the filter it was issued for', async () => {
+      const customer = '22222222-2222-4222-8222-222222222222';
+      const ids: number[] = [];
+      for (let i = 0; i < 4; i++) ids.push((await create({ CustomerId: customer, Total: i })).json.Id);
+      for (const id of [ids[0], ids[2], ids[3]]) assert.equal((await call(server.url, 'POST', `/api/orders/${id}/pay`, { token })).status, 200);
+      const first = await call(server.url, 'GET', `/api/orders?Status=paid&CustomerId=${customer}&limit=2`, { token });
+      assert.deepEqual(first.json.Items.map((o: { Id: number }) => o.Id), [ids[3], ids[2]]);
+      const next = first.json._links.next.href.slice(server.url.length);
+      const second = await call(server.url, 'GET', next, { token });
+      assert.deepEqual(second.json.Items.map((o: { Id: number }) => o.Id), [ids[0]]);
+      assert.equal(second.json._links.next, undefined);
+      const pending = await call(server.url, 'GET', `/api/orders?Status=pending&CustomerId=${customer}`, { token });
+      assert.deepEqual(pending.json.Items.map((o: { Id: number }) => o.Id), [ids[1]]);
+      const mixed = await call(server.url, 'GET', `${next}&Status=pending`, { token });
+      assert.equal(mixed.status, 400, 'a cursor cannot be reused with other filters');
+      assert.equal((await call(server.url, 'GET', '/api/orders?Status=lost', { token })).status, 400);
+    });
+
     test('replaces with PUT from the GET representation, idempotently; a different Id is 422', async () => {
       const created = await create({ CustomerId: CUSTOMER, Total: 10 });
       const path = `/api/orders/${created.json.Id}`;
