@@ -22,6 +22,10 @@ import { registerSecurityHeaders } from './http/security-headers.ts';
 import { createTokenVerifier } from './http/token-verifier.ts';
 import { validatorCompiler } from './http/validation.ts';
 import { ordersRoutes } from './orders/orders.routes.ts';
+import { registerAuthServer } from './auth-server/plugin.ts';
+import type { ProviderHolder } from './auth-server/provider-holder.ts';
+import { resourceDefinitions, ORDERS_SCOPES } from './auth-server/scopes.ts';
+import { registerResourceMetadata, resourceMetadataUrl } from './http/resource-metadata.ts';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -55,6 +59,10 @@ export async function buildApp(config: Readonly<Config>, options: { logger?: boo
   registerSecurityHeaders(app, { https: Boolean(config.publicUrl?.startsWith('https://')) });
   await registerCors(app, config);
   await registerOverloadGuard(app, config);
+  const authServer = config.authServerEnabled ? await registerAuthServerFor(app, config, database) : undefined;
+  // The API trusts its issuer by issuer + JWKS like any resource server; when that issuer is the
+  // built-in one, the published keys are read in process rather than fetched over HTTP from ourselves.
+  const ownIssuer = authServer && config.authIssuer === config.oauthIssuer;
 
   registerBearerAuth(app, createTokenVerifier({
     issuer: config.authIssuer,
@@ -64,11 +72,13 @@ export async function buildApp(config: Readonly<Config>, options: { logger?: boo
     cacheSize: config.authTokenCacheSize,
     jwksFile: config.authJwksFile,
     jwksUrl: config.authJwksUrl,
+    localJwks: ownIssuer ? () => authServer.publicJwks() : undefined,
   }));
   const redis = config.redisUrl ? new Redis(config.redisUrl, { maxRetriesPerRequest: 1, enableOfflineQueue: false, lazyConnect: false }) : undefined;
   redis?.on('error', (err) => app.log.warn({ err }, 'redis error; rate limits fall back to allowing requests'));
   await registerRateLimit(app, { max: config.rateLimitMax, windowSeconds: config.rateLimitWindowSeconds, redis });
-  registerScopeCheck(app);
+  registerScopeCheck(app, { resourceMetadataUrl: resourceMetadataUrl(config.apiResource) });
+  registerResourceMetadata(app, { resource: config.apiResource, authorizationServers: [config.authIssuer], scopes: ORDERS_SCOPES });
 
   await registerOpenApi(app);
   registerHealth(app, database);
@@ -84,6 +94,21 @@ export async function buildApp(config: Readonly<Config>, options: { logger?: boo
     await database.db.destroy();
   });
   return app;
+}
+
+function registerAuthServerFor(app: FastifyInstance, config: Readonly<Config>, database: DatabaseHandle): Promise<ProviderHolder> {
+  return registerAuthServer(app, {
+    db: database.db,
+    issuer: config.oauthIssuer,
+    resources: resourceDefinitions(config.apiResource),
+    accessTokenTtlSeconds: config.accessTokenTtlSeconds,
+    accessTokenAlg: config.accessTokenAlg,
+    refreshTokenTtlSeconds: config.refreshTokenTtlSeconds,
+    sessionTtlSeconds: config.sessionTtlSeconds,
+    secureCookies: config.oauthIssuer.startsWith('https://'),
+    keyEncryptionKey: config.keyEncryptionKey,
+    loginMaxFailures: config.loginMaxFailures,
+  });
 }
 
 /** Responses finished during shutdown tell the client to drop the connection, so close() need not wait for keep-alive timeouts. */

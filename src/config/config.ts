@@ -22,6 +22,14 @@ export interface Config {
   authClockToleranceSeconds: number;
   authTokenCacheSize: number;
   apiResource: string;
+  authServerEnabled: boolean;
+  oauthIssuer: string;
+  accessTokenTtlSeconds: number;
+  accessTokenAlg: 'ES256' | 'EdDSA' | 'RS256' | 'PS256';
+  refreshTokenTtlSeconds: number;
+  sessionTtlSeconds: number;
+  keyEncryptionKey: Buffer | undefined;
+  loginMaxFailures: number;
   corsOrigins: string[];
   idempotencyKeyTtlSeconds: number;
   idempotencyLockSeconds: number;
@@ -64,6 +72,13 @@ export const SETTINGS = [
   setting({ key: 'authClockToleranceSeconds', env: 'AUTH_CLOCK_TOLERANCE_SECONDS', default: '5', doc: 'Leeway for `exp`/`nbf`/`iat`.', parse: parsers.integer(0, 300) }),
   setting({ key: 'authTokenCacheSize', env: 'AUTH_TOKEN_CACHE_SIZE', default: '10000', doc: 'Verified tokens kept in memory (0 disables the cache); an entry never outlives its token.', parse: parsers.integer(0, 1_000_000) }),
   setting({ key: 'apiResource', env: 'API_RESOURCE', default: undefined, doc: 'Resource identifier of the API, the `aud` its tokens must carry. Default: `<PUBLIC_URL or http://HOST:PORT>/api`.', parse: parsers.url }),
+  setting({ key: 'authServerEnabled', env: 'AUTH_SERVER_ENABLED', default: 'true', doc: 'Serve the built-in authorization server under `/oauth` (`false` when the API trusts another issuer).', parse: parsers.boolean }),
+  setting({ key: 'accessTokenTtlSeconds', env: 'ACCESS_TOKEN_TTL_SECONDS', default: '900', doc: 'Lifetime of issued access tokens, 900–3600 (the contract recommends 15 to 60 minutes).', parse: parsers.integer(900, 3600) }),
+  setting({ key: 'accessTokenAlg', env: 'ACCESS_TOKEN_ALG', default: 'ES256', doc: 'JWS algorithm of issued access tokens: `ES256` (default; fast to sign, widely supported), `EdDSA`, `RS256` or `PS256`. ID tokens use RS256 unless a client registers otherwise.', parse: parsers.oneOf(['ES256', 'EdDSA', 'RS256', 'PS256'] as const) }),
+  setting({ key: 'refreshTokenTtlSeconds', env: 'REFRESH_TOKEN_TTL_SECONDS', default: '1209600', doc: 'Lifetime of a refresh token (each rotation issues a new one with the same remaining family lifetime).', parse: parsers.integer(3600, 365 * 86400) }),
+  setting({ key: 'sessionTtlSeconds', env: 'SESSION_TTL_SECONDS', default: '1209600', doc: 'Lifetime of a login session at the authorization server.', parse: parsers.integer(300, 365 * 86400) }),
+  setting({ key: 'keyEncryptionKey', env: 'KEY_ENCRYPTION_KEY', default: undefined, doc: 'Base64url of 32 random bytes; when set, signing keys and cookie secrets are stored AES-256-GCM encrypted. Generate one with `npx signet keys generate-kek`.', parse: parsers.aesKey }),
+  setting({ key: 'loginMaxFailures', env: 'LOGIN_MAX_FAILURES', default: '5', doc: 'Failed logins per account or address before each further attempt must wait (1 s, doubling, at most 15 min).', parse: parsers.integer(1, 1000) }),
   setting({ key: 'corsOrigins', env: 'CORS_ORIGINS', default: '', doc: 'Comma list of browser origins allowed to call the API (`https://app.example.com`).', parse: parsers.originList }),
   setting({ key: 'idempotencyKeyTtlSeconds', env: 'IDEMPOTENCY_KEY_TTL_SECONDS', default: '86400', doc: 'How long an Idempotency-Key and its stored response are kept.', parse: parsers.integer(60, 30 * 86400) }),
   setting({ key: 'idempotencyLockSeconds', env: 'IDEMPOTENCY_LOCK_SECONDS', default: '30', doc: 'After this long an in-flight key whose request never finished (crash) may be taken over.', parse: parsers.integer(1, 3600) }),
@@ -91,7 +106,8 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
   }
   const config = values as Config;
   const base = config.publicUrl ?? `http://${hostForUrl(config.host)}:${config.port}`;
-  config.authIssuer ??= `${base}/oauth`;
+  config.oauthIssuer = `${base}/oauth`;
+  config.authIssuer ??= config.oauthIssuer;
   config.apiResource ??= `${base}/api`;
   return Object.freeze(config);
 }

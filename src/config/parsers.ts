@@ -107,4 +107,16 @@ function text(raw: string): string {
   return raw;
 }
 
-export const parsers = { integer, oneOf, url, baseUrl, host, databaseUrl, redisUrl, trustProxy, algorithmList, originList, text };
+function boolean(raw: string): boolean {
+  if (/^(true|1|yes|on)$/i.test(raw)) return true;
+  if (/^(false|0|no|off)$/i.test(raw)) return false;
+  throw new Error('expected true or false');
+}
+
+function aesKey(raw: string): Buffer {
+  const key = Buffer.from(raw, 'base64url');
+  if (key.length !== 32) throw new Error('expected 32 bytes, base64url-encoded');
+  return key;
+}
+
+export const parsers = { boolean, aesKey, integer, oneOf, url, baseUrl, host, databaseUrl, redisUrl, trustProxy, algorithmList, originList, text };

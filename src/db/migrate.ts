@@ -4,10 +4,12 @@ import { sql } from 'kysely';
 import { Migrator, type Migration, type MigrationResultSet } from 'kysely/migration';
 import type { DatabaseHandle } from './database.ts';
 import { ordersMigration } from './migrations/0001-orders.ts';
+import { authServerMigration } from './migrations/0002-auth-server.ts';
 
 function migrationsFor(handle: DatabaseHandle): Record<string, Migration> {
   return {
     '0001-orders': ordersMigration(handle.dialect),
+    '0002-auth-server': authServerMigration(handle.dialect),
   };
 }
 

@@ -49,13 +49,23 @@ export function registerBearerAuth(app: FastifyInstance, verifier: TokenVerifier
  * preParsing, before the body is read and validated: a caller without a valid token learns 401/403,
  * not 400/415/422 about a body it may not send.
  */
-export function registerScopeCheck(app: FastifyInstance): void {
+export function registerScopeCheck(app: FastifyInstance, options: { resourceMetadataUrl: string }): void {
   app.addHook('preParsing', (request, _reply, payload, done) => {
     const scope = request.routeOptions.config.scope;
     const failure = scope ? scopeFailure(request, scope) : undefined;
-    if (failure) done(failure);
+    if (failure) done(withResourceMetadata(failure, options.resourceMetadataUrl));
     else done(null, payload);
   });
+}
+
+/** RFC 9728 §5.1: Bearer challenges name the resource's metadata, so a client can find its issuer. */
+function withResourceMetadata(problem: Problem, url: string): Problem {
+  const headers = problem.options.headers;
+  const challenge = headers?.['www-authenticate'];
+  if (headers && challenge?.startsWith('Bearer') && !challenge.includes('resource_metadata=')) {
+    headers['www-authenticate'] = `${challenge}, resource_metadata="${url}"`;
+  }
+  return problem;
 }
 
 function scopeFailure(request: FastifyRequest, scope: string): Problem | undefined {

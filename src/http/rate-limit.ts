@@ -25,7 +25,9 @@ export async function registerRateLimit(app: FastifyInstance, settings: RateLimi
     nameSpace: 'signet-rl:',
     skipOnError: true, // a Redis outage must not take the API down with it
     enableDraftSpec: true,
-    allowList: (request) => EXEMPT.has(request.routeOptions.url ?? ''), // the route, so `/healthz?probe=1` is exempt too
+    // The route, so `/healthz?probe=1` is exempt too. The authorization server's pages have their own
+    // per-account and per-address login throttle (auth-server/login-throttle.ts).
+    allowList: (request) => EXEMPT.has(request.routeOptions.url ?? '') || (request.routeOptions.url ?? '').startsWith('/oauth/'),
     keyGenerator: (request) => (request.principal ? request.principal.callerKey : `ip:${request.clientOrigin.ip}`),
     errorResponseBuilder: (_request, context) =>
       new Problem('rateLimited', `limit of ${context.max} requests per ${settings.windowSeconds} s reached; retry in ${context.after}`),

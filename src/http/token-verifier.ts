@@ -1,7 +1,7 @@
 // Access-token verification for the resource server (RFC 9068 JWT profile, RFC 8725 best practices),
 // with a bounded cache of verified tokens so an authenticated read costs close to an unauthenticated one.
 import { readFileSync } from 'node:fs';
-import { createLocalJWKSet, createRemoteJWKSet, errors as joseErrors, jwtVerify, type JWTPayload, type JWTVerifyGetKey } from 'jose';
+import { createLocalJWKSet, createRemoteJWKSet, errors as joseErrors, jwtVerify, type JSONWebKeySet, type JWTPayload, type JWTVerifyGetKey } from 'jose';
 import { Problem } from './problems.ts';
 
 export interface Principal {
@@ -22,6 +22,8 @@ export interface VerifierSettings {
   cacheSize: number;
   jwksFile: string | undefined;
   jwksUrl: string | undefined;
+  /** The built-in authorization server's published keys, read in process instead of over HTTP. */
+  localJwks?: () => JSONWebKeySet;
 }
 
 export interface TokenVerifier {
@@ -105,6 +107,20 @@ function toPrincipal(payload: JWTPayload): Principal {
 }
 
 function keyResolver(settings: VerifierSettings): JWTVerifyGetKey {
+  const { localJwks } = settings;
+  if (localJwks && !settings.jwksFile && !settings.jwksUrl) {
+    // Rebuilt only when the key set object changes (a rotation), not per token.
+    let source: JSONWebKeySet | undefined;
+    let resolver: JWTVerifyGetKey | undefined;
+    return (header, token) => {
+      const current = localJwks();
+      if (current !== source || !resolver) {
+        source = current;
+        resolver = createLocalJWKSet(current);
+      }
+      return resolver(header, token);
+    };
+  }
   if (settings.jwksFile) return createLocalJWKSet(JSON.parse(readFileSync(settings.jwksFile, 'utf8')));
   if (settings.jwksUrl) return createRemoteJWKSet(new URL(settings.jwksUrl));
   let remote: JWTVerifyGetKey | undefined;

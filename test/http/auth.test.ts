@@ -11,6 +11,9 @@ import { call, CUSTOMER, type CallResult } from '../helpers/http.ts';
 import { startServer, type TestServer } from '../helpers/server.ts';
 import { TEST_ISSUER, TEST_RESOURCE } from '../helpers/tokens.ts';
 
+/** RFC 9728 §5.1: every Bearer challenge names the resource's metadata document. */
+const METADATA = 'https://api.test/.well-known/oauth-protected-resource/api';
+
 const PROBLEM_JSON = 'application/problem+json; charset=utf-8';
 // RFC 6750 §3: error and error_description values use only these characters (no `"` or `\`).
 const CHALLENGE_VALUE = /^[\x20\x21\x23-\x5b\x5d-\x7e]*$/;
@@ -63,10 +66,10 @@ for (const dialect of testDialects()) {
     test('a request without a token is 401 with a bare Bearer challenge (no error attribute) and a problem body', async () => {
       const res = await call(server.url, 'GET', '/api/orders');
       assertProblem(res, 401);
-      assert.equal(res.headers.get('www-authenticate'), 'Bearer realm="signet"');
+      assert.equal(res.headers.get('www-authenticate'), `Bearer realm="signet", resource_metadata="${METADATA}"`);
       const other = await call(server.url, 'GET', '/api/orders', { headers: { authorization: 'Basic dXNlcjpwYXNz' } });
       assertProblem(other, 401);
-      assert.equal(other.headers.get('www-authenticate'), 'Bearer realm="signet"', 'another scheme is no Bearer credential at all');
+      assert.equal(other.headers.get('www-authenticate'), `Bearer realm="signet", resource_metadata="${METADATA}"`, 'another scheme is no Bearer credential at all');
     });
 
     test('a malformed Bearer Authorization header is 400 invalid_request', async () => {
@@ -161,7 +164,7 @@ for (const dialect of testDialects()) {
       for (const body of bodies) {
         const anonymous = await call(server.url, 'POST', '/api/orders', body);
         assertProblem(anonymous, 401);
-        assert.equal(anonymous.headers.get('www-authenticate'), 'Bearer realm="signet"', JSON.stringify(body));
+        assert.equal(anonymous.headers.get('www-authenticate'), `Bearer realm="signet", resource_metadata="${METADATA}"`, JSON.stringify(body));
         assertInvalidToken(await call(server.url, 'POST', '/api/orders', { ...body, token: 'not.a.token' }), JSON.stringify(body));
         const underScoped = await call(server.url, 'POST', '/api/orders', { ...body, token: readOnly });
         assertProblem(underScoped, 403);
@@ -184,7 +187,7 @@ for (const dialect of testDialects()) {
       const token = await server.issuer.clientToken('orders:read');
       const res = await call(server.url, 'POST', '/api/orders', { token, body: { CustomerId: CUSTOMER, Total: 1 } });
       assertProblem(res, 403);
-      assert.equal(res.headers.get('www-authenticate'), 'Bearer realm="signet", error="insufficient_scope", scope="orders:write"');
+      assert.equal(res.headers.get('www-authenticate'), `Bearer realm="signet", error="insufficient_scope", scope="orders:write", resource_metadata="${METADATA}"`);
       const none = await server.issuer.clientToken('profile');
       const read = await call(server.url, 'GET', '/api/orders', { token: none });
       assertProblem(read, 403);

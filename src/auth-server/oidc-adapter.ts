@@ -1,0 +1,122 @@
+// oidc-provider's storage adapter over Kysely: one table for every model it persists (sessions,
+// interactions, grants, authorization codes, refresh tokens …), on SQLite and PostgreSQL alike.
+// Clients are not stored here: they live in oauth_clients (see clients.repository.ts).
+import { errors, type Adapter, type AdapterPayload } from 'oidc-provider';
+import type { Kysely } from 'kysely';
+import { toDbTime } from '../db/codecs.ts';
+import type { Database } from '../db/schema.ts';
+import { findClientMetadata } from './clients.repository.ts';
+
+/** Grant-bound models: revoking a grant deletes every row that carries its id. */
+export async function revokeGrant(db: Kysely<Database>, grantId: string): Promise<void> {
+  await db.deleteFrom('oidc_payloads').where('grant_id', '=', grantId).execute();
+  await db.deleteFrom('oidc_payloads').where('model', '=', 'Grant').where('id', '=', grantId).execute();
+}
+
+export async function purgeExpiredPayloads(db: Kysely<Database>, now: Date): Promise<number> {
+  const result = await db.deleteFrom('oidc_payloads').where('expires_at', '<', toDbTime(now)).executeTakeFirst();
+  return Number(result.numDeletedRows);
+}
+
+export class KyselyAdapter implements Adapter {
+  readonly #db: Kysely<Database>;
+  readonly #model: string;
+
+  constructor(db: Kysely<Database>, model: string) {
+    this.#db = db;
+    this.#model = model;
+  }
+
+  async upsert(id: string, payload: AdapterPayload, expiresIn: number): Promise<void> {
+    const row = {
+      payload: JSON.stringify(payload),
+      grant_id: payload.grantId ?? null,
+      client_id: payload.clientId ?? null,
+      account_id: payload.accountId ?? null,
+      user_code: payload.userCode ?? null,
+      uid: payload.uid ?? null,
+      expires_at: expiresIn ? toDbTime(new Date(Date.now() + expiresIn * 1000)) : null,
+    };
+    await this.#db
+      .insertInto('oidc_payloads')
+      .values({ model: this.#model, id, consumed_at: null, ...row })
+      .onConflict((oc) => oc.columns(['model', 'id']).doUpdateSet(row))
+      .execute();
+  }
+
+  async find(id: string): Promise<AdapterPayload | undefined> {
+    return this.#findWhere('id', id);
+  }
+
+  async findByUid(uid: string): Promise<AdapterPayload | undefined> {
+    return this.#findWhere('uid', uid);
+  }
+
+  async findByUserCode(userCode: string): Promise<AdapterPayload | undefined> {
+    return this.#findWhere('user_code', userCode);
+  }
+
+  /**
+   * Atomic: a single conditional UPDATE, so two concurrent redemptions of one code or refresh token
+   * cannot both pass. The loser is treated exactly like a reuse (RFC 9700 §4.14.2, §4.5.3): the whole
+   * grant is revoked and the request fails with invalid_grant.
+   */
+  async consume(id: string): Promise<void> {
+    const result = await this.#db
+      .updateTable('oidc_payloads')
+      .set({ consumed_at: toDbTime(new Date()) })
+      .where('model', '=', this.#model)
+      .where('id', '=', id)
+      .where('consumed_at', 'is', null)
+      .executeTakeFirst();
+    if (Number(result.numUpdatedRows) === 1) return;
+    const row = await this.#db.selectFrom('oidc_payloads').select('grant_id').where('model', '=', this.#model).where('id', '=', id).executeTakeFirst();
+    if (row?.grant_id) await revokeGrant(this.#db, row.grant_id);
+    throw new errors.InvalidGrant('the token was already used');
+  }
+
+  async destroy(id: string): Promise<void> {
+    await this.#db.deleteFrom('oidc_payloads').where('model', '=', this.#model).where('id', '=', id).execute();
+  }
+
+  async revokeByGrantId(grantId: string): Promise<void> {
+    await revokeGrant(this.#db, grantId);
+  }
+
+  async #findWhere(column: 'id' | 'uid' | 'user_code', value: string): Promise<AdapterPayload | undefined> {
+    const row = await this.#db
+      .selectFrom('oidc_payloads')
+      .select(['payload', 'consumed_at', 'expires_at'])
+      .where('model', '=', this.#model)
+      .where(column, '=', value)
+      .executeTakeFirst();
+    if (!row) return undefined;
+    if (row.expires_at !== null && new Date(row.expires_at).getTime() <= Date.now()) return undefined;
+    const payload = JSON.parse(row.payload) as AdapterPayload;
+    // oidc-provider reads `consumed` to detect reuse (it then revokes the grant itself).
+    return row.consumed_at === null ? payload : { ...payload, consumed: Math.floor(new Date(row.consumed_at).getTime() / 1000) };
+  }
+}
+
+/** Read-only: clients are managed by the CLI (`signet client …`), never by the protocol. */
+export class ClientAdapter implements Adapter {
+  readonly #db: Kysely<Database>;
+  constructor(db: Kysely<Database>) {
+    this.#db = db;
+  }
+  async find(id: string): Promise<AdapterPayload | undefined> {
+    return (await findClientMetadata(this.#db, id)) as AdapterPayload | undefined;
+  }
+  async upsert(): Promise<void> {
+    throw new Error('clients are managed with `signet client`');
+  }
+  async findByUid(): Promise<undefined> {
+    return undefined;
+  }
+  async findByUserCode(): Promise<undefined> {
+    return undefined;
+  }
+  async consume(): Promise<void> {}
+  async destroy(): Promise<void> {}
+  async revokeByGrantId(): Promise<void> {}
+}

@@ -1,0 +1,66 @@
+// Owns the running oidc-provider instance. Keys live in the database; when another process rotates
+// them (`signet keys rotate`), every instance notices within KEY_CHECK_INTERVAL_MS and builds a provider
+// with the new key set, so all instances sign with the new keys and publish the old ones as well.
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Kysely } from 'kysely';
+import type Provider from 'oidc-provider';
+import type { Database } from '../db/schema.ts';
+import { loadKeys, publicJwks, type KeyMaterial } from './keys.ts';
+import { createProvider, type ProviderSettings } from './provider.ts';
+
+export const KEY_CHECK_INTERVAL_MS = 30_000;
+
+type Handler = (req: IncomingMessage, res: ServerResponse) => void;
+
+export class ProviderHolder {
+  #provider: Provider;
+  #handler: Handler;
+  #keys: KeyMaterial;
+  #publicJwks: ReturnType<typeof publicJwks>;
+  readonly #db: Kysely<Database>;
+  readonly #settings: ProviderSettings;
+  readonly #kek: Buffer | undefined;
+
+  private constructor(db: Kysely<Database>, settings: ProviderSettings, kek: Buffer | undefined, keys: KeyMaterial) {
+    this.#db = db;
+    this.#settings = settings;
+    this.#kek = kek;
+    this.#keys = keys;
+    this.#publicJwks = publicJwks(keys);
+    this.#provider = createProvider(db, keys, settings);
+    this.#handler = this.#provider.callback() as Handler;
+  }
+
+  static async create(db: Kysely<Database>, settings: ProviderSettings, kek: Buffer | undefined): Promise<ProviderHolder> {
+    return new ProviderHolder(db, settings, kek, await loadKeys(db, kek, settings.sessionTtlSeconds * 1000));
+  }
+
+  get provider(): Provider {
+    return this.#provider;
+  }
+
+  get handler(): Handler {
+    return this.#handler;
+  }
+
+  get keys(): KeyMaterial {
+    return this.#keys;
+  }
+
+  /** The same object until the keys change (the resource server's verifier caches on identity). */
+  publicJwks(): ReturnType<typeof publicJwks> {
+    return this.#publicJwks;
+  }
+
+  /** Rebuilds the provider when the stored key set changed; true when it did. */
+  async reloadIfChanged(): Promise<boolean> {
+    const keys = await loadKeys(this.#db, this.#kek, this.#settings.sessionTtlSeconds * 1000);
+    if (keys.fingerprint === this.#keys.fingerprint) return false;
+    const provider = createProvider(this.#db, keys, this.#settings);
+    this.#provider = provider;
+    this.#handler = provider.callback() as Handler;
+    this.#keys = keys;
+    this.#publicJwks = publicJwks(keys);
+    return true;
+  }
+}

@@ -1,0 +1,165 @@
+// oidc-provider configured for Signet: we choose its policies, storage, accounts and pages; the protocol
+// is the library's. Every choice the contract leaves open is stated here with its reason.
+import { timingSafeEqual } from 'node:crypto';
+import type { Kysely } from 'kysely';
+import Provider, { errors, type Configuration, type KoaContextWithOIDC } from 'oidc-provider';
+import type { Database } from '../db/schema.ts';
+import { findAccount } from './accounts.ts';
+import { hashClientSecret } from './clients.repository.ts';
+import type { KeyMaterial } from './keys.ts';
+import { ClientAdapter, KyselyAdapter } from './oidc-adapter.ts';
+import { renderErrorPage, renderLogoutPage, renderLoggedOutPage } from './pages.ts';
+import { registerRequestShaping } from './request-shaping.ts';
+import { SCOPE_DESCRIPTIONS, type ResourceDefinition } from './scopes.ts';
+
+export interface ProviderSettings {
+  issuer: string;
+  resources: ResourceDefinition[];
+  accessTokenTtlSeconds: number;
+  accessTokenAlg: 'ES256' | 'EdDSA' | 'RS256' | 'PS256';
+  refreshTokenTtlSeconds: number;
+  sessionTtlSeconds: number;
+  secureCookies: boolean;
+}
+
+const AUTHORIZATION_CODE_TTL = 60; // RFC 6749 §4.1.2: short-lived, 10 minutes at most
+const ID_TOKEN_TTL = 3600;
+const INTERACTION_TTL = 600;
+
+export function interactionPath(issuer: string, uid: string): string {
+  return `${new URL(issuer).pathname.replace(/\/$/, '')}/interaction/${uid}`;
+}
+
+export function createProvider(db: Kysely<Database>, keys: KeyMaterial, settings: ProviderSettings): Provider {
+  const resourceFor = (uri: string): ResourceDefinition | undefined => settings.resources.find((r) => r.uri === uri);
+  const apiScopes = new Set(settings.resources.flatMap((r) => r.scopes));
+  const configuration: Configuration = {
+    adapter: (name: string) => (name === 'Client' ? new ClientAdapter(db) : new KyselyAdapter(db, name)),
+    findAccount: (_ctx, sub) => findAccount(db, sub),
+    jwks: keys.jwks as Configuration['jwks'],
+    cookies: {
+      keys: keys.cookieKeys,
+      long: { signed: true, httpOnly: true, sameSite: 'lax', secure: settings.secureCookies },
+      short: { signed: true, httpOnly: true, sameSite: 'lax', secure: settings.secureCookies },
+    },
+    claims: { openid: ['sub'], email: ['email'], profile: ['name'] },
+    scopes: Object.keys(SCOPE_DESCRIPTIONS),
+    // ID tokens carry the granted profile claims (the contract lists sub, email, name in the ID token),
+    // not only the userinfo response.
+    conformIdTokenClaims: false,
+    responseTypes: ['code'], // no implicit or hybrid flow (contract, Authentication 4; RFC 9700 §2.1.2)
+    clientAuthMethods: ['client_secret_basic', 'client_secret_post', 'none'],
+    pkce: { required: () => true }, // every client, confidential ones too (RFC 9700 §2.1.1); S256 only
+    routes: {
+      authorization: '/authorize',
+      token: '/token',
+      jwks: '/jwks',
+      userinfo: '/userinfo',
+      revocation: '/revoke',
+      introspection: '/introspect',
+      end_session: '/session/end',
+    },
+    ttl: {
+      AccessToken: settings.accessTokenTtlSeconds,
+      ClientCredentials: settings.accessTokenTtlSeconds,
+      AuthorizationCode: AUTHORIZATION_CODE_TTL,
+      IdToken: ID_TOKEN_TTL,
+      RefreshToken: settings.refreshTokenTtlSeconds,
+      Interaction: INTERACTION_TTL,
+      Session: settings.sessionTtlSeconds,
+      Grant: Math.max(settings.refreshTokenTtlSeconds, settings.sessionTtlSeconds),
+    },
+    // Refresh tokens for every client allowed the grant, without asking for offline_access; rotated on
+    // every use (contract, Authentication 7); they outlive the browser session.
+    issueRefreshToken: async (_ctx, client) => client.grantTypeAllowed('refresh_token'),
+    rotateRefreshToken: true,
+    expiresWithSession: async () => false,
+    extraClientMetadata: { properties: ['cors_origins', 'first_party'] },
+    clientBasedCORS: (_ctx, origin, client) => ((client as unknown as { cors_origins?: string[] }).cors_origins ?? []).includes(origin),
+    loadExistingGrant: (ctx) => loadOrSkipConsent(ctx, settings.resources),
+    interactions: { url: (_ctx, interaction) => interactionPath(settings.issuer, interaction.uid) },
+    renderError: (ctx, out) => {
+      ctx.type = 'html';
+      ctx.body = renderErrorPage(out.error, out.error_description);
+    },
+    features: {
+      devInteractions: { enabled: false },
+      clientCredentials: { enabled: true },
+      revocation: { enabled: true },
+      // RFC 7662 §2.1: the endpoint is for protected resources and confidential clients only.
+      introspection: { enabled: true, allowedPolicy: async (_ctx, client) => client.clientAuthMethod !== 'none' },
+      userinfo: { enabled: true },
+      rpInitiatedLogout: {
+        enabled: true,
+        logoutSource: (ctx, form) => {
+          ctx.type = 'html';
+          ctx.body = renderLogoutPage(form);
+        },
+        postLogoutSuccessSource: (ctx) => {
+          ctx.type = 'html';
+          ctx.body = renderLoggedOutPage();
+        },
+      },
+      resourceIndicators: {
+        enabled: true,
+        // Clients allowed any API scope get API access tokens by default; clients that only sign users in
+        // get a token for the userinfo endpoint.
+        defaultResource: (_ctx, client) => {
+          const allowed = (client?.scope ?? '').split(' ');
+          return settings.resources.find((r) => r.scopes.some((s) => allowed.includes(s)))?.uri ?? (undefined as unknown as string);
+        },
+        useGrantedResource: () => true,
+        getResourceServerInfo: (_ctx, uri) => {
+          const resource = resourceFor(uri);
+          if (!resource) throw new errors.InvalidTarget(`unknown resource ${uri}`);
+          return {
+            scope: resource.scopes.join(' '),
+            audience: resource.uri,
+            accessTokenTTL: settings.accessTokenTtlSeconds,
+            accessTokenFormat: 'jwt', // RFC 9068
+            jwt: { sign: { alg: settings.accessTokenAlg } },
+          };
+        },
+      },
+    },
+    enabledJWA: {
+      idTokenSigningAlgValues: ['RS256', 'PS256', 'ES256', 'EdDSA'],
+    },
+  };
+  const provider = new Provider(settings.issuer, configuration);
+  // The provider sees the request as arriving at the issuer's own origin (see request-shaping.ts).
+  provider.proxy = true;
+  hashPresentedClientSecrets(provider);
+  registerRequestShaping(provider, { resources: settings.resources, apiScopes, db });
+  return provider;
+}
+
+/**
+ * Only a secret's SHA-256 is stored (clients.repository.ts); the presented secret is hashed before the
+ * constant-time comparison, so the provider never needs the plain value.
+ */
+function hashPresentedClientSecrets(provider: Provider): void {
+  provider.Client.prototype.compareClientSecret = function compareHashed(this: { clientSecret?: string }, presented: string): boolean {
+    const stored = Buffer.from(this.clientSecret ?? '', 'hex');
+    const actual = Buffer.from(hashClientSecret(presented), 'hex');
+    return stored.length === actual.length && timingSafeEqual(stored, actual);
+  } as never;
+}
+
+/** First-party clients skip consent: the grant is created for what they ask, as if the user had agreed. */
+async function loadOrSkipConsent(ctx: KoaContextWithOIDC, resources: ResourceDefinition[]) {
+  const { client, session, params, provider } = ctx.oidc;
+  if (!client || !session) return undefined;
+  const grantId = ctx.oidc.result?.consent?.grantId ?? session.grantIdFor(client.clientId);
+  if (grantId) return provider.Grant.find(grantId);
+  if (!(client as unknown as { first_party?: boolean }).first_party || !session.accountId) return undefined;
+  const grant = new provider.Grant({ clientId: client.clientId, accountId: session.accountId });
+  const requested = String(params?.scope ?? 'openid').split(' ');
+  grant.addOIDCScope(requested.filter((s) => s in SCOPE_DESCRIPTIONS && !resources.some((r) => r.scopes.includes(s))).join(' '));
+  for (const r of resources) {
+    const scopes = requested.filter((s) => r.scopes.includes(s));
+    if (scopes.length > 0) grant.addResourceScope(r.uri, scopes.join(' '));
+  }
+  await grant.save();
+  return grant;
+}

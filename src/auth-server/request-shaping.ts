@@ -1,0 +1,145 @@
+// Requests in the contract's exact shapes, made standard before oidc-provider sees them:
+// - GET /authorize without code_challenge_method: S256, the only method we support (the contract sends
+//   none; RFC 7636 §4.3's `plain` default is refused as RFC 9700 §2.1.1 recommends).
+// - scope `<resource_uri>/.default` (contract, client credentials) and, in the code flow, a request that
+//   names no API scope: every scope the client is registered for on that resource (RFC 8707 `resource`).
+// - POST /token with a `code` and no `grant_type` (the contract's code exchange): authorization_code.
+// - 401 invalid_client always carries WWW-Authenticate (RFC 6749 §5.2), not only after Basic auth.
+import { parse as parseForm, stringify as stringifyForm, type ParsedUrlQuery } from 'node:querystring';
+import { Readable } from 'node:stream';
+import type { Kysely } from 'kysely';
+import type { KoaContextWithOIDC } from 'oidc-provider';
+import type Provider from 'oidc-provider';
+import type { Database } from '../db/schema.ts';
+import { findClient } from './clients.repository.ts';
+import { parseDefaultScope, type ResourceDefinition } from './scopes.ts';
+
+const FORM_LIMIT_BYTES = 56 * 1024; // oidc-provider's own limit
+
+interface ShapingSettings {
+  resources: ResourceDefinition[];
+  apiScopes: Set<string>;
+  db: Kysely<Database>;
+}
+
+export function registerRequestShaping(provider: Provider, settings: ShapingSettings): void {
+  provider.use(async (ctx, next) => {
+    if (ctx.method === 'GET' && ctx.path === '/authorize') await shapeAuthorizationQuery(ctx as KoaContextWithOIDC, settings);
+    if (ctx.method === 'POST' && ctx.path === '/token' && ctx.is('application/x-www-form-urlencoded')) await shapeTokenRequest(ctx as KoaContextWithOIDC, settings);
+    if (ctx.body === undefined) await next();
+    if (ctx.status === 401 && (ctx.body as { error?: string } | undefined)?.error === 'invalid_client' && !ctx.response.get('www-authenticate')) {
+      ctx.set('www-authenticate', 'Basic realm="signet"');
+    }
+  });
+}
+
+async function shapeAuthorizationQuery(ctx: KoaContextWithOIDC, settings: ShapingSettings): Promise<void> {
+  const query = new URLSearchParams(ctx.querystring);
+  let changed = false;
+  if (query.has('code_challenge') && !query.has('code_challenge_method')) {
+    query.set('code_challenge_method', 'S256');
+    changed = true;
+  }
+  const clientId = query.get('client_id');
+  const scope = query.get('scope');
+  if (clientId && scope !== null) {
+    const expanded = await expandScope(scope, clientId, settings, { addDefaultResource: true });
+    if (expanded && expanded.scope !== scope) {
+      query.set('scope', expanded.scope);
+      changed = true;
+    }
+  }
+  if (changed) {
+    // oidc-provider derives its mount path from originalUrl minus url: keep the two consistent.
+    const raw = ctx.req as typeof ctx.req & { originalUrl?: string };
+    const mount = raw.originalUrl ? raw.originalUrl.slice(0, raw.originalUrl.indexOf(ctx.url)) : '';
+    ctx.querystring = query.toString();
+    if (raw.originalUrl) raw.originalUrl = `${mount}${ctx.url}`;
+  }
+}
+
+async function shapeTokenRequest(ctx: KoaContextWithOIDC, settings: ShapingSettings): Promise<void> {
+  const body = await readForm(ctx);
+  if (body === undefined) {
+    // Thrown errors this early would bypass oidc-provider's error handler: answer in its format.
+    ctx.status = 400;
+    ctx.body = { error: 'invalid_request', error_description: `the request body is larger than ${FORM_LIMIT_BYTES} bytes` };
+    return;
+  }
+  if (body.grant_type === undefined && body.code !== undefined) body.grant_type = 'authorization_code';
+  if (body.grant_type === 'client_credentials' && typeof body.scope === 'string') {
+    const clientId = typeof body.client_id === 'string' ? body.client_id : basicClientId(ctx.get('authorization'));
+    const expanded = clientId ? await expandScope(body.scope, clientId, settings, { addDefaultResource: false }) : undefined;
+    if (expanded) {
+      body.scope = expanded.scope;
+      if (expanded.resource && body.resource === undefined) body.resource = expanded.resource;
+    }
+  }
+  replayBody(ctx, Buffer.from(stringifyForm(body)));
+}
+
+/**
+ * Hands oidc-provider the rewritten body as if it were the request stream it reads itself
+ * (selective_body.js reads `req` while it is readable; a pre-parsed `req.body` works too but makes it
+ * print a warning on every start).
+ */
+function replayBody(ctx: KoaContextWithOIDC, body: Buffer): void {
+  const original = ctx.req;
+  const replay = Readable.from([body]);
+  original.headers['content-length'] = String(body.length);
+  const req = new Proxy(original, {
+    get(target, property) {
+      if (property === 'readable') return true;
+      if (property === 'iterator') return (options?: { destroyOnReturn?: boolean }) => replay.iterator(options);
+      const value: unknown = Reflect.get(target, property, target);
+      return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
+    },
+  });
+  ctx.req = req;
+  ctx.request.req = req;
+}
+
+/**
+ * Replaces `<resource>/.default` with the client's scopes on that resource; in the code flow
+ * (addDefaultResource), a request naming no API scope gets the client's API scopes added.
+ */
+async function expandScope(scope: string, clientId: string, settings: ShapingSettings, options: { addDefaultResource: boolean }): Promise<{ scope: string; resource?: string } | undefined> {
+  const requested = scope.split(' ').filter(Boolean);
+  const defaults = requested.map((s) => parseDefaultScope(s, settings.resources)).filter((r) => r !== undefined);
+  const namesApiScope = requested.some((s) => settings.apiScopes.has(s));
+  if (defaults.length === 0 && (namesApiScope || !options.addDefaultResource)) return undefined;
+  const client = await findClient(settings.db, clientId);
+  if (!client) return undefined; // oidc-provider answers invalid_client
+  const resource = defaults[0] ?? settings.resources[0];
+  if (!resource) return undefined;
+  const granted = client.scopes.filter((s) => resource.scopes.includes(s));
+  const kept = requested.filter((s) => parseDefaultScope(s, settings.resources) === undefined);
+  return { scope: [...new Set([...kept, ...granted])].join(' '), resource: defaults[0]?.uri };
+}
+
+function basicClientId(authorization: string): string | undefined {
+  const match = /^Basic ([A-Za-z0-9+/]+=*)$/i.exec(authorization);
+  if (!match?.[1]) return undefined;
+  const decoded = Buffer.from(match[1], 'base64').toString('utf8');
+  const colon = decoded.indexOf(':');
+  if (colon < 1) return undefined;
+  try {
+    return decodeURIComponent(decoded.slice(0, colon).replace(/\+/g, '%20')); // RFC 6749 §2.3.1
+  } catch {
+    return undefined;
+  }
+}
+
+/** The parsed form, or undefined when it is larger than the limit. */
+async function readForm(ctx: KoaContextWithOIDC): Promise<ParsedUrlQuery | undefined> {
+  const declared = ctx.request.length;
+  if (declared !== undefined && declared > FORM_LIMIT_BYTES) return undefined;
+  const chunks: Buffer[] = [];
+  let received = 0;
+  for await (const chunk of ctx.req) {
+    received += (chunk as Buffer).length;
+    if (received > FORM_LIMIT_BYTES) return undefined;
+    chunks.push(chunk as Buffer);
+  }
+  return parseForm(Buffer.concat(chunks).toString('utf8'));
+}
