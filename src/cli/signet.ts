@@ -1,5 +1,10 @@
-// The `signet` command. Subcommands: serve, migrate.
+// The `signet` command. Subcommands: serve, migrate, user, client, keys.
 import { ConfigError, loadConfig } from '../config/config.ts';
+import { KeyEncryptionError } from '../auth-server/keys.ts';
+import { UsageError } from './admin.ts';
+import { clientCommand, CLIENT_USAGE } from './clients.ts';
+import { keysCommand, KEYS_USAGE } from './keys.ts';
+import { userCommand, USER_USAGE } from './users.ts';
 import { openDatabase } from '../db/database.ts';
 import { migrateToLatest } from '../db/migrate.ts';
 import { serve } from '../main.ts';
@@ -9,6 +14,15 @@ const USAGE = `usage: signet <command>
 commands:
   serve     start the service (HTTP API) on HOST:PORT
   migrate   apply pending database migrations and exit
+  user      create, list or delete users of the authorization server
+  client    create, list, delete OAuth clients or rotate their secrets
+  keys      rotate the signing keys
+
+${USER_USAGE}
+
+${CLIENT_USAGE}
+
+${KEYS_USAGE}
 
 Configuration comes from environment variables; see the README.`;
 
@@ -33,6 +47,12 @@ async function main(argv: string[]): Promise<number> {
     case 'migrate':
       await migrate();
       return 0;
+    case 'user':
+      return userCommand(argv.slice(1));
+    case 'client':
+      return clientCommand(argv.slice(1));
+    case 'keys':
+      return keysCommand(argv.slice(1));
     case undefined:
     case 'help':
     case '--help':
@@ -50,7 +70,14 @@ main(process.argv.slice(2)).then(
     if (code >= 0) process.exitCode = code;
   },
   (err: unknown) => {
-    console.error(err instanceof ConfigError ? `signet: invalid configuration: ${err.message}` : err);
+    if (err instanceof UsageError || (err instanceof TypeError && 'code' in err && String(err.code).startsWith('ERR_PARSE_ARGS'))) {
+      console.error(`signet: ${err.message}`);
+      process.exitCode = 2;
+      return;
+    }
+    if (err instanceof ConfigError) console.error(`signet: invalid configuration: ${err.message}`);
+    else if (err instanceof KeyEncryptionError) console.error(`signet: ${err.message}`);
+    else console.error(err);
     process.exitCode = 1;
   },
 );
