@@ -1,6 +1,9 @@
 // Throughput benchmark: Signet against a bare Fastify route, on the same machine, in one run.
 //
 //   npm run bench                         10 s per scenario after a 2 s warm-up, 50 connections
+//   npm run bench -- auth                 the authorization server instead (bench/auth.ts): client-
+//                                         credentials tokens/s per ACCESS_TOKEN_ALG and full login +
+//                                         code-exchange flows/s, against the same bare route
 //   BENCH_SECONDS=3 npm run bench         quick run
 //   BENCH_POSTGRES_URL=postgres://postgres@127.0.0.1:5432/postgres npm run bench   also on PostgreSQL
 //   BENCH_PROFILE=1 npm run bench         also CPU-profile every measured window (bench/profiles/…),
@@ -9,7 +12,9 @@
 //
 // Other settings: BENCH_WARMUP_SECONDS (2), BENCH_CONNECTIONS (50), BENCH_PIPELINING (1),
 // BENCH_SCENARIOS (comma list of scenario ids to run, e.g. "bare,sqlite:get"), BENCH_DOCS=0 (do not
-// touch docs/benchmarks.md; the default unless the run is a full, unprofiled one).
+// touch docs/benchmarks.md; the default unless the run is a full, unprofiled one). The auth suite's ids:
+// auth:sqlite:cc, auth:sqlite:cc-eddsa, auth:sqlite:cc-rs256, auth:sqlite:flow, auth:postgres:cc,
+// auth:postgres:flow, bare-end; BENCH_AUTH_FLOW_CONCURRENCY (12) flows at a time.
 //
 // The servers run in a child process (bench/server.ts); autocannon runs here, so the load generator
 // never shares the servers' event loop. The child reports its own CPU time per measured window, which
@@ -22,6 +27,7 @@ import autocannon, { type AutocannonRequest, type Result } from 'autocannon';
 import type { ControlMessage, InstanceSpec, ServerMessage } from './server.ts';
 import { createBenchIssuer, type BenchIssuer } from './tokens.ts';
 import { formatTable, machineInfo, updateDocs, type Row } from './report.ts';
+import { runAuthBench } from './auth.ts';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const root = dirname(here);
@@ -34,6 +40,9 @@ const ONLY = process.env.BENCH_SCENARIOS ? new Set(process.env.BENCH_SCENARIOS.s
 const POSTGRES_URL = process.env.BENCH_POSTGRES_URL || undefined;
 const PROFILE_DIR = process.env.BENCH_PROFILE === '1' ? join(here, 'profiles', new Date().toISOString().replace(/[:.]/g, '-')) : undefined;
 const WRITE_DOCS = process.env.BENCH_DOCS ? process.env.BENCH_DOCS === '1' : ONLY === undefined && PROFILE_DIR === undefined;
+/** `npm run bench` (or `-- api`): the resource API; `npm run bench -- auth`: the authorization server. */
+const SUITE = process.argv[2] ?? 'api';
+if (SUITE !== 'api' && SUITE !== 'auth') throw new Error(`unknown benchmark suite "${SUITE}" (api or auth)`);
 
 /** Throughput targets, as a fraction of the bare route's req/s. */
 export const TARGETS: Record<string, number> = { get: 0.5, 'get-304': 0.5, post: 0.25 };
@@ -218,6 +227,35 @@ async function measure(servers: ServerProcess, scenario: Scenario): Promise<Row>
   };
   console.log(`${Math.round(row.rps).toString().padStart(7)} req/s  p99 ${row.p99.toFixed(1).padStart(6)} ms  server ${row.serverCpuUsPerRequest.toFixed(0).padStart(5)} µs CPU/req  ELU ${(row.serverElu * 100).toFixed(0)}%${unexpected > 0 ? `  !! ${unexpected} unexpected (${JSON.stringify(row.statusCodes)}, errors ${result.errors})` : ''}`);
   return row;
+}
+
+// ---------------------------------------------------------------------------------------------
+// `npm run bench -- auth`: the authorization server (bench/auth.ts), against the same bare route.
+
+if (SUITE === 'auth') {
+  const jwks = await createBenchIssuer(); // bench/server.ts wants a JWKS file even when it runs the bare app alone
+  const servers = await startServers(jwks.jwksFile, []);
+  let code = 1;
+  try {
+    code = await runAuthBench({
+      seconds: SECONDS,
+      warmupSeconds: WARMUP_SECONDS,
+      connections: CONNECTIONS,
+      pipelining: PIPELINING,
+      only: ONLY,
+      postgresUrl: POSTGRES_URL,
+      profileDir: PROFILE_DIR,
+      writeDocs: WRITE_DOCS,
+      docsFile: join(root, 'docs', 'benchmarks.md'),
+      measureBare: (id, label) => measure(servers, bareScenario(servers.bare, id, label)),
+    });
+  } catch (err) {
+    console.error(err);
+  } finally {
+    await servers.stop();
+    jwks.cleanup();
+  }
+  process.exit(code);
 }
 
 // ---------------------------------------------------------------------------------------------

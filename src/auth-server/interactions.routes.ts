@@ -54,6 +54,11 @@ export async function interactionRoutes(app: FastifyInstance, options: Interacti
     return client?.clientName ?? String(details.params.client_id);
   }
 
+  async function isFirstParty(details: Interaction): Promise<boolean> {
+    const client = await holder.provider.Client.find(String(details.params.client_id));
+    return (client as unknown as { first_party?: boolean } | undefined)?.first_party === true;
+  }
+
   function redirectOrigins(details: Interaction): string[] {
     const uri = typeof details.params.redirect_uri === 'string' ? URL.parse(details.params.redirect_uri) : null;
     return uri ? [uri.origin] : [];
@@ -77,6 +82,10 @@ export async function interactionRoutes(app: FastifyInstance, options: Interacti
     const details = await load(request, reply);
     if (!details) return;
     if (details.prompt.name === 'login') return showLogin(reply, details);
+    if (details.prompt.name === 'consent' && (await isFirstParty(details))) {
+      // First-party clients (registered with --first-party) skip the consent page: the grant is what they asked.
+      return finish(request, reply, { consent: { grantId: await saveConsent(holder, details) } });
+    }
     const scopes = requestedScopes(details);
     const page = renderConsentPage({ action: paths(details.uid).confirm, abortAction: paths(details.uid).abort, csrf: csrfFor(details.uid), clientName: await clientName(details), scopes: scopes.map(describeScope) });
     await sendPage(reply, 200, page, redirectOrigins(details));

@@ -2,13 +2,13 @@
 // is the library's. Every choice the contract leaves open is stated here with its reason.
 import { timingSafeEqual } from 'node:crypto';
 import type { Kysely } from 'kysely';
-import Provider, { errors, type Configuration, type KoaContextWithOIDC } from 'oidc-provider';
+import Provider, { errors, type Configuration } from 'oidc-provider';
 import type { Database } from '../db/schema.ts';
 import { findAccount } from './accounts.ts';
 import { hashClientSecret } from './clients.repository.ts';
 import type { KeyMaterial } from './keys.ts';
 import { ClientAdapter, KyselyAdapter } from './oidc-adapter.ts';
-import { renderErrorPage, renderLogoutPage, renderLoggedOutPage } from './pages.ts';
+import { pageHeaders, renderErrorPage, renderLogoutPage, renderLoggedOutPage } from './pages.ts';
 import { registerRequestShaping } from './request-shaping.ts';
 import { SCOPE_DESCRIPTIONS, type ResourceDefinition } from './scopes.ts';
 
@@ -76,27 +76,41 @@ export function createProvider(db: Kysely<Database>, keys: KeyMaterial, settings
     expiresWithSession: async () => false,
     extraClientMetadata: { properties: ['cors_origins', 'first_party'] },
     clientBasedCORS: (_ctx, origin, client) => ((client as unknown as { cors_origins?: string[] }).cors_origins ?? []).includes(origin),
-    loadExistingGrant: (ctx) => loadOrSkipConsent(ctx, settings.resources),
     interactions: { url: (_ctx, interaction) => interactionPath(settings.issuer, interaction.uid) },
     renderError: (ctx, out) => {
-      ctx.type = 'html';
+      ctx.set(pageHeaders());
       ctx.body = renderErrorPage(out.error, out.error_description);
     },
     features: {
       devInteractions: { enabled: false },
+      // Off: the API does not enforce DPoP proofs, so a DPoP-bound token would be no safer than a bearer
+      // token there; and pushed requests would bypass request-shaping.ts.
+      dPoP: { enabled: false },
+      pushedAuthorizationRequests: { enabled: false },
       clientCredentials: { enabled: true },
-      revocation: { enabled: true },
-      // RFC 7662 §2.1: the endpoint is for protected resources and confidential clients only.
-      introspection: { enabled: true, allowedPolicy: async (_ctx, client) => client.clientAuthMethod !== 'none' },
+      // RFC 7009 §2.1: a client revokes only tokens issued to it.
+      revocation: {
+        enabled: true,
+        allowedPolicy: async (_ctx, client, token) => {
+          if (token.clientId === client.clientId) return true;
+          if (client.clientAuthMethod === 'none') return false;
+          throw new errors.InvalidRequest('the token was not issued to this client');
+        },
+      },
+      // RFC 7662 §2.1: confidential clients only, and (no separate resource servers here) only for
+      // tokens issued to them; anything else is `{"active": false}`, which reveals nothing.
+      introspection: { enabled: true, allowedPolicy: async (_ctx, client, token) => client.clientAuthMethod !== 'none' && token.clientId === client.clientId },
       userinfo: { enabled: true },
       rpInitiatedLogout: {
         enabled: true,
         logoutSource: (ctx, form) => {
-          ctx.type = 'html';
+          // The confirmation form's redirect chain may end on the client's post-logout URI.
+          const next = URL.parse(String(ctx.oidc.params?.post_logout_redirect_uri ?? ''));
+          ctx.set(pageHeaders(next ? [next.origin] : []));
           ctx.body = renderLogoutPage(form);
         },
         postLogoutSuccessSource: (ctx) => {
-          ctx.type = 'html';
+          ctx.set(pageHeaders());
           ctx.body = renderLoggedOutPage();
         },
       },
@@ -144,22 +158,4 @@ function hashPresentedClientSecrets(provider: Provider): void {
     const actual = Buffer.from(hashClientSecret(presented), 'hex');
     return stored.length === actual.length && timingSafeEqual(stored, actual);
   } as never;
-}
-
-/** First-party clients skip consent: the grant is created for what they ask, as if the user had agreed. */
-async function loadOrSkipConsent(ctx: KoaContextWithOIDC, resources: ResourceDefinition[]) {
-  const { client, session, params, provider } = ctx.oidc;
-  if (!client || !session) return undefined;
-  const grantId = ctx.oidc.result?.consent?.grantId ?? session.grantIdFor(client.clientId);
-  if (grantId) return provider.Grant.find(grantId);
-  if (!(client as unknown as { first_party?: boolean }).first_party || !session.accountId) return undefined;
-  const grant = new provider.Grant({ clientId: client.clientId, accountId: session.accountId });
-  const requested = String(params?.scope ?? 'openid').split(' ');
-  grant.addOIDCScope(requested.filter((s) => s in SCOPE_DESCRIPTIONS && !resources.some((r) => r.scopes.includes(s))).join(' '));
-  for (const r of resources) {
-    const scopes = requested.filter((s) => r.scopes.includes(s));
-    if (scopes.length > 0) grant.addResourceScope(r.uri, scopes.join(' '));
-  }
-  await grant.save();
-  return grant;
 }

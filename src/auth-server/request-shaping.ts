@@ -3,6 +3,7 @@
 //   none; RFC 7636 §4.3's `plain` default is refused as RFC 9700 §2.1.1 recommends).
 // - scope `<resource_uri>/.default` (contract, client credentials) and, in the code flow, a request that
 //   names no API scope: every scope the client is registered for on that resource (RFC 8707 `resource`).
+// - client credentials without a scope: the same `.default` (RFC 6749 §3.3 default scope).
 // - POST /token with a `code` and no `grant_type` (the contract's code exchange): authorization_code.
 // - 401 invalid_client always carries WWW-Authenticate (RFC 6749 §5.2), not only after Basic auth.
 import { parse as parseForm, stringify as stringifyForm, type ParsedUrlQuery } from 'node:querystring';
@@ -67,6 +68,11 @@ async function shapeTokenRequest(ctx: KoaContextWithOIDC, settings: ShapingSetti
     return;
   }
   if (body.grant_type === undefined && body.code !== undefined) body.grant_type = 'authorization_code';
+  // RFC 6749 §3.3: no scope means the default one, here `<resource>/.default` (resource given or the API).
+  if (body.grant_type === 'client_credentials' && (body.scope === undefined || body.scope === '')) {
+    const resource = typeof body.resource === 'string' ? body.resource : settings.resources[0]?.uri;
+    if (resource) body.scope = `${resource}/.default`;
+  }
   if (body.grant_type === 'client_credentials' && typeof body.scope === 'string') {
     const clientId = typeof body.client_id === 'string' ? body.client_id : basicClientId(ctx.get('authorization'));
     const expanded = clientId ? await expandScope(body.scope, clientId, settings, { addDefaultResource: false }) : undefined;

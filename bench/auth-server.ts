@@ -1,0 +1,211 @@
+// Authorization-server benchmark process: one or more real Signet apps with the built-in authorization
+// server (/oauth), each over its own fresh database with benchmark users and clients, in a process of
+// their own so the load generator (bench/run.ts → bench/auth.ts) never shares their event loop.
+//
+// Started by bench/auth.ts through fork() (IPC channel, same control messages as bench/server.ts), or by hand:
+//   npx node bench/auth-server.ts      (one SQLite instance; prints the instances as one JSON line)
+// Environment:
+//   BENCH_AUTH_INSTANCES  JSON [{ "name": "sqlite-es256", "dialect": "sqlite"|"postgres", "env": {…} }]
+//   BENCH_POSTGRES_URL    PostgreSQL server for "postgres" instances: each gets a database of its own,
+//                         created here and dropped on shutdown
+//   BENCH_AUTH_USERS      users created per instance (default 16)
+//   BENCH_PROFILE_DIR, BENCH_HEAP_PROFILE   as for bench/server.ts
+//
+// Unlike bench/server.ts (a foreign issuer and a JWKS file), the issuer here is the app itself, so its
+// URL, and with it the port, must be known before the app is built: each instance gets a free port first.
+import { randomBytes } from 'node:crypto';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Session } from 'node:inspector/promises';
+import { performance } from 'node:perf_hooks';
+import type { FastifyInstance } from 'fastify';
+import pg from 'pg';
+import { buildApp } from '../src/app.ts';
+import { createClient } from '../src/auth-server/clients.repository.ts';
+import { createUser } from '../src/auth-server/users.repository.ts';
+import { loadConfig } from '../src/config/config.ts';
+import { freePort } from '../test/helpers/auth-server.ts';
+import { createTestDatabase, type TestDatabase } from '../test/helpers/databases.ts';
+import type { ControlMessage, ServerMessage } from './server.ts';
+
+export interface AuthInstanceSpec {
+  name: string;
+  dialect: 'sqlite' | 'postgres';
+  env?: Record<string, string>;
+}
+
+export interface AuthInstance {
+  /** http://127.0.0.1:<port> */
+  url: string;
+  port: number;
+  /** `${url}/api`: the resource of `<resource>/.default` and the `aud` of the tokens. */
+  resource: string;
+  /** Confidential client allowed client_credentials on the API. */
+  machine: { clientId: string; clientSecret: string };
+  /** Confidential client for the code flow (authorization_code + refresh_token), PKCE required. */
+  webApp: { clientId: string; clientSecret: string; redirectUri: string };
+  users: { email: string; password: string }[];
+}
+
+export type AuthServerMessage = Exclude<ServerMessage, { type: 'ready' }> | { type: 'ready'; instances: Record<string, AuthInstance> };
+
+const REDIRECT_URI = 'http://127.0.0.1:9/callback'; // never contacted: the driver stops at the redirect
+const specs: AuthInstanceSpec[] = process.env.BENCH_AUTH_INSTANCES ? JSON.parse(process.env.BENCH_AUTH_INSTANCES) : [{ name: 'sqlite', dialect: 'sqlite' }];
+const userCount = Number(process.env.BENCH_AUTH_USERS || 16);
+const profileDir = process.env.BENCH_PROFILE_DIR || undefined;
+const heapProfile = profileDir !== undefined && process.env.BENCH_HEAP_PROFILE === '1';
+
+let requestCount = 0;
+const apps: FastifyInstance[] = [];
+const databases: TestDatabase[] = [];
+
+/** A PostgreSQL database of its own (not a schema), so nothing of the run is left in the server's databases. */
+async function createPostgresDatabase(base: string): Promise<TestDatabase> {
+  const name = `signet_bench_${randomBytes(5).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: base });
+  await admin.connect();
+  await admin.query(`create database ${name}`);
+  await admin.end();
+  const url = new URL(base);
+  url.pathname = `/${name}`;
+  return {
+    url: url.toString(),
+    drop: async () => {
+      const client = new pg.Client({ connectionString: base });
+      await client.connect();
+      await client.query(`drop database if exists ${name} with (force)`);
+      await client.end();
+    },
+  };
+}
+
+async function startInstance(spec: AuthInstanceSpec): Promise<AuthInstance> {
+  let database: TestDatabase;
+  if (spec.dialect === 'postgres') {
+    const base = process.env.BENCH_POSTGRES_URL;
+    if (!base) throw new Error('a "postgres" instance needs BENCH_POSTGRES_URL');
+    database = await createPostgresDatabase(base);
+  } else {
+    database = await createTestDatabase('sqlite');
+  }
+  databases.push(database);
+  const port = await freePort();
+  const config = loadConfig({
+    HOST: '127.0.0.1',
+    PORT: String(port),
+    DATABASE_URL: database.url,
+    RATE_LIMIT_MAX: '100000000',
+    LOG_LEVEL: 'silent',
+    ...spec.env,
+  });
+  const app = await buildApp(config, { logger: false });
+  apps.push(app);
+  const db = app.database.db;
+  const url = `http://127.0.0.1:${port}`;
+
+  const machine = await createClient(db, { name: 'Bench service', type: 'confidential', grantTypes: ['client_credentials'], redirectUris: [], scopes: ['orders:read', 'orders:write'], corsOrigins: [], firstParty: false });
+  const webApp = await createClient(db, { name: 'Bench web app', type: 'confidential', grantTypes: ['authorization_code', 'refresh_token'], redirectUris: [REDIRECT_URI], scopes: ['orders:read', 'orders:write'], corsOrigins: [], firstParty: false });
+  const users: AuthInstance['users'] = [];
+  const run = randomBytes(3).toString('hex');
+  // argon2id hashes: a few at a time, the thread pool has 4 threads.
+  for (let i = 0; i < userCount; i += 4) {
+    await Promise.all(
+      Array.from({ length: Math.min(4, userCount - i) }, async (_, j) => {
+        const user = { email: `bench${i + j}-${run}@example.test`, name: `Bench User ${i + j}`, password: `correct horse battery ${i + j}` };
+        await createUser(db, user);
+        users.push({ email: user.email, password: user.password });
+      }),
+    );
+  }
+
+  await app.listen({ host: '127.0.0.1', port });
+  app.server.on('request', () => requestCount++);
+  return {
+    url,
+    port,
+    resource: `${url}/api`,
+    machine: { clientId: machine.record.clientId, clientSecret: machine.clientSecret! },
+    webApp: { clientId: webApp.record.clientId, clientSecret: webApp.clientSecret!, redirectUri: REDIRECT_URI },
+    users,
+  };
+}
+
+async function shutdown(code: number): Promise<never> {
+  for (const app of apps) await app.close().catch(() => undefined);
+  for (const db of databases) await db.drop().catch((err) => console.error(`could not drop a benchmark database: ${(err as Error).message}`));
+  process.exit(code);
+}
+
+// Measurement windows, as in bench/server.ts: CPU time and event-loop utilisation of this process,
+// HTTP requests served, and (with BENCH_PROFILE_DIR) a CPU profile of exactly that window.
+let session: Session | undefined;
+let window: { cpu: NodeJS.CpuUsage; elu: ReturnType<typeof performance.eventLoopUtilization>; startedAt: number; requests: number } | undefined;
+
+async function measureStart(): Promise<void> {
+  if (profileDir) {
+    session ??= new Session();
+    session.connect();
+    await session.post('Profiler.enable');
+    await session.post('Profiler.setSamplingInterval', { interval: 200 });
+    await session.post('Profiler.start');
+    if (heapProfile) {
+      await session.post('HeapProfiler.enable');
+      await session.post('HeapProfiler.startSampling', { samplingInterval: 8192, includeObjectsCollectedByMinorGC: true, includeObjectsCollectedByMajorGC: true } as never);
+    }
+  }
+  window = { cpu: process.cpuUsage(), elu: performance.eventLoopUtilization(), startedAt: performance.now(), requests: requestCount };
+}
+
+async function measureStop(label: string): Promise<AuthServerMessage> {
+  if (!window) throw new Error('measure-stop without measure-start');
+  const cpu = process.cpuUsage(window.cpu);
+  const elu = performance.eventLoopUtilization(window.elu);
+  const elapsedMs = performance.now() - window.startedAt;
+  const requests = requestCount - window.requests;
+  window = undefined;
+  let profile: string | undefined;
+  if (profileDir && session) {
+    if (heapProfile) {
+      const { profile: heap } = await session.post('HeapProfiler.stopSampling');
+      await session.post('HeapProfiler.disable');
+      writeFileSync(join(profileDir, `${label}.heapprofile`), JSON.stringify(heap));
+    }
+    const { profile: data } = await session.post('Profiler.stop');
+    await session.post('Profiler.disable');
+    session.disconnect();
+    profile = join(profileDir, `${label}.cpuprofile`);
+    writeFileSync(profile, JSON.stringify(data));
+  }
+  return { type: 'measured', label, cpuUserUs: cpu.user, cpuSystemUs: cpu.system, elapsedMs, eventLoopUtilization: elu.utilization, requests, profile };
+}
+
+function send(message: AuthServerMessage): void {
+  if (process.send) process.send(message);
+  else console.log(JSON.stringify(message));
+}
+
+process.on('message', (message: ControlMessage) => {
+  const handle = async () => {
+    if (message.type === 'measure-start') {
+      await measureStart();
+      send({ type: 'measure-started' });
+    } else if (message.type === 'measure-stop') {
+      send(await measureStop(message.label));
+    } else if (message.type === 'shutdown') {
+      await shutdown(0);
+    }
+  };
+  handle().catch((err: Error) => send({ type: 'error', message: err.stack ?? err.message }));
+});
+process.on('disconnect', () => void shutdown(0)); // parent gone: never leave a server or a database behind
+process.on('SIGINT', () => void shutdown(130));
+process.on('SIGTERM', () => void shutdown(143));
+
+try {
+  const instances: Record<string, AuthInstance> = {};
+  for (const spec of specs) instances[spec.name] = await startInstance(spec);
+  send({ type: 'ready', instances });
+} catch (err) {
+  send({ type: 'error', message: (err as Error).stack ?? String(err) });
+  await shutdown(1);
+}
