@@ -30,6 +30,8 @@ import { registerResourceMetadata, resourceMetadataUrl } from './http/resource-m
 declare module 'fastify' {
   interface FastifyInstance {
     database: DatabaseHandle;
+    /** The built-in authorization server, when enabled. */
+    authServer: ProviderHolder | undefined;
   }
 }
 
@@ -63,6 +65,7 @@ export async function buildApp(config: Readonly<Config>, options: { logger?: boo
   // The API trusts its issuer by issuer + JWKS like any resource server; when that issuer is the
   // built-in one, the published keys are read in process rather than fetched over HTTP from ourselves.
   const ownIssuer = authServer && config.authIssuer === config.oauthIssuer;
+  app.decorate('authServer', authServer);
 
   registerBearerAuth(app, createTokenVerifier({
     issuer: config.authIssuer,
