@@ -28,6 +28,8 @@ export interface AuthRow {
   serverCpuCores: number;
   /** Load generator CPU time / wall time in the window. */
   clientCpuCores: number;
+  /** CPU the rest of the machine used meanwhile (other processes, e.g. a PostgreSQL server), in cores. */
+  otherCpuCores: number;
   serverElu: number;
 }
 
@@ -68,8 +70,8 @@ function responsesCell(row: AuthRow): string {
   return row.kind === 'flow' ? `all ${int(row.ops)} flows ok` : 'all 200';
 }
 
-const HEADER = ['Scenario', 'DB', 'rate', 'unit', 'p50 ms', 'p99 ms', 'HTTP req/s', 'HTTP × bare', 'Target', 'server CPU µs/op', 'server cores', 'client cores', 'server ELU', 'Responses'];
-const RIGHT = new Set([2, 4, 5, 6, 7, 9, 10, 11, 12]);
+const HEADER = ['Scenario', 'DB', 'rate', 'unit', 'p50 ms', 'p99 ms', 'HTTP req/s', 'HTTP × bare', 'Target', 'server CPU µs/op', 'server cores', 'client cores', 'other cores', 'server ELU', 'Responses'];
+const RIGHT = new Set([2, 4, 5, 6, 7, 9, 10, 11, 12, 13]);
 
 function tableRows(rows: AuthRow[], targets: AuthReport['targets']): string[][] {
   const bare = baselineOf(rows);
@@ -86,6 +88,7 @@ function tableRows(rows: AuthRow[], targets: AuthReport['targets']): string[][] 
     int(row.serverCpuUsPerOp),
     fixed(row.serverCpuCores, 2),
     fixed(row.clientCpuCores, 2),
+    fixed(row.otherCpuCores, 2),
     `${(row.serverElu * 100).toFixed(0)}%`,
     responsesCell(row),
   ]);

@@ -15,6 +15,7 @@
 // URL, and with it the port, must be known before the app is built: each instance gets a free port first.
 import { randomBytes } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { Session } from 'node:inspector/promises';
 import { performance } from 'node:perf_hooks';
@@ -24,7 +25,6 @@ import { buildApp } from '../src/app.ts';
 import { createClient } from '../src/auth-server/clients.repository.ts';
 import { createUser } from '../src/auth-server/users.repository.ts';
 import { loadConfig } from '../src/config/config.ts';
-import { freePort } from '../test/helpers/auth-server.ts';
 import { createTestDatabase, type TestDatabase } from '../test/helpers/databases.ts';
 import type { ControlMessage, ServerMessage } from './server.ts';
 
@@ -58,6 +58,16 @@ const heapProfile = profileDir !== undefined && process.env.BENCH_HEAP_PROFILE =
 let requestCount = 0;
 const apps: FastifyInstance[] = [];
 const databases: TestDatabase[] = [];
+
+/** The OS picks a free port; the issuer must know its URL before the app is built. */
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const address = server.address();
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  if (typeof address !== 'object' || !address) throw new Error('no free port');
+  return address.port;
+}
 
 /** A PostgreSQL database of its own (not a schema), so nothing of the run is left in the server's databases. */
 async function createPostgresDatabase(base: string): Promise<TestDatabase> {

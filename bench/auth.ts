@@ -15,7 +15,7 @@
 import { fork, type ChildProcess } from 'node:child_process';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import autocannon from 'autocannon';
 import { pkcePair, runAuthorizationFlow } from '../test/helpers/oauth-flow.ts';
@@ -46,6 +46,20 @@ export interface AuthBenchOptions {
 
 const FLOW_CONCURRENCY = Number(process.env.BENCH_AUTH_FLOW_CONCURRENCY || 12);
 const ALGORITHMS = ['ES256', 'EdDSA', 'RS256'] as const;
+
+/**
+ * Busy CPU time of the whole machine (all processes, /proc/stat) in core-seconds, so that a window can
+ * say how much of the 2 cores something other than the benchmark took. NaN off Linux.
+ */
+function machineBusySeconds(): number {
+  try {
+    const fields = readFileSync('/proc/stat', 'utf8').split('\n', 1)[0]!.trim().split(/\s+/).slice(1).map(Number);
+    const [user = 0, nice = 0, system = 0, , , irq = 0, softirq = 0, steal = 0] = fields;
+    return (user + nice + system + irq + softirq + steal) / 100; // USER_HZ is 100 on Linux
+  } catch {
+    return NaN;
+  }
+}
 
 // ---------------------------------------------------------------------------------------------
 // Server child process
@@ -212,9 +226,11 @@ interface AuthScenario {
   alg: string;
   kind: 'cc' | 'flow';
   instance: string;
+  /** Diagnostic: runs only when BENCH_SCENARIOS names it. */
+  onlyWhenNamed?: boolean;
 }
 
-function bareRow(row: Row): AuthRow {
+function bareRow(row: Row, otherCpuCores: number): AuthRow {
   return {
     id: row.id,
     label: row.label,
@@ -232,12 +248,13 @@ function bareRow(row: Row): AuthRow {
     serverCpuUsPerOp: row.serverCpuUsPerRequest,
     serverCpuCores: NaN,
     clientCpuCores: NaN,
+    otherCpuCores,
     serverElu: row.serverElu,
   };
 }
 
 async function measure(servers: AuthServerProcess, scenario: AuthScenario, options: AuthBenchOptions): Promise<AuthRow> {
-  process.stdout.write(`  ${scenario.id.padEnd(24)} `);
+  process.stdout.write(`  ${scenario.id.padEnd(28)} `);
   const instance = servers.instances[scenario.instance]!;
   const load = (seconds: number) => (scenario.kind === 'cc' ? clientCredentialsLoad(instance, seconds, options) : flowLoad(instance, seconds));
   if (scenario.kind === 'cc') await checkClientCredentials(instance, scenario.alg);
@@ -245,9 +262,11 @@ async function measure(servers: AuthServerProcess, scenario: AuthScenario, optio
   const label = scenario.id.replace(/[^a-z0-9-]+/gi, '_');
   await servers.request({ type: 'measure-start', label }, 'measure-started');
   const clientCpu = process.cpuUsage();
+  const busyAtStart = machineBusySeconds();
   const startedAt = performance.now();
   const result = await load(options.seconds);
   const elapsedUs = (performance.now() - startedAt) * 1000;
+  const busy = machineBusySeconds() - busyAtStart;
   const client = process.cpuUsage(clientCpu);
   const server = (await servers.request({ type: 'measure-stop', label }, 'measured')) as Extract<AuthServerMessage, { type: 'measured' }>;
   const serverCpuUs = server.cpuUserUs + server.cpuSystemUs;
@@ -269,22 +288,42 @@ async function measure(servers: AuthServerProcess, scenario: AuthScenario, optio
     serverCpuUsPerOp: result.ops > 0 ? serverCpuUs / result.ops : NaN,
     serverCpuCores: serverCpuUs / (server.elapsedMs * 1000),
     clientCpuCores: (client.user + client.system) / elapsedUs,
+    otherCpuCores: Math.max(0, busy / (elapsedUs / 1e6) - serverCpuUs / elapsedUs - (client.user + client.system) / elapsedUs),
     serverElu: server.eventLoopUtilization,
   };
   console.log(
     `${row.rate.toFixed(0).padStart(6)} ${row.unit}  p50 ${row.p50.toFixed(1).padStart(6)} ms  p99 ${row.p99.toFixed(1).padStart(6)} ms  server ${row.serverCpuUsPerOp.toFixed(0).padStart(6)} µs CPU/${scenario.kind === 'cc' ? 'token' : 'flow'}  ` +
-      `server ${row.serverCpuCores.toFixed(2)} cores, client ${row.clientCpuCores.toFixed(2)} cores, ELU ${(row.serverElu * 100).toFixed(0)}%` +
+      `server ${row.serverCpuCores.toFixed(2)} cores, client ${row.clientCpuCores.toFixed(2)} cores, other ${row.otherCpuCores.toFixed(2)} cores, ELU ${(row.serverElu * 100).toFixed(0)}%` +
       (row.unexpected > 0 ? `  !! ${row.unexpected} unexpected (${result.detail})` : ''),
   );
   return row;
 }
 
+/**
+ * The bare route through run.ts's own machinery. Other processes' CPU is estimated over warm-up and
+ * window together: machine busy time less this process (autocannon) and the server's window rate.
+ */
+async function measureBare(id: string, label: string, options: AuthBenchOptions): Promise<AuthRow> {
+  const busyAtStart = machineBusySeconds();
+  const clientCpu = process.cpuUsage();
+  const startedAt = performance.now();
+  const row = await options.measureBare(id, label);
+  const seconds = (performance.now() - startedAt) / 1000;
+  const client = process.cpuUsage(clientCpu);
+  const serverCores = (row.serverCpuUsPerRequest * row.total) / 1e6 / options.seconds;
+  const other = (machineBusySeconds() - busyAtStart) / seconds - (client.user + client.system) / 1e6 / seconds - serverCores;
+  return bareRow(row, Math.max(0, other));
+}
+
 export async function runAuthBench(options: AuthBenchOptions): Promise<number> {
   const specs: AuthInstanceSpec[] = ALGORITHMS.map((alg) => ({ name: `sqlite-${alg.toLowerCase()}`, dialect: 'sqlite', env: { ACCESS_TOKEN_ALG: alg } }));
+  // Diagnostic: SQLite's relaxed durability, to show what the per-commit fsync costs a sign-in.
+  specs.push({ name: 'sqlite-es256-normal', dialect: 'sqlite', env: { ACCESS_TOKEN_ALG: 'ES256', SQLITE_SYNCHRONOUS: 'NORMAL' } });
   if (options.postgresUrl) specs.push({ name: 'postgres-es256', dialect: 'postgres', env: { ACCESS_TOKEN_ALG: 'ES256' } });
   const scenarios: AuthScenario[] = [
     ...ALGORITHMS.map((alg): AuthScenario => ({ id: `auth:sqlite:cc${alg === 'ES256' ? '' : `-${alg.toLowerCase()}`}`, label: `client credentials, ${alg}${alg === 'ES256' ? ' (default)' : ''}`, dialect: 'sqlite', alg, kind: 'cc', instance: `sqlite-${alg.toLowerCase()}` })),
     { id: 'auth:sqlite:flow', label: `login + consent + code exchange, ${FLOW_CONCURRENCY} concurrent`, dialect: 'sqlite', alg: 'ES256', kind: 'flow', instance: 'sqlite-es256' },
+    { id: 'auth:sqlite:flow-sync-normal', label: `the same, SQLITE_SYNCHRONOUS=NORMAL`, dialect: 'sqlite', alg: 'ES256', kind: 'flow', instance: 'sqlite-es256-normal', onlyWhenNamed: true },
   ];
   if (options.postgresUrl) {
     scenarios.push(
@@ -292,8 +331,8 @@ export async function runAuthBench(options: AuthBenchOptions): Promise<number> {
       { id: 'auth:postgres:flow', label: `login + consent + code exchange, ${FLOW_CONCURRENCY} concurrent`, dialect: 'postgres', alg: 'ES256', kind: 'flow', instance: 'postgres-es256' },
     );
   }
-  const wanted = (id: string) => !options.only || options.only.has(id);
-  const needed = new Set(scenarios.filter((s) => wanted(s.id)).map((s) => s.instance));
+  const wanted = (scenario: AuthScenario) => (options.only ? options.only.has(scenario.id) : !scenario.onlyWhenNamed);
+  const needed = new Set(scenarios.filter(wanted).map((s) => s.instance));
   const machine = machineInfo();
   console.log(`Signet authorization-server benchmark — ${machine.cpus} × ${machine.model}, ${machine.memory}, Node ${machine.node}`);
   console.log(`${options.seconds} s per scenario after ${options.warmupSeconds} s warm-up; client credentials: autocannon, ${options.connections} connections, pipelining ${options.pipelining}; flows: ${FLOW_CONCURRENCY} at a time${options.profileDir ? `; profiling into ${options.profileDir}` : ''}\n`);
@@ -301,9 +340,9 @@ export async function runAuthBench(options: AuthBenchOptions): Promise<number> {
   const servers = await startAuthServers(specs.filter((s) => needed.has(s.name)), options);
   let exitCode = 0;
   try {
-    const rows: AuthRow[] = [bareRow(await options.measureBare('bare', 'GET /bare (bare Fastify)'))];
-    for (const scenario of scenarios) if (wanted(scenario.id)) rows.push(await measure(servers, scenario, options));
-    if (!options.only || options.only.has('bare-end')) rows.push(bareRow(await options.measureBare('bare-end', 'GET /bare again (drift check)')));
+    const rows: AuthRow[] = [await measureBare('bare', 'GET /bare (bare Fastify)', options)];
+    for (const scenario of scenarios) if (wanted(scenario)) rows.push(await measure(servers, scenario, options));
+    if (!options.only || options.only.has('bare-end')) rows.push(await measureBare('bare-end', 'GET /bare again (drift check)', options));
     console.log(`\n${formatAuthTable(rows, AUTH_TARGETS)}`);
     if (rows.some((r) => r.unexpected > 0)) {
       console.error('\nsome requests or flows failed: see the "!!" lines above');

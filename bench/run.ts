@@ -14,7 +14,8 @@
 // BENCH_SCENARIOS (comma list of scenario ids to run, e.g. "bare,sqlite:get"), BENCH_DOCS=0 (do not
 // touch docs/benchmarks.md; the default unless the run is a full, unprofiled one). The auth suite's ids:
 // auth:sqlite:cc, auth:sqlite:cc-eddsa, auth:sqlite:cc-rs256, auth:sqlite:flow, auth:postgres:cc,
-// auth:postgres:flow, bare-end; BENCH_AUTH_FLOW_CONCURRENCY (12) flows at a time.
+// auth:postgres:flow, bare-end, and, only when named, auth:sqlite:flow-sync-normal (SQLITE_SYNCHRONOUS=NORMAL);
+// BENCH_AUTH_FLOW_CONCURRENCY (12) flows at a time.
 //
 // The servers run in a child process (bench/server.ts); autocannon runs here, so the load generator
 // never shares the servers' event loop. The child reports its own CPU time per measured window, which
