@@ -14,11 +14,7 @@
 // Unlike bench/server.ts (a foreign issuer and a JWKS file), the issuer here is the app itself, so its
 // URL, and with it the port, must be known before the app is built: each instance gets a free port first.
 import { randomBytes } from 'node:crypto';
-import { writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
-import { join } from 'node:path';
-import { Session } from 'node:inspector/promises';
-import { performance } from 'node:perf_hooks';
 import type { FastifyInstance } from 'fastify';
 import pg from 'pg';
 import { buildApp } from '../src/app.ts';
@@ -26,7 +22,7 @@ import { createClient } from '../src/auth-server/clients.repository.ts';
 import { createUser } from '../src/auth-server/users.repository.ts';
 import { loadConfig } from '../src/config/config.ts';
 import { createTestDatabase, type TestDatabase } from '../test/helpers/databases.ts';
-import type { ControlMessage, ServerMessage } from './server.ts';
+import { sendToParent, serveChildControl, type ControlReply } from './child-control.ts';
 
 export interface AuthInstanceSpec {
   name: string;
@@ -47,13 +43,11 @@ export interface AuthInstance {
   users: { email: string; password: string }[];
 }
 
-export type AuthServerMessage = Exclude<ServerMessage, { type: 'ready' }> | { type: 'ready'; instances: Record<string, AuthInstance> };
+export type AuthServerMessage = ControlReply | { type: 'ready'; instances: Record<string, AuthInstance> };
 
 const REDIRECT_URI = 'http://127.0.0.1:9/callback'; // never contacted: the driver stops at the redirect
 const specs: AuthInstanceSpec[] = process.env.BENCH_AUTH_INSTANCES ? JSON.parse(process.env.BENCH_AUTH_INSTANCES) : [{ name: 'sqlite', dialect: 'sqlite' }];
 const userCount = Number(process.env.BENCH_AUTH_USERS || 16);
-const profileDir = process.env.BENCH_PROFILE_DIR || undefined;
-const heapProfile = profileDir !== undefined && process.env.BENCH_HEAP_PROFILE === '1';
 
 let requestCount = 0;
 const apps: FastifyInstance[] = [];
@@ -146,76 +140,15 @@ async function shutdown(code: number): Promise<never> {
   process.exit(code);
 }
 
-// Measurement windows, as in bench/server.ts: CPU time and event-loop utilisation of this process,
-// HTTP requests served, and (with BENCH_PROFILE_DIR) a CPU profile of exactly that window.
-let session: Session | undefined;
-let window: { cpu: NodeJS.CpuUsage; elu: ReturnType<typeof performance.eventLoopUtilization>; startedAt: number; requests: number } | undefined;
-
-async function measureStart(): Promise<void> {
-  if (profileDir) {
-    session ??= new Session();
-    session.connect();
-    await session.post('Profiler.enable');
-    await session.post('Profiler.setSamplingInterval', { interval: 200 });
-    await session.post('Profiler.start');
-    if (heapProfile) {
-      await session.post('HeapProfiler.enable');
-      await session.post('HeapProfiler.startSampling', { samplingInterval: 8192, includeObjectsCollectedByMinorGC: true, includeObjectsCollectedByMajorGC: true } as never);
-    }
-  }
-  window = { cpu: process.cpuUsage(), elu: performance.eventLoopUtilization(), startedAt: performance.now(), requests: requestCount };
-}
-
-async function measureStop(label: string): Promise<AuthServerMessage> {
-  if (!window) throw new Error('measure-stop without measure-start');
-  const cpu = process.cpuUsage(window.cpu);
-  const elu = performance.eventLoopUtilization(window.elu);
-  const elapsedMs = performance.now() - window.startedAt;
-  const requests = requestCount - window.requests;
-  window = undefined;
-  let profile: string | undefined;
-  if (profileDir && session) {
-    if (heapProfile) {
-      const { profile: heap } = await session.post('HeapProfiler.stopSampling');
-      await session.post('HeapProfiler.disable');
-      writeFileSync(join(profileDir, `${label}.heapprofile`), JSON.stringify(heap));
-    }
-    const { profile: data } = await session.post('Profiler.stop');
-    await session.post('Profiler.disable');
-    session.disconnect();
-    profile = join(profileDir, `${label}.cpuprofile`);
-    writeFileSync(profile, JSON.stringify(data));
-  }
-  return { type: 'measured', label, cpuUserUs: cpu.user, cpuSystemUs: cpu.system, elapsedMs, eventLoopUtilization: elu.utilization, requests, profile };
-}
-
-function send(message: AuthServerMessage): void {
-  if (process.send) process.send(message);
-  else console.log(JSON.stringify(message));
-}
-
-process.on('message', (message: ControlMessage) => {
-  const handle = async () => {
-    if (message.type === 'measure-start') {
-      await measureStart();
-      send({ type: 'measure-started' });
-    } else if (message.type === 'measure-stop') {
-      send(await measureStop(message.label));
-    } else if (message.type === 'shutdown') {
-      await shutdown(0);
-    }
-  };
-  handle().catch((err: Error) => send({ type: 'error', message: err.stack ?? err.message }));
-});
-process.on('disconnect', () => void shutdown(0)); // parent gone: never leave a server or a database behind
+serveChildControl({ requestCount: () => requestCount, shutdown });
 process.on('SIGINT', () => void shutdown(130));
 process.on('SIGTERM', () => void shutdown(143));
 
 try {
   const instances: Record<string, AuthInstance> = {};
   for (const spec of specs) instances[spec.name] = await startInstance(spec);
-  send({ type: 'ready', instances });
+  sendToParent({ type: 'ready', instances } satisfies AuthServerMessage);
 } catch (err) {
-  send({ type: 'error', message: (err as Error).stack ?? String(err) });
+  sendToParent({ type: 'error', message: (err as Error).stack ?? String(err) });
   await shutdown(1);
 }

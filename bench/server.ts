@@ -10,15 +10,12 @@
 //   BENCH_PROFILE_DIR   when set, every measured window is CPU-profiled into <dir>/<label>.cpuprofile
 //   BENCH_HEAP_PROFILE  with BENCH_PROFILE_DIR, =1 also samples allocations (<label>.heapprofile, objects
 //                       collected by GC included), to see who produces the garbage
-import { writeFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { Session } from 'node:inspector/promises';
-import { performance } from 'node:perf_hooks';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { buildApp } from '../src/app.ts';
 import { loadConfig } from '../src/config/config.ts';
 import { createTestDatabase, type TestDatabase as BenchDatabase, type TestDialect as BenchDialect } from '../test/helpers/databases.ts';
 import { BENCH_ISSUER, BENCH_RESOURCE } from './tokens.ts';
+import { sendToParent, serveChildControl, type ControlMessage, type ControlReply } from './child-control.ts';
 
 export interface InstanceSpec {
   name: string;
@@ -26,13 +23,8 @@ export interface InstanceSpec {
   env?: Record<string, string>;
 }
 
-export type ServerMessage =
-  | { type: 'ready'; bare: number; instances: Record<string, number> }
-  | { type: 'measure-started' }
-  | { type: 'measured'; label: string; cpuUserUs: number; cpuSystemUs: number; elapsedMs: number; eventLoopUtilization: number; requests: number; profile: string | undefined }
-  | { type: 'error'; message: string };
-
-export type ControlMessage = { type: 'measure-start'; label: string } | { type: 'measure-stop'; label: string } | { type: 'shutdown' };
+export type ServerMessage = { type: 'ready'; bare: number; instances: Record<string, number> } | ControlReply;
+export type { ControlMessage };
 
 const jwksFile = process.env.BENCH_JWKS_FILE;
 if (!jwksFile) {
@@ -40,8 +32,6 @@ if (!jwksFile) {
   process.exit(2);
 }
 const specs: InstanceSpec[] = process.env.BENCH_INSTANCES ? JSON.parse(process.env.BENCH_INSTANCES) : [{ name: 'sqlite', dialect: 'sqlite' }];
-const profileDir = process.env.BENCH_PROFILE_DIR || undefined;
-const heapProfile = profileDir !== undefined && process.env.BENCH_HEAP_PROFILE === '1';
 
 const SIZED_HEADERS: Record<string, string> = {
   'content-security-policy': "default-src 'self';base-uri 'none';font-src 'self' https: data:;form-action 'self';frame-ancestors 'none';img-src 'self' data:;object-src 'none';script-src 'self';script-src-attr 'none';style-src 'self' 'unsafe-inline'",
@@ -117,68 +107,7 @@ async function shutdown(code: number): Promise<never> {
   process.exit(code);
 }
 
-// Measurement windows: CPU time and event-loop utilisation of this process, requests served, and
-// (with BENCH_PROFILE_DIR) a CPU profile of exactly that window.
-let session: Session | undefined;
-let window: { cpu: NodeJS.CpuUsage; elu: ReturnType<typeof performance.eventLoopUtilization>; startedAt: number; requests: number } | undefined;
-
-async function measureStart(): Promise<void> {
-  if (profileDir) {
-    session ??= new Session();
-    session.connect();
-    await session.post('Profiler.enable');
-    await session.post('Profiler.setSamplingInterval', { interval: 200 });
-    await session.post('Profiler.start');
-    if (heapProfile) {
-      await session.post('HeapProfiler.enable');
-      await session.post('HeapProfiler.startSampling', { samplingInterval: 8192, includeObjectsCollectedByMinorGC: true, includeObjectsCollectedByMajorGC: true } as never);
-    }
-  }
-  window = { cpu: process.cpuUsage(), elu: performance.eventLoopUtilization(), startedAt: performance.now(), requests: requestCount };
-}
-
-async function measureStop(label: string): Promise<ServerMessage> {
-  if (!window) throw new Error('measure-stop without measure-start');
-  const cpu = process.cpuUsage(window.cpu);
-  const elu = performance.eventLoopUtilization(window.elu);
-  const elapsedMs = performance.now() - window.startedAt;
-  const requests = requestCount - window.requests;
-  window = undefined;
-  let profile: string | undefined;
-  if (profileDir && session) {
-    if (heapProfile) {
-      const { profile: heap } = await session.post('HeapProfiler.stopSampling');
-      await session.post('HeapProfiler.disable');
-      writeFileSync(join(profileDir, `${label}.heapprofile`), JSON.stringify(heap));
-    }
-    const { profile: data } = await session.post('Profiler.stop');
-    await session.post('Profiler.disable');
-    session.disconnect();
-    profile = join(profileDir, `${label}.cpuprofile`);
-    writeFileSync(profile, JSON.stringify(data));
-  }
-  return { type: 'measured', label, cpuUserUs: cpu.user, cpuSystemUs: cpu.system, elapsedMs, eventLoopUtilization: elu.utilization, requests, profile };
-}
-
-function send(message: ServerMessage): void {
-  if (process.send) process.send(message);
-  else console.log(JSON.stringify(message));
-}
-
-process.on('message', (message: ControlMessage) => {
-  const handle = async () => {
-    if (message.type === 'measure-start') {
-      await measureStart();
-      send({ type: 'measure-started' });
-    } else if (message.type === 'measure-stop') {
-      send(await measureStop(message.label));
-    } else if (message.type === 'shutdown') {
-      await shutdown(0);
-    }
-  };
-  handle().catch((err: Error) => send({ type: 'error', message: err.stack ?? err.message }));
-});
-process.on('disconnect', () => void shutdown(0)); // parent gone: never leave a server behind
+serveChildControl({ requestCount: () => requestCount, shutdown });
 process.on('SIGINT', () => void shutdown(130));
 process.on('SIGTERM', () => void shutdown(143));
 
@@ -186,8 +115,8 @@ try {
   const bare = await startBare();
   const instances: Record<string, number> = {};
   for (const spec of specs) instances[spec.name] = await startSignet(spec);
-  send({ type: 'ready', bare, instances });
+  sendToParent({ type: 'ready', bare, instances } satisfies ServerMessage);
 } catch (err) {
-  send({ type: 'error', message: (err as Error).stack ?? String(err) });
+  sendToParent({ type: 'error', message: (err as Error).stack ?? String(err) });
   await shutdown(1);
 }

@@ -1,0 +1,83 @@
+// The control channel every benchmark server process speaks with its parent: measurement windows
+// (CPU time and event-loop utilisation of this process, HTTP requests served, and with
+// BENCH_PROFILE_DIR a CPU profile of exactly that window) and shutdown. Shared by bench/server.ts and
+// bench/auth-server.ts.
+import { writeFileSync } from 'node:fs';
+import { Session } from 'node:inspector/promises';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+
+export type MeasuredMessage = { type: 'measured'; label: string; cpuUserUs: number; cpuSystemUs: number; elapsedMs: number; eventLoopUtilization: number; requests: number; profile: string | undefined };
+export type ControlReply = { type: 'measure-started' } | MeasuredMessage | { type: 'error'; message: string };
+export type ControlMessage = { type: 'measure-start'; label: string } | { type: 'measure-stop'; label: string } | { type: 'shutdown' };
+
+export interface ChildControlOptions {
+  requestCount: () => number;
+  shutdown: (code: number) => Promise<never>;
+}
+
+const profileDir = process.env.BENCH_PROFILE_DIR || undefined;
+const heapProfile = profileDir !== undefined && process.env.BENCH_HEAP_PROFILE === '1';
+
+export function sendToParent(message: unknown): void {
+  if (process.send) process.send(message);
+  else console.log(JSON.stringify(message));
+}
+
+export function serveChildControl(options: ChildControlOptions): void {
+  let session: Session | undefined;
+  let window: { cpu: NodeJS.CpuUsage; elu: ReturnType<typeof performance.eventLoopUtilization>; startedAt: number; requests: number } | undefined;
+
+  const measureStart = async (): Promise<void> => {
+    if (profileDir) {
+      session ??= new Session();
+      session.connect();
+      await session.post('Profiler.enable');
+      await session.post('Profiler.setSamplingInterval', { interval: 200 });
+      await session.post('Profiler.start');
+      if (heapProfile) {
+        await session.post('HeapProfiler.enable');
+        await session.post('HeapProfiler.startSampling', { samplingInterval: 8192, includeObjectsCollectedByMinorGC: true, includeObjectsCollectedByMajorGC: true } as never);
+      }
+    }
+    window = { cpu: process.cpuUsage(), elu: performance.eventLoopUtilization(), startedAt: performance.now(), requests: options.requestCount() };
+  };
+
+  const measureStop = async (label: string): Promise<MeasuredMessage> => {
+    if (!window) throw new Error('measure-stop without measure-start');
+    const cpu = process.cpuUsage(window.cpu);
+    const elu = performance.eventLoopUtilization(window.elu);
+    const elapsedMs = performance.now() - window.startedAt;
+    const requests = options.requestCount() - window.requests;
+    window = undefined;
+    let profile: string | undefined;
+    if (profileDir && session) {
+      if (heapProfile) {
+        const { profile: heap } = await session.post('HeapProfiler.stopSampling');
+        await session.post('HeapProfiler.disable');
+        writeFileSync(join(profileDir, `${label}.heapprofile`), JSON.stringify(heap));
+      }
+      const { profile: data } = await session.post('Profiler.stop');
+      await session.post('Profiler.disable');
+      session.disconnect();
+      profile = join(profileDir, `${label}.cpuprofile`);
+      writeFileSync(profile, JSON.stringify(data));
+    }
+    return { type: 'measured', label, cpuUserUs: cpu.user, cpuSystemUs: cpu.system, elapsedMs, eventLoopUtilization: elu.utilization, requests, profile };
+  };
+
+  process.on('message', (message: ControlMessage) => {
+    const handle = async () => {
+      if (message.type === 'measure-start') {
+        await measureStart();
+        sendToParent({ type: 'measure-started' });
+      } else if (message.type === 'measure-stop') {
+        sendToParent(await measureStop(message.label));
+      } else if (message.type === 'shutdown') {
+        await options.shutdown(0);
+      }
+    };
+    handle().catch((err: Error) => sendToParent({ type: 'error', message: err.stack ?? err.message }));
+  });
+  process.on('disconnect', () => void options.shutdown(0)); // parent gone: never leave a server or a database behind
+}
