@@ -1,9 +1,8 @@
 // Output of the authorization-server benchmark (`npm run bench -- auth`): the console table and the
 // generated parts of the "Authorization server" section of docs/benchmarks.md (between the
 // bench:auth:… markers; everything else in the file is left as written).
-import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
-import type { Machine } from './report.ts';
+import { revision, type Machine } from './report.ts';
 
 export interface AuthRow {
   id: string;
@@ -104,19 +103,6 @@ export function formatAuthTable(rows: AuthRow[], targets: AuthReport['targets'])
 function markdownTable(rows: AuthRow[], targets: AuthReport['targets']): string {
   const align = HEADER.map((_, i) => (RIGHT.has(i) ? '---:' : '---'));
   return [HEADER, align, ...tableRows(rows, targets)].map((cells) => `| ${cells.join(' | ')} |`).join('\n');
-}
-
-function git(args: string[]): string {
-  try {
-    return execFileSync('git', args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
-  } catch {
-    return '';
-  }
-}
-
-function revision(): string {
-  const head = git(['rev-parse', '--short', 'HEAD']) || 'unknown';
-  return git(['status', '--porcelain', '--', 'src']) ? `${head} + uncommitted src/ changes` : head;
 }
 
 const LATEST_START = '<!-- bench:auth:latest:start -->';

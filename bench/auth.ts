@@ -12,7 +12,6 @@
 // The servers run in bench/auth-server.ts (a child process); the load is generated here. Besides the
 // rate, the server process reports its CPU time per token/flow; this process's CPU time (the load
 // generator's) is reported too: on a 2-core machine the two compete for the same cores.
-import { fork, type ChildProcess } from 'node:child_process';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { readFileSync, writeFileSync } from 'node:fs';
@@ -20,7 +19,7 @@ import { performance } from 'node:perf_hooks';
 import autocannon from 'autocannon';
 import { pkcePair, runAuthorizationFlow } from '../test/helpers/oauth-flow.ts';
 import type { AuthInstance, AuthInstanceSpec, AuthServerMessage } from './auth-server.ts';
-import type { ControlMessage } from './server.ts';
+import { forkBenchChild, type ControlMessage } from './child-control.ts';
 import type { Row } from './report.ts';
 import { formatAuthTable, updateAuthDocs, type AuthRow } from './auth-report.ts';
 import { machineInfo } from './report.ts';
@@ -72,38 +71,8 @@ interface AuthServerProcess {
 }
 
 async function startAuthServers(specs: AuthInstanceSpec[], options: AuthBenchOptions): Promise<AuthServerProcess> {
-  const child: ChildProcess = fork(join(here, 'auth-server.ts'), [], {
-    env: { ...process.env, BENCH_AUTH_INSTANCES: JSON.stringify(specs), BENCH_POSTGRES_URL: options.postgresUrl ?? '', BENCH_PROFILE_DIR: options.profileDir ?? '' },
-    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-  });
-  const waiters: Array<{ type: AuthServerMessage['type']; resolve: (m: AuthServerMessage) => void; reject: (e: Error) => void }> = [];
-  child.on('message', (message: AuthServerMessage) => {
-    if (message.type === 'error') {
-      for (const w of waiters.splice(0)) w.reject(new Error(`auth server process: ${message.message}`));
-      return;
-    }
-    const index = waiters.findIndex((w) => w.type === message.type);
-    if (index >= 0) waiters.splice(index, 1)[0]!.resolve(message);
-  });
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  child.once('exit', (code) => {
-    for (const w of waiters.splice(0)) w.reject(new Error(`auth server process exited (${code})`));
-  });
-  const wait = (type: AuthServerMessage['type']) => new Promise<AuthServerMessage>((resolve, reject) => waiters.push({ type, resolve, reject }));
-  const ready = (await wait('ready')) as Extract<AuthServerMessage, { type: 'ready' }>;
-  return {
-    instances: ready.instances,
-    request: (message, expect) => {
-      const reply = wait(expect);
-      child.send(message);
-      return reply;
-    },
-    stop: async () => {
-      if (child.exitCode === null && child.connected) child.send({ type: 'shutdown' } satisfies ControlMessage);
-      await Promise.race([exited, new Promise((r) => setTimeout(r, 15_000))]);
-      if (child.exitCode === null) child.kill('SIGTERM');
-    },
-  };
+  const child = await forkBenchChild<AuthServerMessage>(join(here, 'auth-server.ts'), { BENCH_AUTH_INSTANCES: JSON.stringify(specs), BENCH_POSTGRES_URL: options.postgresUrl ?? '', BENCH_PROFILE_DIR: options.profileDir ?? '' }, 'auth server process');
+  return { instances: child.ready.instances, request: child.request, stop: child.stop };
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -2,6 +2,7 @@
 // (CPU time and event-loop utilisation of this process, HTTP requests served, and with
 // BENCH_PROFILE_DIR a CPU profile of exactly that window) and shutdown. Shared by bench/server.ts and
 // bench/auth-server.ts.
+import { fork, type ChildProcess } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
 import { join } from 'node:path';
@@ -80,4 +81,48 @@ export function serveChildControl(options: ChildControlOptions): void {
     handle().catch((err: Error) => sendToParent({ type: 'error', message: err.stack ?? err.message }));
   });
   process.on('disconnect', () => void options.shutdown(0)); // parent gone: never leave a server or a database behind
+}
+
+// ---------------------------------------------------------------------------------------------
+// Parent side
+// ---------------------------------------------------------------------------------------------
+
+export interface BenchChild<M extends { type: string }> {
+  /** The child's `ready` message. */
+  ready: Extract<M, { type: 'ready' }>;
+  request(message: ControlMessage, expect: M['type']): Promise<M>;
+  stop(): Promise<void>;
+}
+
+/** Forks a benchmark server script and waits for its `ready` message; an `error` message or an exit rejects every wait. */
+export async function forkBenchChild<M extends { type: string }>(script: string, env: Record<string, string>, name: string, stopTimeoutMs = 15_000): Promise<BenchChild<M>> {
+  const child: ChildProcess = fork(script, [], { env: { ...process.env, ...env }, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const waiters: Array<{ type: M['type']; resolve: (m: M) => void; reject: (e: Error) => void }> = [];
+  child.on('message', (message: M | { type: 'error'; message: string }) => {
+    if (message.type === 'error') {
+      for (const w of waiters.splice(0)) w.reject(new Error(`${name}: ${(message as { message: string }).message}`));
+      return;
+    }
+    const index = waiters.findIndex((w) => w.type === message.type);
+    if (index >= 0) waiters.splice(index, 1)[0]!.resolve(message as M);
+  });
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  child.once('exit', (code) => {
+    for (const w of waiters.splice(0)) w.reject(new Error(`${name} exited (${code})`));
+  });
+  const wait = (type: M['type']) => new Promise<M>((resolve, reject) => waiters.push({ type, resolve, reject }));
+  const ready = (await wait('ready')) as Extract<M, { type: 'ready' }>;
+  return {
+    ready,
+    request: (message, expect) => {
+      const reply = wait(expect);
+      child.send(message);
+      return reply;
+    },
+    stop: async () => {
+      if (child.exitCode === null && child.connected) child.send({ type: 'shutdown' } satisfies ControlMessage);
+      await Promise.race([exited, new Promise((r) => setTimeout(r, stopTimeoutMs))]);
+      if (child.exitCode === null) child.kill('SIGTERM');
+    },
+  };
 }

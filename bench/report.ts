@@ -112,7 +112,8 @@ function git(args: string[]): string {
   }
 }
 
-function revision(): string {
+/** Short HEAD, marked when src/ has uncommitted changes (the numbers would not match the revision). */
+export function revision(): string {
   const head = git(['rev-parse', '--short', 'HEAD']) || 'unknown';
   return git(['status', '--porcelain', '--', 'src']) ? `${head} + uncommitted src/ changes` : head;
 }

@@ -20,12 +20,12 @@
 // The servers run in a child process (bench/server.ts); autocannon runs here, so the load generator
 // never shares the servers' event loop. The child reports its own CPU time per measured window, which
 // gives a client-independent cost per request next to req/s.
-import { fork, type ChildProcess } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import autocannon, { type AutocannonRequest, type Result } from 'autocannon';
-import type { ControlMessage, InstanceSpec, ServerMessage } from './server.ts';
+import type { InstanceSpec, ServerMessage } from './server.ts';
+import { forkBenchChild, type ControlMessage } from './child-control.ts';
 import { createBenchIssuer, type BenchIssuer } from './tokens.ts';
 import { formatTable, machineInfo, updateDocs, type Row } from './report.ts';
 import { runAuthBench } from './auth.ts';
@@ -69,39 +69,8 @@ interface ServerProcess {
 
 async function startServers(jwksFile: string, specs: InstanceSpec[]): Promise<ServerProcess> {
   if (PROFILE_DIR) mkdirSync(PROFILE_DIR, { recursive: true });
-  const child: ChildProcess = fork(join(here, 'server.ts'), [], {
-    env: { ...process.env, BENCH_JWKS_FILE: jwksFile, BENCH_INSTANCES: JSON.stringify(specs), BENCH_PROFILE_DIR: PROFILE_DIR ?? '' },
-    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-  });
-  const waiters: Array<{ type: ServerMessage['type']; resolve: (m: ServerMessage) => void; reject: (e: Error) => void }> = [];
-  child.on('message', (message: ServerMessage) => {
-    if (message.type === 'error') {
-      for (const w of waiters.splice(0)) w.reject(new Error(`server process: ${message.message}`));
-      return;
-    }
-    const index = waiters.findIndex((w) => w.type === message.type);
-    if (index >= 0) waiters.splice(index, 1)[0]!.resolve(message);
-  });
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  child.once('exit', (code) => {
-    for (const w of waiters.splice(0)) w.reject(new Error(`server process exited (${code})`));
-  });
-  const wait = (type: ServerMessage['type']) => new Promise<ServerMessage>((resolve, reject) => waiters.push({ type, resolve, reject }));
-  const ready = (await wait('ready')) as Extract<ServerMessage, { type: 'ready' }>;
-  return {
-    bare: ready.bare,
-    instances: ready.instances,
-    request: (message, expect) => {
-      const reply = wait(expect);
-      child.send(message);
-      return reply;
-    },
-    stop: async () => {
-      if (child.exitCode === null && child.connected) child.send({ type: 'shutdown' } satisfies ControlMessage);
-      await Promise.race([exited, new Promise((r) => setTimeout(r, 10_000))]);
-      if (child.exitCode === null) child.kill('SIGTERM');
-    },
-  };
+  const child = await forkBenchChild<ServerMessage>(join(here, 'server.ts'), { BENCH_JWKS_FILE: jwksFile, BENCH_INSTANCES: JSON.stringify(specs), BENCH_PROFILE_DIR: PROFILE_DIR ?? '' }, 'server process', 10_000);
+  return { bare: child.ready.bare, instances: child.ready.instances, request: child.request, stop: child.stop };
 }
 
 // ---------------------------------------------------------------------------------------------
