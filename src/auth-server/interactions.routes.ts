@@ -49,14 +49,10 @@ export async function interactionRoutes(app: FastifyInstance, options: Interacti
     return undefined;
   }
 
-  async function clientName(details: Interaction): Promise<string> {
+  /** What the pages need to know about the client: its display name and whether it is first-party. */
+  async function clientInfo(details: Interaction): Promise<{ name: string; firstParty: boolean }> {
     const client = await holder.provider.Client.find(String(details.params.client_id));
-    return client?.clientName ?? String(details.params.client_id);
-  }
-
-  async function isFirstParty(details: Interaction): Promise<boolean> {
-    const client = await holder.provider.Client.find(String(details.params.client_id));
-    return (client as unknown as { first_party?: boolean } | undefined)?.first_party === true;
+    return { name: client?.clientName ?? String(details.params.client_id), firstParty: (client as unknown as { first_party?: boolean } | undefined)?.first_party === true };
   }
 
   function redirectOrigins(details: Interaction): string[] {
@@ -69,7 +65,7 @@ export async function interactionRoutes(app: FastifyInstance, options: Interacti
   }
 
   async function showLogin(reply: FastifyReply, details: Interaction, status = 200, error?: string, email?: string, extra: Record<string, string> = {}): Promise<void> {
-    const page = renderLoginPage({ action: paths(details.uid).login, csrf: csrfFor(details.uid), clientName: await clientName(details), error, email });
+    const page = renderLoginPage({ action: paths(details.uid).login, csrf: csrfFor(details.uid), clientName: (await clientInfo(details)).name, error, email });
     await sendPage(reply, status, page, redirectOrigins(details), extra);
   }
 
@@ -82,12 +78,13 @@ export async function interactionRoutes(app: FastifyInstance, options: Interacti
     const details = await load(request, reply);
     if (!details) return;
     if (details.prompt.name === 'login') return showLogin(reply, details);
-    if (details.prompt.name === 'consent' && (await isFirstParty(details))) {
+    const client = await clientInfo(details);
+    if (details.prompt.name === 'consent' && client.firstParty) {
       // First-party clients (registered with --first-party) skip the consent page: the grant is what they asked.
       return finish(request, reply, { consent: { grantId: await saveConsent(holder, details) } });
     }
     const scopes = requestedScopes(details);
-    const page = renderConsentPage({ action: paths(details.uid).confirm, abortAction: paths(details.uid).abort, csrf: csrfFor(details.uid), clientName: await clientName(details), scopes: scopes.map(describeScope) });
+    const page = renderConsentPage({ action: paths(details.uid).confirm, abortAction: paths(details.uid).abort, csrf: csrfFor(details.uid), clientName: client.name, scopes: scopes.map(describeScope) });
     await sendPage(reply, 200, page, redirectOrigins(details));
   });
 
