@@ -21,7 +21,7 @@ import { buildApp } from '../src/app.ts';
 import { createClient } from '../src/auth-server/clients.repository.ts';
 import { createUser } from '../src/auth-server/users.repository.ts';
 import { loadConfig } from '../src/config/config.ts';
-import { createTestDatabase, type TestDatabase } from '../test/helpers/databases.ts';
+import { TEST_WEBHOOK_SECRET_KEY, createTestDatabase, type TestDatabase } from '../test/helpers/databases.ts';
 import { sendToParent, serveChildControl, type ControlReply } from './child-control.ts';
 
 export interface AuthInstanceSpec {
@@ -100,6 +100,7 @@ async function startInstance(spec: AuthInstanceSpec): Promise<AuthInstance> {
     DATABASE_URL: database.url,
     RATE_LIMIT_MAX: '100000000',
     LOG_LEVEL: 'silent',
+    WEBHOOK_SECRET_KEY: TEST_WEBHOOK_SECRET_KEY,
     ...spec.env,
   });
   const app = await buildApp(config, { logger: false });

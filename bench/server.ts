@@ -13,7 +13,7 @@
 import Fastify, { type FastifyInstance } from 'fastify';
 import { buildApp } from '../src/app.ts';
 import { loadConfig } from '../src/config/config.ts';
-import { createTestDatabase, type TestDatabase as BenchDatabase, type TestDialect as BenchDialect } from '../test/helpers/databases.ts';
+import { TEST_WEBHOOK_SECRET_KEY, createTestDatabase, type TestDatabase as BenchDatabase, type TestDialect as BenchDialect } from '../test/helpers/databases.ts';
 import { BENCH_ISSUER, BENCH_RESOURCE } from './tokens.ts';
 import { sendToParent, serveChildControl, type ControlMessage, type ControlReply } from './child-control.ts';
 
@@ -96,6 +96,7 @@ async function startSignet(spec: InstanceSpec): Promise<number> {
     AUTH_JWKS_FILE: jwksFile,
     RATE_LIMIT_MAX: '100000000',
     LOG_LEVEL: 'silent',
+    WEBHOOK_SECRET_KEY: TEST_WEBHOOK_SECRET_KEY,
     ...spec.env,
   });
   return listen(await buildApp(config));

@@ -22,6 +22,7 @@ import { registerSecurityHeaders } from './http/security-headers.ts';
 import { createTokenVerifier } from './http/token-verifier.ts';
 import { validatorCompiler } from './http/validation.ts';
 import { ordersRoutes } from './orders/orders.routes.ts';
+import { registerWebhooks } from './webhooks/plugin.ts';
 import { registerAuthServer } from './auth-server/plugin.ts';
 import type { ProviderHolder } from './auth-server/provider-holder.ts';
 import { resourceDefinitions, ORDERS_SCOPES } from './auth-server/scopes.ts';
@@ -85,7 +86,8 @@ export async function buildApp(config: Readonly<Config>, options: { logger?: boo
 
   await registerOpenApi(app);
   registerHealth(app, database);
-  await app.register(ordersRoutes, { db: database.db, idempotency: { ttlSeconds: config.idempotencyKeyTtlSeconds, lockSeconds: config.idempotencyLockSeconds, singleWriter: database.dialect === 'sqlite' } });
+  const orderEvents = await registerWebhooks(app, config, database);
+  await app.register(ordersRoutes, { db: database.db, events: orderEvents, idempotency: { ttlSeconds: config.idempotencyKeyTtlSeconds, lockSeconds: config.idempotencyLockSeconds, singleWriter: database.dialect === 'sqlite' } });
 
   closeKeepAliveOnShutdown(app);
   const purge = setInterval(() => {

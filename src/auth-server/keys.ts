@@ -2,10 +2,11 @@
 // and sessions survive restarts and every instance signs with the same keys. Generated on first start;
 // `signet keys rotate` retires the current ones: retired keys stay published (JWKS) and accepted for
 // cookies until nothing they signed can still be valid, then they are deleted.
-import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { calculateJwkThumbprint, exportJWK, generateKeyPair, type JWK } from 'jose';
 import type { Kysely } from 'kysely';
 import { toDbTime } from '../db/codecs.ts';
+import { isSealed, seal, unseal } from '../db/sealed.ts';
 import type { Database } from '../db/schema.ts';
 
 /** Longer than any ID token (1 h) or access token (≤ 1 h) signed just before a rotation. */
@@ -77,24 +78,15 @@ async function insertCookieKey(db: Kysely<Database>, kek: Buffer | undefined): P
   await db.insertInto('signing_keys').values({ kid, use: 'cookie', alg: 'HS256', material: encrypt(randomBytes(32).toString('base64url'), kek), created_at: toDbTime(new Date()), retired_at: null }).execute();
 }
 
-const SEALED = 'aes256gcm:';
-
 function encrypt(plain: string, kek: Buffer | undefined): string {
-  if (!kek) return plain;
-  const iv = randomBytes(12);
-  const cipher = createCipheriv('aes-256-gcm', kek, iv);
-  const sealed = Buffer.concat([cipher.update(plain, 'utf8'), cipher.final()]);
-  return `${SEALED}${iv.toString('base64url')}.${sealed.toString('base64url')}.${cipher.getAuthTag().toString('base64url')}`;
+  return kek ? seal(plain, kek) : plain;
 }
 
 function decrypt(stored: string, kek: Buffer | undefined): string {
-  if (!stored.startsWith(SEALED)) return stored;
+  if (!isSealed(stored)) return stored;
   if (!kek) throw new KeyEncryptionError('the signing keys are encrypted: set KEY_ENCRYPTION_KEY to the key they were stored with');
-  const [iv = '', sealed = '', tag = ''] = stored.slice(SEALED.length).split('.');
   try {
-    const decipher = createDecipheriv('aes-256-gcm', kek, Buffer.from(iv, 'base64url'));
-    decipher.setAuthTag(Buffer.from(tag, 'base64url'));
-    return Buffer.concat([decipher.update(Buffer.from(sealed, 'base64url')), decipher.final()]).toString('utf8');
+    return unseal(stored, kek);
   } catch {
     throw new KeyEncryptionError('KEY_ENCRYPTION_KEY does not decrypt the stored signing keys');
   }

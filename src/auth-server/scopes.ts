@@ -9,9 +9,12 @@ export const SCOPE_DESCRIPTIONS: Readonly<Record<string, string>> = {
   offline_access: 'Keep access while you are away',
   'orders:read': 'See your orders',
   'orders:write': 'Create, change, pay and cancel your orders',
+  'events:read': 'Read the events of your orders',
+  'webhooks:manage': 'Register and manage webhook endpoints',
 };
 
-export const ORDERS_SCOPES = ['orders:read', 'orders:write'];
+/** Every scope of the resource API. */
+export const ORDERS_SCOPES = ['orders:read', 'orders:write', 'events:read', 'webhooks:manage'];
 
 export interface ResourceDefinition {
   /** RFC 8707 resource indicator; also the `aud` of its access tokens. */

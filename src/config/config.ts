@@ -38,6 +38,22 @@ export interface Config {
   redisUrl: string | undefined;
   bodyLimitBytes: number;
   maxEventLoopDelayMs: number;
+  webhookHeaderName: string;
+  webhookTimeoutMs: number;
+  webhookRetryScheduleMs: number[];
+  webhookRetryAfterCapMs: number;
+  webhookDisableAfterMs: number;
+  webhookSecretOverlapMs: number;
+  webhookSecretKey: Buffer | undefined;
+  webhookAllowHttp: boolean;
+  webhookAllowedNetworks: string[];
+  webhookDispatcher: boolean;
+  webhookConcurrency: number;
+  webhookEndpointConcurrency: number;
+  webhookPollIntervalMs: number;
+  eventRetentionMs: number;
+  /** PUBLIC_URL, or http://HOST:PORT: the base of absolute URLs built outside a request (event payloads). */
+  baseUrl: string;
 }
 
 type Env = Record<string, string | undefined>;
@@ -87,6 +103,20 @@ export const SETTINGS = [
   setting({ key: 'redisUrl', env: 'REDIS_URL', default: undefined, doc: 'When set, rate-limit counters live in Redis so every instance shares them.', parse: parsers.redisUrl }),
   setting({ key: 'bodyLimitBytes', env: 'BODY_LIMIT_BYTES', default: '65536', doc: 'Largest accepted request body (413 above).', parse: parsers.integer(1024, 10 * 1024 * 1024) }),
   setting({ key: 'maxEventLoopDelayMs', env: 'MAX_EVENT_LOOP_DELAY_MS', default: '1000', doc: 'Event-loop delay above which requests get 503 with Retry-After (0 disables).', parse: parsers.integer(0, 60_000) }),
+  setting({ key: 'webhookHeaderName', env: 'WEBHOOK_HEADER_NAME', default: 'Service', doc: 'The producer word in the webhook headers: `X-<name>-Signature-256`, `X-<name>-Delivery`, `X-<name>-Event`.', parse: parsers.headerWord }),
+  setting({ key: 'webhookTimeoutMs', env: 'WEBHOOK_TIMEOUT', default: '15s', doc: 'How long one delivery attempt may take, from connect to response headers and body (5s–30s).', parse: parsers.duration(5000, 30_000) }),
+  setting({ key: 'webhookRetryScheduleMs', env: 'WEBHOOK_RETRY_SCHEDULE', default: '0s,5s,5m,30m,2h,5h,10h,10h', doc: 'Delay before each attempt (the first is normally `0s`); each delay gets ±20 % jitter. After the last attempt fails, the delivery is `failed`.', parse: parsers.durationList(0, 7 * 86_400_000, 20) }),
+  setting({ key: 'webhookRetryAfterCapMs', env: 'WEBHOOK_RETRY_AFTER_MAX', default: '1h', doc: "Longest `Retry-After` (on 429 and 503) that is honoured; a longer one waits this long.", parse: parsers.duration(1000, 86_400_000) }),
+  setting({ key: 'webhookDisableAfterMs', env: 'WEBHOOK_DISABLE_AFTER', default: '5d', doc: 'An endpoint whose every attempt failed for this long is disabled, and a `webhook.endpoint.disabled` event is recorded.', parse: parsers.duration(60_000, 90 * 86_400_000) }),
+  setting({ key: 'webhookSecretOverlapMs', env: 'WEBHOOK_SECRET_OVERLAP', default: '24h', doc: 'After a secret rotation, how long the previous secret still signs (Standard Webhooks header).', parse: parsers.duration(0, 30 * 86_400_000) }),
+  setting({ key: 'webhookSecretKey', env: 'WEBHOOK_SECRET_KEY', default: undefined, doc: 'Base64url of 32 random bytes: the AES-256-GCM key that seals webhook secrets at rest. Required with PostgreSQL; with SQLite it defaults to a key generated into `<database file>.webhook-key` (mode 0600).', parse: parsers.aesKey }),
+  setting({ key: 'webhookAllowHttp', env: 'WEBHOOK_ALLOW_HTTP', default: 'false', doc: 'Development only: accept `http://` callback URLs.', parse: parsers.boolean }),
+  setting({ key: 'webhookAllowedNetworks', env: 'WEBHOOK_ALLOWED_NETWORKS', default: '', doc: 'Addresses or CIDRs (or `loopback`, `private`, `linklocal`, `uniquelocal`) that callbacks may reach although they are not public; everything else non-public is refused.', parse: parsers.networkList }),
+  setting({ key: 'webhookDispatcher', env: 'WEBHOOK_DISPATCHER', default: 'true', doc: 'Run the delivery dispatcher inside `signet serve` (`false` when `signet dispatcher` processes do it).', parse: parsers.boolean }),
+  setting({ key: 'webhookConcurrency', env: 'WEBHOOK_CONCURRENCY', default: '64', doc: 'Deliveries in flight at once, per dispatcher process.', parse: parsers.integer(1, 10_000) }),
+  setting({ key: 'webhookEndpointConcurrency', env: 'WEBHOOK_ENDPOINT_CONCURRENCY', default: '16', doc: 'Deliveries in flight to one endpoint at once, per dispatcher process (a slow endpoint cannot take every slot).', parse: parsers.integer(1, 1000) }),
+  setting({ key: 'webhookPollIntervalMs', env: 'WEBHOOK_POLL_INTERVAL', default: '1s', doc: 'Fallback poll for due deliveries; new events wake the dispatcher at once (in process, and by LISTEN/NOTIFY on PostgreSQL).', parse: parsers.duration(50, 60_000) }),
+  setting({ key: 'eventRetentionMs', env: 'EVENT_RETENTION', default: '30d', doc: 'How long events (and their delivery log) stay readable at `/api/events`; at least the whole retry schedule.', parse: parsers.duration(3_600_000, 3650 * 86_400_000) }),
 ] as const;
 
 /** Reads and validates every setting; throws ConfigError naming the first bad variable. */
@@ -95,7 +125,7 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
   for (const s of SETTINGS) {
     const raw = env[s.env] ?? s.default;
     if (raw === undefined || raw === '') {
-      values[s.key] = s.key === 'corsOrigins' ? [] : undefined;
+      values[s.key] = s.key === 'corsOrigins' || s.key === 'webhookAllowedNetworks' ? [] : undefined;
       continue;
     }
     try {
@@ -109,6 +139,11 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
   config.oauthIssuer = `${base}/oauth`;
   config.authIssuer ??= config.oauthIssuer;
   config.apiResource ??= `${base}/api`;
+  config.baseUrl = base;
+  const retryWindowMs = config.webhookRetryScheduleMs.reduce((sum, ms) => sum + ms, 0);
+  if (config.eventRetentionMs < retryWindowMs) {
+    throw new ConfigError(`EVENT_RETENTION: must be at least the retry window of WEBHOOK_RETRY_SCHEDULE (${Math.ceil(retryWindowMs / 3_600_000)} h), or events would be purged while still being retried`);
+  }
   return Object.freeze(config);
 }
 

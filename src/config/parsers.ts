@@ -119,4 +119,45 @@ function aesKey(raw: string): Buffer {
   return key;
 }
 
-export const parsers = { boolean, aesKey, integer, oneOf, url, baseUrl, host, databaseUrl, redisUrl, trustProxy, algorithmList, originList, text };
+const DURATION_UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+
+/** `500ms`, `5s`, `5m`, `2h`, `1d`, or a bare number of seconds; in milliseconds, within bounds. */
+function duration(minMs: number, maxMs: number) {
+  const describe = (ms: number) => (ms % 1000 === 0 ? `${ms / 1000}s` : `${ms}ms`);
+  return (raw: string): number => {
+    const match = /^(\d+)(ms|s|m|h|d)?$/.exec(raw.trim());
+    if (!match) throw new Error('expected a duration such as 500ms, 5s, 5m, 2h or 1d');
+    const ms = Number(match[1]) * DURATION_UNITS[match[2] ?? 's']!;
+    if (ms < minMs || ms > maxMs) throw new Error(`expected a duration between ${describe(minMs)} and ${describe(maxMs)}`);
+    return ms;
+  };
+}
+
+function durationList(minMs: number, maxMs: number, maxEntries: number) {
+  const one = duration(minMs, maxMs);
+  return (raw: string): number[] => {
+    const list = raw.split(',').map((s) => s.trim()).filter(Boolean).map(one);
+    if (list.length === 0 || list.length > maxEntries) throw new Error(`expected 1 to ${maxEntries} comma-separated durations`);
+    return list;
+  };
+}
+
+/** Addresses and CIDRs, or the names loopback, private, linklocal, uniquelocal. */
+function networkList(raw: string): string[] {
+  const named = ['loopback', 'private', 'linklocal', 'uniquelocal'];
+  const entries = raw.split(',').map((s) => s.trim().toLowerCase()).filter(Boolean);
+  for (const entry of entries) {
+    const [address, bits] = entry.split('/');
+    const validBits = bits === undefined || /^\d{1,3}$/.test(bits);
+    if (!named.includes(entry) && !(address && isIP(address) && validBits)) throw new Error(`"${entry}" is not an address, CIDR or one of ${named.join(', ')}`);
+  }
+  return entries;
+}
+
+/** One HTTP header token part such as `Service` or `Acme-Shop` (RFC 9110 §5.6.2, letters, digits, hyphens). */
+function headerWord(raw: string): string {
+  if (!/^[A-Za-z0-9]+(-[A-Za-z0-9]+)*$/.test(raw) || raw.length > 40) throw new Error('expected letters, digits and inner hyphens (e.g. Service or Acme-Shop)');
+  return raw;
+}
+
+export const parsers = { duration, durationList, networkList, headerWord, boolean, aesKey, integer, oneOf, url, baseUrl, host, databaseUrl, redisUrl, trustProxy, algorithmList, originList, text };

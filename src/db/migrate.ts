@@ -5,11 +5,13 @@ import { Migrator, type Migration, type MigrationResultSet } from 'kysely/migrat
 import type { DatabaseHandle } from './database.ts';
 import { ordersMigration } from './migrations/0001-orders.ts';
 import { authServerMigration } from './migrations/0002-auth-server.ts';
+import { webhooksMigration } from './migrations/0003-webhooks.ts';
 
 function migrationsFor(handle: DatabaseHandle): Record<string, Migration> {
   return {
     '0001-orders': ordersMigration(handle.dialect),
     '0002-auth-server': authServerMigration(handle.dialect),
+    '0003-webhooks': webhooksMigration(handle.dialect),
   };
 }
 

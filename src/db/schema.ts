@@ -85,6 +85,63 @@ export interface LoginThrottleTable {
   updated_at: DbTime;
 }
 
+export interface WebhookEndpointsTable {
+  id: string;
+  owner: string;
+  url: string;
+  description: string;
+  event_types: string;
+  enabled: number;
+  disabled_reason: string | null;
+  secret: string;
+  previous_secret: string | null;
+  previous_secret_expires_at: DbTime | null;
+  failing_since: DbTime | null;
+  created_at: DbTime;
+  updated_at: DbTime;
+}
+
+export interface WebhookEventsTable {
+  seq: Generated<number>;
+  id: string;
+  type: string;
+  occurred_at: DbTime;
+  data: string;
+  owner: string | null;
+  customer_id: string | null;
+  order_id: number | null;
+  /** PostgreSQL only (xid8, read as text): the writing transaction. */
+  tx_id: Generated<string>;
+}
+
+export interface WebhookDeliveriesTable {
+  id: string;
+  event_id: string;
+  endpoint_id: string;
+  state: 'pending' | 'succeeded' | 'failed';
+  attempt_count: number;
+  retry_index: number;
+  next_attempt_at: DbTime;
+  lease_owner: string | null;
+  lease_until: DbTime | null;
+  last_status_code: number | null;
+  last_error: string | null;
+  created_at: DbTime;
+  updated_at: DbTime;
+}
+
+export interface WebhookAttemptsTable {
+  id: Generated<number>;
+  delivery_id: string;
+  attempt: number;
+  started_at: DbTime;
+  duration_ms: number;
+  status_code: number | null;
+  error_kind: string | null;
+  error_detail: string | null;
+  response_excerpt: string | null;
+}
+
 export interface Database {
   orders: OrdersTable;
   order_status_changes: OrderStatusChangesTable;
@@ -94,4 +151,8 @@ export interface Database {
   oidc_payloads: OidcPayloadsTable;
   signing_keys: SigningKeysTable;
   login_throttle: LoginThrottleTable;
+  webhook_endpoints: WebhookEndpointsTable;
+  webhook_events: WebhookEventsTable;
+  webhook_deliveries: WebhookDeliveriesTable;
+  webhook_attempts: WebhookAttemptsTable;
 }

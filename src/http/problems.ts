@@ -25,6 +25,8 @@ export const PROBLEM_TYPES = {
   invalidTransition: problemType('invalid-state', 409, 'The order is not in a state that allows this'),
   idempotencyKeyReused: problemType('idempotency-key-reused', 409, 'This Idempotency-Key was used with a different request'),
   idempotencyKeyInFlight: problemType('idempotency-key-in-flight', 409, 'A request with this Idempotency-Key is still being processed'),
+  webhookState: problemType('webhook-state', 409, 'The webhook endpoint or delivery is not in a state that allows this'),
+  limitReached: problemType('limit-reached', 409, 'A limit on this resource was reached'),
   patchConflict: problemType('patch-conflict', 409, 'The patch cannot be applied to the current representation'),
   preconditionFailed: problemType('precondition-failed', 412, 'A precondition failed'),
   payloadTooLarge: problemType('payload-too-large', 413, 'The request body is too large'),

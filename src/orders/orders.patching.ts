@@ -1,6 +1,7 @@
 // PATCH /api/orders/{id}: picks the patch format from Content-Type, applies it to the order's
 // current writable representation, validates the result like a PUT body and hands it to the service.
 // JSON Patch is atomic (all operations or none) and honours `test` (RFC 6902 §4.6).
+import type { OrderEventSink } from './orders.events.ts';
 import type { FastifyRequest } from 'fastify';
 import type { Executor } from '../db/database.ts';
 import { fieldErrors } from '../http/errors.ts';
@@ -37,7 +38,7 @@ function patched(result: PatchResult): Record<string, unknown> {
   throw new Problem('patchConflict', result.detail, { errors });
 }
 
-export async function applyJsonPatchToOrder(db: Executor, principal: Principal, id: number, request: FastifyRequest): Promise<OrderRecord> {
+export async function applyJsonPatchToOrder(db: Executor, principal: Principal, id: number, request: FastifyRequest, events: OrderEventSink): Promise<OrderRecord> {
   const mediaType = patchMediaType(request.headers['content-type']);
   if (!mediaType) {
     throw new Problem('unsupportedMediaType', `PATCH takes ${ACCEPT_PATCH}`, { headers: { 'accept-patch': ACCEPT_PATCH } });
@@ -54,5 +55,5 @@ export async function applyJsonPatchToOrder(db: Executor, principal: Principal, 
     }
     return document;
   };
-  return service.replaceOrder(db, principal, id, patchedOrder, { statusIsReadOnly: false, check: preconditionsOf(request), now: new Date() });
+  return service.replaceOrder(db, principal, id, patchedOrder, { statusIsReadOnly: false, check: preconditionsOf(request), now: new Date(), events });
 }

@@ -8,6 +8,7 @@ import { publicBaseUrl } from '../http/origin.ts';
 import { Problem } from '../http/problems.ts';
 import type { Principal } from '../http/token-verifier.ts';
 import { DEFAULT_VARIANT, minimalResponse, orderResponse, preconditionsOf, sendOrderRead, wantsMinimal } from './orders.http.ts';
+import type { OrderEventSink } from './orders.events.ts';
 import { applyJsonPatchToOrder } from './orders.patching.ts';
 import { parseVariant, toRepresentation } from './orders.representation.ts';
 import { CreateOrderBody, ListQuery, Order, OrderIdParams, OrderList, OrderQuery, PatchBody, ReplaceOrderBody } from './orders.schemas.ts';
@@ -17,6 +18,8 @@ import { ORDER_ACTIONS, type OrderStatus } from './orders.states.ts';
 export interface OrdersRouteOptions {
   db: Db;
   idempotency: IdempotencySettings;
+  /** Where order changes are announced, inside their transaction (the webhook outbox). */
+  events: OrderEventSink;
 }
 
 const TAGS = ['orders'];
@@ -30,10 +33,10 @@ function principalOf(request: FastifyRequest): Principal {
 
 export async function ordersRoutes(fastify: FastifyInstance, options: OrdersRouteOptions): Promise<void> {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
-  const { db, idempotency } = options;
+  const { db, idempotency, events } = options;
 
   app.post('/api/orders', { config: write, schema: { tags: TAGS, summary: 'Create an order', body: CreateOrderBody, response: { 201: Order } } }, async (request, reply) =>
-    runIdempotent(request, reply, db, idempotency, async (trx) => orderResponse(request, await service.createOrder(trx, principalOf(request), request.body, new Date()), 201)),
+    runIdempotent(request, reply, db, idempotency, async (trx) => orderResponse(request, await service.createOrder(trx, principalOf(request), request.body, new Date(), events), 201)),
   );
 
   app.get('/api/orders/:id', { config: read, schema: { tags: TAGS, summary: 'Read an order', params: OrderIdParams, querystring: OrderQuery, response: { 200: Order } } }, async (request, reply) => {
@@ -68,7 +71,7 @@ export async function ordersRoutes(fastify: FastifyInstance, options: OrdersRout
   app.put('/api/orders/:id', { config: write, schema: { tags: TAGS, summary: 'Replace an order from its full representation', params: OrderIdParams, body: ReplaceOrderBody, response: { 200: Order } } }, async (request, reply) => {
     const next = request.body;
     const order = await db.transaction().execute((trx) =>
-      service.replaceOrder(trx, principalOf(request), Number(request.params.id), next, { statusIsReadOnly: true, check: preconditionsOf(request), now: new Date() }),
+      service.replaceOrder(trx, principalOf(request), Number(request.params.id), next, { statusIsReadOnly: true, check: preconditionsOf(request), now: new Date(), events }),
     );
     return sendStored(reply, wantsMinimal(request) ? minimalResponse(request, order) : orderResponse(request, order, 200));
   });
@@ -77,20 +80,20 @@ export async function ordersRoutes(fastify: FastifyInstance, options: OrdersRout
     '/api/orders/:id',
     { config: write, schema: { tags: TAGS, summary: 'Change an order with JSON Merge Patch (RFC 7396) or JSON Patch (RFC 6902)', params: OrderIdParams, body: PatchBody, response: { 200: Order } } },
     async (request, reply) => {
-      const order = await db.transaction().execute((trx) => applyJsonPatchToOrder(trx, principalOf(request), Number(request.params.id), request));
+      const order = await db.transaction().execute((trx) => applyJsonPatchToOrder(trx, principalOf(request), Number(request.params.id), request, events));
       return sendStored(reply, wantsMinimal(request) ? minimalResponse(request, order) : orderResponse(request, order, 200));
     },
   );
 
   app.delete('/api/orders/:id', { config: write, schema: { tags: TAGS, summary: 'Delete a pending or cancelled order', params: OrderIdParams, response: { 204: { type: 'null', description: 'Deleted' } } } }, async (request, reply) => {
-    await db.transaction().execute((trx) => service.deleteOrder(trx, principalOf(request), Number(request.params.id), preconditionsOf(request)));
+    await db.transaction().execute((trx) => service.deleteOrder(trx, principalOf(request), Number(request.params.id), preconditionsOf(request), new Date(), events));
     return reply.code(204).send(null);
   });
 
   for (const action of ORDER_ACTIONS) {
     app.post(`/api/orders/:id/${action}`, { config: write, schema: { tags: TAGS, summary: `Transition: ${action}`, params: OrderIdParams, response: { 200: Order } } }, async (request, reply) =>
       runIdempotent(request, reply, db, idempotency, async (trx) => {
-        const order = await service.transitionOrder(trx, principalOf(request), Number(request.params.id), action, preconditionsOf(request), new Date());
+        const order = await service.transitionOrder(trx, principalOf(request), Number(request.params.id), action, preconditionsOf(request), new Date(), events);
         return orderResponse(request, order, 200, DEFAULT_VARIANT);
       }),
     );

@@ -4,6 +4,7 @@
 import type { Executor } from '../db/database.ts';
 import { Problem, type FieldError } from '../http/problems.ts';
 import type { Principal } from '../http/token-verifier.ts';
+import { statusEvent, type OrderEventSink } from './orders.events.ts';
 import { isActiveCurrency, toMinorUnits } from './orders.money.ts';
 import * as repo from './orders.repository.ts';
 import type { OrderChanges, OrderRecord, StatusChangeRecord } from './orders.repository.ts';
@@ -53,10 +54,11 @@ function validateFields(principal: Principal, fields: OrderFields): { customerId
   return { customerId, totalMinor, currency };
 }
 
-export async function createOrder(db: Executor, principal: Principal, fields: OrderFields, now: Date): Promise<OrderRecord> {
+export async function createOrder(db: Executor, principal: Principal, fields: OrderFields, now: Date, events: OrderEventSink): Promise<OrderRecord> {
   const valid = validateFields(principal, fields);
   const order = await repo.insertOrder(db, { ...valid, now });
   await repo.insertStatusChange(db, order.id, order.status, now);
+  await events.orderChanged(db, 'order.created', order, now);
   return order;
 }
 
@@ -71,7 +73,7 @@ async function explainLostRace(db: Executor, principal: Principal, id: number, a
   throw new Problem('preconditionFailed', `order ${id} changed while this request was processed; fetch it and retry`);
 }
 
-export async function transitionOrder(db: Executor, principal: Principal, id: number, action: OrderAction, check: PreconditionCheck, now: Date): Promise<OrderRecord> {
+export async function transitionOrder(db: Executor, principal: Principal, id: number, action: OrderAction, check: PreconditionCheck, now: Date, events: OrderEventSink): Promise<OrderRecord> {
   const { from, to } = TRANSITIONS[action];
   const order = await getVisibleOrder(db, principal, id);
   if (order.status !== from) throw invalidState(order, action);
@@ -80,6 +82,7 @@ export async function transitionOrder(db: Executor, principal: Principal, id: nu
   const updated = await repo.updateOrderIf(db, id, { status: from, version: guardVersion ? order.version : undefined }, { status: to }, now);
   if (!updated) return explainLostRace(db, principal, id, action, from);
   await repo.insertStatusChange(db, id, to, now);
+  await events.orderChanged(db, statusEvent(to as Exclude<OrderStatus, 'pending'>), updated, now);
   return updated;
 }
 
@@ -128,7 +131,7 @@ const MAX_WRITE_ATTEMPTS = 50;
  * unconditional write is applied to the current state instead of failing with a 412 for a
  * precondition it never sent, and a patch is never written back over a change it did not see.
  */
-export async function replaceOrder(db: Executor, principal: Principal, id: number, next: NextState, options: { statusIsReadOnly: boolean; check: PreconditionCheck; now: Date }): Promise<OrderRecord> {
+export async function replaceOrder(db: Executor, principal: Principal, id: number, next: NextState, options: { statusIsReadOnly: boolean; check: PreconditionCheck; now: Date; events: OrderEventSink }): Promise<OrderRecord> {
   for (let attempt = 1; ; attempt++) {
     const order = await getVisibleOrder(db, principal, id);
     const wanted = typeof next === 'function' ? next(order) : next;
@@ -146,19 +149,25 @@ export async function replaceOrder(db: Executor, principal: Principal, id: numbe
     if (Object.keys(changes).length === 0) return order;
     const updated = await repo.updateOrderIf(db, id, { status: order.status, version: order.version }, changes, options.now);
     if (updated) {
-      if (changes.status) await repo.insertStatusChange(db, id, changes.status, options.now);
+      // A PATCH may change fields and move a pending order on at once: both are announced, in that order.
+      if (fieldsChange) await options.events.orderChanged(db, 'order.updated', updated, options.now);
+      if (changes.status) {
+        await repo.insertStatusChange(db, id, changes.status, options.now);
+        await options.events.orderChanged(db, statusEvent(changes.status as Exclude<OrderStatus, 'pending'>), updated, options.now);
+      }
       return updated;
     }
     if (attempt >= MAX_WRITE_ATTEMPTS) return explainLostRace(db, principal, id, 'apply the change', order.status);
   }
 }
 
-export async function deleteOrder(db: Executor, principal: Principal, id: number, check: PreconditionCheck): Promise<void> {
+export async function deleteOrder(db: Executor, principal: Principal, id: number, check: PreconditionCheck, now: Date, events: OrderEventSink): Promise<void> {
   const order = await getVisibleOrder(db, principal, id);
   if (!isDeletable(order.status)) throw invalidState(order, 'delete it (only pending and cancelled orders can be deleted)');
   const guardVersion = check(order);
   const deleted = await repo.deleteOrderIf(db, id, ['pending', 'cancelled'], guardVersion ? order.version : undefined);
   if (!deleted) return explainLostRace(db, principal, id, 'delete it', order.status);
+  await events.orderChanged(db, 'order.deleted', order, now);
 }
 
 export interface ListRequest {

@@ -14,6 +14,9 @@ export interface TestDatabase {
   drop(): Promise<void>;
 }
 
+/** WEBHOOK_SECRET_KEY for test servers (PostgreSQL needs one configured; SQLite would generate its own). */
+export const TEST_WEBHOOK_SECRET_KEY = Buffer.alloc(32, 7).toString('base64url');
+
 export function testDialects(): TestDialect[] {
   const dialects: TestDialect[] = ['sqlite'];
   if (process.env.TEST_POSTGRES_URL) dialects.push('postgres');

@@ -2,7 +2,7 @@
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../../src/app.ts';
 import { loadConfig } from '../../src/config/config.ts';
-import { createTestDatabase, type TestDialect } from './databases.ts';
+import { createTestDatabase, TEST_WEBHOOK_SECRET_KEY, type TestDialect } from './databases.ts';
 import { createTestIssuer, TEST_ISSUER, TEST_RESOURCE, type TestIssuer } from './tokens.ts';
 
 export interface TestServer {
@@ -24,6 +24,7 @@ export async function startServer(dialect: TestDialect, env: Record<string, stri
     AUTH_JWKS_FILE: tokens.jwksFile,
     RATE_LIMIT_MAX: '100000',
     LOG_LEVEL: 'silent',
+    WEBHOOK_SECRET_KEY: TEST_WEBHOOK_SECRET_KEY,
     ...env,
   });
   const app = await buildApp(config, { logger: env.LOG_LEVEL !== undefined }).catch(async (err: unknown) => {

@@ -1,0 +1,55 @@
+// PostgreSQL LISTEN on the outbox's channel: every dispatcher process hears about committed
+// deliveries at once. If the connection drops it reconnects; the dispatcher's poll covers the gap.
+import pg from 'pg';
+import type { FastifyBaseLogger as BaseLogger } from 'fastify';
+import { WAKE_CHANNEL } from './events.outbox.ts';
+
+const RECONNECT_MS = 1000;
+
+export interface CommitListener {
+  close(): Promise<void>;
+}
+
+export function listenForCommits(databaseUrl: string, onCommit: () => void, log: BaseLogger): CommitListener {
+  let client: pg.Client | undefined;
+  let closed = false;
+  let retry: NodeJS.Timeout | undefined;
+
+  const connect = async (): Promise<void> => {
+    const next = new pg.Client({ connectionString: databaseUrl });
+    next.on('notification', () => onCommit());
+    next.on('error', (err) => {
+      log.warn({ err }, 'webhook commit listener lost its connection; reconnecting');
+      next.end().catch(() => {});
+      schedule();
+    });
+    try {
+      await next.connect();
+      await next.query(`LISTEN ${WAKE_CHANNEL}`);
+      if (closed) return void (await next.end());
+      client = next;
+      onCommit(); // anything committed while we were not listening
+    } catch (err) {
+      log.warn({ err }, 'webhook commit listener could not connect; retrying');
+      next.end().catch(() => {});
+      schedule();
+    }
+  };
+  const schedule = (): void => {
+    if (closed || retry) return;
+    client = undefined;
+    retry = setTimeout(() => {
+      retry = undefined;
+      void connect();
+    }, RECONNECT_MS);
+    retry.unref();
+  };
+  void connect();
+  return {
+    async close() {
+      closed = true;
+      clearTimeout(retry);
+      await client?.end().catch(() => {});
+    },
+  };
+}

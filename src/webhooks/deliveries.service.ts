@@ -1,0 +1,49 @@
+// The delivery log and manual re-sends, for the endpoint's owner only.
+import type { Executor } from '../db/database.ts';
+import { Problem } from '../http/problems.ts';
+import * as repo from './deliveries.repository.ts';
+import type { DeliveryRecord, DeliveryState } from './deliveries.repository.ts';
+import { getOwnedEndpoint } from './endpoints.service.ts';
+import type { Outbox } from './events.outbox.ts';
+
+/** A delivery of another client's endpoint answers 404, like the endpoint itself. */
+export async function getOwnedDelivery(db: Executor, owner: string, id: string): Promise<DeliveryRecord> {
+  const delivery = await repo.findDelivery(db, id);
+  if (delivery) {
+    const endpoint = await getOwnedEndpoint(db, owner, delivery.endpointId).catch(() => undefined);
+    if (endpoint) return delivery;
+  }
+  throw new Problem('notFound', `delivery ${id} does not exist`);
+}
+
+/** The same delivery (same X-Service-Delivery, so receivers can dedupe) goes out again, with a fresh retry schedule. */
+export async function redeliver(db: Executor, outbox: Outbox, owner: string, id: string, now: Date): Promise<DeliveryRecord> {
+  const delivery = await getOwnedDelivery(db, owner, id);
+  const endpoint = await getOwnedEndpoint(db, owner, delivery.endpointId);
+  if (!endpoint.enabled) throw new Problem('webhookState', `endpoint ${endpoint.id} is disabled; enable it first`);
+  if (!(await repo.requeue(db, id, now))) throw new Problem('webhookState', `delivery ${id} is already pending`);
+  await outbox.announce(db);
+  return (await repo.findDelivery(db, id))!;
+}
+
+export async function recover(db: Executor, outbox: Outbox, owner: string, endpointId: string, since: Date, now: Date): Promise<number> {
+  const endpoint = await getOwnedEndpoint(db, owner, endpointId);
+  if (!endpoint.enabled) throw new Problem('webhookState', `endpoint ${endpointId} is disabled; enable it with PATCH {"Enabled": true} first`);
+  if (since > now) throw new Problem('validation', 'Since: must not be in the future', { errors: [{ pointer: '/Since', detail: 'must not be in the future' }] });
+  const requeued = await repo.requeueFailedSince(db, endpointId, since, now);
+  if (requeued > 0) await outbox.announce(db);
+  return requeued;
+}
+
+export interface DeliveryPage {
+  endpointId: string;
+  state?: DeliveryState;
+  before?: { createdAt: Date; id: string };
+  limit: number;
+}
+
+export async function listDeliveries(db: Executor, owner: string, page: DeliveryPage): Promise<{ items: DeliveryRecord[]; hasMore: boolean }> {
+  await getOwnedEndpoint(db, owner, page.endpointId);
+  const rows = await repo.listDeliveries(db, { ...page, limit: page.limit + 1 });
+  return { items: rows.slice(0, page.limit), hasMore: rows.length > page.limit };
+}

@@ -1,0 +1,119 @@
+// One HTTP attempt: POST the signed body to the callback URL through a keep-alive pool whose
+// connections only reach allowed addresses. Never follows redirects (undici's request does not unless
+// told to); any non-2xx is a failure to retry. Returns what the delivery log records.
+import { Agent, request, type Dispatcher } from 'undici';
+import { AddressPolicy, guardedLookup, literalAddressProblem } from './network.ts';
+import { parseRetryAfter } from './retry-policy.ts';
+
+export const EXCERPT_BYTES = 4096;
+/** Read (and discard) at most this much of a response, so the connection can be reused. */
+const DRAIN_LIMIT_BYTES = 64 * 1024;
+
+export type ErrorKind = 'timeout' | 'connection' | 'dns' | 'refused_address' | 'tls' | 'redirect' | 'status';
+
+export interface AttemptResult {
+  ok: boolean;
+  statusCode: number | null;
+  durationMs: number;
+  errorKind: ErrorKind | null;
+  errorDetail: string | null;
+  responseExcerpt: string | null;
+  /** 429/503 with Retry-After. */
+  retryAfterMs: number | undefined;
+  /** 410 Gone: the receiver asks never to be called again. */
+  gone: boolean;
+}
+
+export interface CallbackClientSettings {
+  timeoutMs: number;
+  connectionsPerOrigin: number;
+  policy: AddressPolicy;
+  userAgent: string;
+}
+
+export class CallbackClient {
+  readonly #agent: Agent;
+  readonly #settings: CallbackClientSettings;
+
+  constructor(settings: CallbackClientSettings) {
+    this.#settings = settings;
+    this.#agent = new Agent({
+      connections: settings.connectionsPerOrigin,
+      keepAliveTimeout: 30_000,
+      headersTimeout: settings.timeoutMs,
+      bodyTimeout: settings.timeoutMs,
+      connect: { timeout: settings.timeoutMs, lookup: guardedLookup(settings.policy) } as Agent.Options['connect'],
+    });
+  }
+
+  async post(url: string, headers: Record<string, string>, body: string): Promise<AttemptResult> {
+    const started = performance.now();
+    const elapsed = () => Math.round(performance.now() - started);
+    const refused = literalAddressProblem(new URL(url), this.#settings.policy);
+    if (refused) return failure('refused_address', refused, elapsed());
+    try {
+      const response = await request(url, {
+        method: 'POST',
+        dispatcher: this.#agent,
+        headers: { ...headers, 'content-type': 'application/json', 'user-agent': this.#settings.userAgent },
+        body,
+        signal: AbortSignal.timeout(this.#settings.timeoutMs),
+      });
+      const excerpt = await readExcerpt(response.body);
+      return fromStatus(response, excerpt, elapsed());
+    } catch (err) {
+      return failure(...classify(err), elapsed());
+    }
+  }
+
+  async close(): Promise<void> {
+    await this.#agent.close();
+  }
+}
+
+function fromStatus(response: Dispatcher.ResponseData, excerpt: string, durationMs: number): AttemptResult {
+  const status = response.statusCode;
+  const ok = status >= 200 && status < 300;
+  const kind: ErrorKind | null = ok ? null : status >= 300 && status < 400 ? 'redirect' : 'status';
+  const retryAfterMs = status === 429 || status === 503 ? parseRetryAfter(response.headers['retry-after'], new Date()) : undefined;
+  const detail = kind === 'redirect' ? `redirect to ${String(response.headers.location ?? '(no location)')} not followed` : kind ? `HTTP ${status}` : null;
+  return { ok, statusCode: status, durationMs, errorKind: kind, errorDetail: detail, responseExcerpt: excerpt, retryAfterMs, gone: status === 410 };
+}
+
+function failure(kind: ErrorKind, detail: string, durationMs: number): AttemptResult {
+  return { ok: false, statusCode: null, durationMs, errorKind: kind, errorDetail: detail, responseExcerpt: null, retryAfterMs: undefined, gone: false };
+}
+
+const TIMEOUT_CODES = new Set(['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'UND_ERR_CONNECT_TIMEOUT', 'ETIMEDOUT']);
+const DNS_CODES = new Set(['ENOTFOUND', 'EAI_AGAIN', 'EAI_FAIL', 'EAI_NONAME']);
+
+function classify(err: unknown): [ErrorKind, string] {
+  const e = err as { name?: string; code?: string; message?: string; cause?: { code?: string; message?: string } };
+  const code = e.code ?? e.cause?.code ?? '';
+  const message = e.message ?? String(err);
+  if (e.name === 'TimeoutError' || e.name === 'AbortError' || TIMEOUT_CODES.has(code)) return ['timeout', 'no response within the delivery timeout'];
+  if (code === 'ESSRF') return ['refused_address', message];
+  if (DNS_CODES.has(code)) return ['dns', `host not found (${code})`];
+  if (/CERT|TLS|SSL/i.test(code)) return ['tls', `TLS: ${code}`];
+  return ['connection', code ? `${code}: ${message}` : message];
+}
+
+async function readExcerpt(body: Dispatcher.ResponseData['body']): Promise<string> {
+  const parts: Buffer[] = [];
+  let kept = 0;
+  let read = 0;
+  for await (const chunk of body as AsyncIterable<Buffer>) {
+    if (kept < EXCERPT_BYTES) {
+      const part = chunk.subarray(0, EXCERPT_BYTES - kept);
+      parts.push(part);
+      kept += part.length;
+    }
+    read += chunk.length;
+    if (read > DRAIN_LIMIT_BYTES) {
+      body.destroy();
+      break;
+    }
+  }
+  // A cut may split a UTF-8 sequence; the decoder replaces the partial character.
+  return new TextDecoder().decode(Buffer.concat(parts));
+}

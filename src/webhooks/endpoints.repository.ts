@@ -1,0 +1,129 @@
+// SQL for webhook endpoints. Secrets stay sealed here; the service opens them only to sign.
+import type { Executor } from '../db/database.ts';
+import { fromDbTime, toDbTime } from '../db/codecs.ts';
+import type { WebhookEndpointsTable } from '../db/schema.ts';
+
+export type DisabledReason = 'manual' | 'gone' | 'failing';
+
+export interface EndpointRecord {
+  id: string;
+  owner: string;
+  url: string;
+  description: string;
+  eventTypes: string[];
+  enabled: boolean;
+  disabledReason: DisabledReason | null;
+  sealedSecret: string;
+  sealedPreviousSecret: string | null;
+  previousSecretExpiresAt: Date | null;
+  failingSince: Date | null;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+function toRecord(r: WebhookEndpointsTable): EndpointRecord {
+  return {
+    id: r.id,
+    owner: r.owner,
+    url: r.url,
+    description: r.description,
+    eventTypes: JSON.parse(r.event_types) as string[],
+    enabled: Number(r.enabled) === 1,
+    disabledReason: r.disabled_reason as DisabledReason | null,
+    sealedSecret: r.secret,
+    sealedPreviousSecret: r.previous_secret,
+    previousSecretExpiresAt: r.previous_secret_expires_at === null ? null : fromDbTime(r.previous_secret_expires_at),
+    failingSince: r.failing_since === null ? null : fromDbTime(r.failing_since),
+    createdAt: fromDbTime(r.created_at),
+    updatedAt: fromDbTime(r.updated_at),
+  };
+}
+
+export interface NewEndpoint {
+  id: string;
+  owner: string;
+  url: string;
+  description: string;
+  eventTypes: string[];
+  sealedSecret: string;
+  now: Date;
+}
+
+export async function insertEndpoint(db: Executor, e: NewEndpoint): Promise<EndpointRecord> {
+  const at = toDbTime(e.now);
+  const row = await db
+    .insertInto('webhook_endpoints')
+    .values({ id: e.id, owner: e.owner, url: e.url, description: e.description, event_types: JSON.stringify(e.eventTypes), enabled: 1, disabled_reason: null, secret: e.sealedSecret, previous_secret: null, previous_secret_expires_at: null, failing_since: null, created_at: at, updated_at: at })
+    .returningAll()
+    .executeTakeFirstOrThrow();
+  return toRecord(row);
+}
+
+export async function findEndpoint(db: Executor, id: string): Promise<EndpointRecord | undefined> {
+  const row = await db.selectFrom('webhook_endpoints').selectAll().where('id', '=', id).executeTakeFirst();
+  return row && toRecord(row);
+}
+
+export async function listEndpoints(db: Executor, owner: string): Promise<EndpointRecord[]> {
+  const rows = await db.selectFrom('webhook_endpoints').selectAll().where('owner', '=', owner).orderBy('created_at').orderBy('id').execute();
+  return rows.map(toRecord);
+}
+
+export async function countEndpoints(db: Executor, owner: string): Promise<number> {
+  const row = await db.selectFrom('webhook_endpoints').select((eb) => eb.fn.countAll<number>().as('n')).where('owner', '=', owner).executeTakeFirstOrThrow();
+  return Number(row.n);
+}
+
+export interface EndpointChanges {
+  url?: string;
+  description?: string;
+  eventTypes?: string[];
+  enabled?: boolean;
+  disabledReason?: DisabledReason | null;
+  sealedSecret?: string;
+  sealedPreviousSecret?: string | null;
+  previousSecretExpiresAt?: Date | null;
+  failingSince?: Date | null;
+}
+
+export async function updateEndpoint(db: Executor, id: string, changes: EndpointChanges, now: Date): Promise<EndpointRecord | undefined> {
+  const row = await db
+    .updateTable('webhook_endpoints')
+    .set({
+      url: changes.url,
+      description: changes.description,
+      event_types: changes.eventTypes && JSON.stringify(changes.eventTypes),
+      enabled: changes.enabled === undefined ? undefined : changes.enabled ? 1 : 0,
+      disabled_reason: changes.disabledReason,
+      secret: changes.sealedSecret,
+      previous_secret: changes.sealedPreviousSecret,
+      previous_secret_expires_at: changes.previousSecretExpiresAt === undefined ? undefined : changes.previousSecretExpiresAt && toDbTime(changes.previousSecretExpiresAt),
+      failing_since: changes.failingSince === undefined ? undefined : changes.failingSince && toDbTime(changes.failingSince),
+      updated_at: toDbTime(now),
+    })
+    .where('id', '=', id)
+    .returningAll()
+    .executeTakeFirst();
+  return row && toRecord(row);
+}
+
+export async function deleteEndpoint(db: Executor, id: string): Promise<void> {
+  await db.deleteFrom('webhook_endpoints').where('id', '=', id).execute();
+}
+
+/** A success ends the endpoint's run of failures. */
+export async function clearFailing(db: Executor, ids: string[]): Promise<void> {
+  if (ids.length === 0) return;
+  await db.updateTable('webhook_endpoints').set({ failing_since: null }).where('id', 'in', ids).where('failing_since', 'is not', null).execute();
+}
+
+/** Starts (or continues) the endpoint's run of failures; returns when it began. */
+export async function markFailing(db: Executor, id: string, now: Date): Promise<EndpointRecord | undefined> {
+  const row = await db
+    .updateTable('webhook_endpoints')
+    .set((eb) => ({ failing_since: eb.fn.coalesce('failing_since', eb.val(toDbTime(now))) }))
+    .where('id', '=', id)
+    .returningAll()
+    .executeTakeFirst();
+  return row && toRecord(row);
+}

@@ -1,0 +1,138 @@
+// Endpoint rules: ownership (an endpoint belongs to the client that registered it and is invisible to
+// others), callback URL and event-type validation, secrets (generated or chosen, rotated with an
+// overlap), enabling and disabling. Knows nothing of HTTP.
+import type { Executor } from '../db/database.ts';
+import { Problem, type FieldError } from '../http/problems.ts';
+import * as deliveries from './deliveries.repository.ts';
+import * as repo from './endpoints.repository.ts';
+import type { DisabledReason, EndpointRecord } from './endpoints.repository.ts';
+import { ALL_EVENTS, isEventType, newId } from './events.catalogue.ts';
+import type { Outbox, RecordedEvent } from './events.outbox.ts';
+import { callbackUrlProblem, type UrlRules } from './network.ts';
+import { generateSecret, secretProblem, type SecretBox } from './secrets.ts';
+
+/** Stripe allows 16 endpoints per account; a client that needs more than this is doing something else. */
+export const MAX_ENDPOINTS_PER_OWNER = 50;
+const MAX_URL_LENGTH = 2048;
+
+export interface EndpointContext {
+  box: SecretBox;
+  outbox: Outbox;
+  urlRules: UrlRules;
+  secretOverlapMs: number;
+}
+
+export interface EndpointInput {
+  Url: string;
+  Events: string[];
+  Description?: string;
+  Secret?: string;
+}
+
+function validationError(errors: FieldError[]): Problem {
+  return new Problem('validation', errors.map((e) => `${e.pointer.slice(1)}: ${e.detail}`).join('; '), { errors });
+}
+
+function checkUrl(url: string, rules: UrlRules, errors: FieldError[]): void {
+  const problem = url.length > MAX_URL_LENGTH ? `must be at most ${MAX_URL_LENGTH} characters` : callbackUrlProblem(url, rules);
+  if (problem) errors.push({ pointer: '/Url', detail: problem });
+}
+
+/** `*` alone, or known types without repeats. */
+function checkEvents(events: string[], errors: FieldError[]): string[] {
+  const unique = [...new Set(events)];
+  if (unique.includes(ALL_EVENTS) && unique.length > 1) errors.push({ pointer: '/Events', detail: '"*" already means every type; send it alone' });
+  unique.forEach((type, i) => {
+    if (type !== ALL_EVENTS && !isEventType(type)) errors.push({ pointer: `/Events/${i}`, detail: `unknown event type "${type}"` });
+  });
+  return unique;
+}
+
+export async function createEndpoint(db: Executor, ctx: EndpointContext, owner: string, input: EndpointInput, now: Date): Promise<{ endpoint: EndpointRecord; secret: string }> {
+  const errors: FieldError[] = [];
+  checkUrl(input.Url, ctx.urlRules, errors);
+  const eventTypes = checkEvents(input.Events, errors);
+  const secretIssue = input.Secret === undefined ? undefined : secretProblem(input.Secret);
+  if (secretIssue) errors.push({ pointer: '/Secret', detail: secretIssue });
+  if (errors.length > 0) throw validationError(errors);
+  if ((await repo.countEndpoints(db, owner)) >= MAX_ENDPOINTS_PER_OWNER) {
+    throw new Problem('limitReached', `a client may register at most ${MAX_ENDPOINTS_PER_OWNER} endpoints; delete one first`);
+  }
+  const id = newId('whep');
+  const secret = input.Secret ?? generateSecret();
+  const endpoint = await repo.insertEndpoint(db, { id, owner, url: input.Url, description: input.Description ?? '', eventTypes, sealedSecret: ctx.box.seal(id, secret), now });
+  return { endpoint, secret };
+}
+
+/** Another client's endpoint answers 404: its existence is not revealed. */
+export async function getOwnedEndpoint(db: Executor, owner: string, id: string): Promise<EndpointRecord> {
+  const endpoint = await repo.findEndpoint(db, id);
+  if (!endpoint || endpoint.owner !== owner) throw new Problem('notFound', `webhook endpoint ${id} does not exist`);
+  return endpoint;
+}
+
+export interface EndpointPatch {
+  Url?: string;
+  Events?: string[];
+  Description?: string | null;
+  Enabled?: boolean;
+}
+
+export async function changeEndpoint(db: Executor, ctx: EndpointContext, owner: string, id: string, patch: EndpointPatch, now: Date): Promise<EndpointRecord> {
+  const endpoint = await getOwnedEndpoint(db, owner, id);
+  const errors: FieldError[] = [];
+  if (patch.Url !== undefined) checkUrl(patch.Url, ctx.urlRules, errors);
+  const eventTypes = patch.Events === undefined ? undefined : checkEvents(patch.Events, errors);
+  if (errors.length > 0) throw validationError(errors);
+  const changes: repo.EndpointChanges = { url: patch.Url, eventTypes, description: patch.Description === null ? '' : patch.Description };
+  if (patch.Enabled === true && !endpoint.enabled) Object.assign(changes, { enabled: true, disabledReason: null, failingSince: null });
+  if (patch.Enabled === false && endpoint.enabled) {
+    Object.assign(changes, { enabled: false, disabledReason: 'manual' });
+    await deliveries.failPending(db, id, 'endpoint disabled', now);
+  }
+  return (await repo.updateEndpoint(db, id, changes, now))!;
+}
+
+export async function removeEndpoint(db: Executor, owner: string, id: string): Promise<void> {
+  await getOwnedEndpoint(db, owner, id);
+  await repo.deleteEndpoint(db, id);
+}
+
+/**
+ * The new secret signs at once; the previous one keeps signing (one more `v1,` signature in
+ * webhook-signature) until the overlap ends, so receivers can switch without a failed verification.
+ */
+export async function rotateSecret(db: Executor, ctx: EndpointContext, owner: string, id: string, chosen: string | undefined, now: Date): Promise<{ secret: string; previousExpiresAt: Date }> {
+  const endpoint = await getOwnedEndpoint(db, owner, id);
+  const issue = chosen === undefined ? undefined : secretProblem(chosen);
+  if (issue) throw validationError([{ pointer: '/Secret', detail: issue }]);
+  const secret = chosen ?? generateSecret();
+  const previousExpiresAt = new Date(now.getTime() + ctx.secretOverlapMs);
+  await repo.updateEndpoint(db, id, { sealedSecret: ctx.box.seal(id, secret), sealedPreviousSecret: endpoint.sealedSecret, previousSecretExpiresAt: previousExpiresAt }, now);
+  return { secret, previousExpiresAt };
+}
+
+/** Secrets that sign now, newest first. */
+export function activeSecrets(box: SecretBox, endpointId: string, sealed: { sealedSecret: string; sealedPreviousSecret: string | null; previousSecretExpiresAt: Date | null }, now: Date): string[] {
+  const secrets = [box.open(endpointId, sealed.sealedSecret)];
+  if (sealed.sealedPreviousSecret && sealed.previousSecretExpiresAt && sealed.previousSecretExpiresAt > now) secrets.push(box.open(endpointId, sealed.sealedPreviousSecret));
+  return secrets;
+}
+
+export async function ping(db: Executor, ctx: EndpointContext, owner: string, id: string, now: Date): Promise<RecordedEvent> {
+  const endpoint = await getOwnedEndpoint(db, owner, id);
+  if (!endpoint.enabled) throw new Problem('webhookState', `webhook endpoint ${id} is disabled; enable it with PATCH {"Enabled": true} first`);
+  return ctx.outbox.record(db, { type: 'webhook.ping', data: { EndpointId: id, Url: endpoint.url }, occurredAt: now, owner, endpointIds: [id] });
+}
+
+/** The dispatcher's decision (410 Gone, or failing for too long): disable, fail what waits, tell the owner. */
+export async function disableEndpoint(trx: Executor, outbox: Outbox, endpoint: EndpointRecord, reason: Exclude<DisabledReason, 'manual'>, now: Date): Promise<void> {
+  await repo.updateEndpoint(trx, endpoint.id, { enabled: false, disabledReason: reason }, now);
+  await deliveries.failPending(trx, endpoint.id, `endpoint disabled (${reason})`, now);
+  await outbox.record(trx, {
+    type: 'webhook.endpoint.disabled',
+    data: { EndpointId: endpoint.id, Url: endpoint.url, Reason: reason, FailingSinceUtc: (endpoint.failingSince ?? now).toISOString() },
+    occurredAt: now,
+    owner: endpoint.owner,
+  });
+}

@@ -1,0 +1,75 @@
+// Where callbacks may go (SSRF guard). Only public unicast addresses, unless the operator's allow-list
+// names a network. The dispatcher resolves the host itself and connects to the very address it checked
+// (the lookup result is the connection's address), so DNS rebinding between check and connect is moot.
+import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
+import { isIP } from 'node:net';
+import ipaddr from 'ipaddr.js';
+
+const NAMED_RANGES: Record<string, string> = { loopback: 'loopback', private: 'private', linklocal: 'linkLocal', uniquelocal: 'uniqueLocal' };
+
+export class AddressPolicy {
+  readonly #ranges: Set<string>;
+  readonly #cidrs: [ipaddr.IPv4 | ipaddr.IPv6, number][];
+
+  /** `allowed`: the WEBHOOK_ALLOWED_NETWORKS entries (names, addresses, CIDRs). */
+  constructor(allowed: readonly string[]) {
+    this.#ranges = new Set(allowed.filter((e) => NAMED_RANGES[e]).map((e) => NAMED_RANGES[e]!));
+    this.#cidrs = allowed.filter((e) => !NAMED_RANGES[e]).map((e) => (e.includes('/') ? ipaddr.parseCIDR(e) : [ipaddr.parse(e), ipaddr.parse(e).kind() === 'ipv4' ? 32 : 128]));
+  }
+
+  /** Public unicast, or allowed by the operator. Metadata services (169.254.169.254, fd00:ec2::254) are link-local / unique-local. */
+  allows(address: string): boolean {
+    if (!ipaddr.isValid(address)) return false;
+    const parsed = ipaddr.process(address); // an IPv4-mapped IPv6 address is judged as the IPv4 address
+    const range = parsed.range();
+    if (range === 'unicast') return true;
+    if (this.#ranges.has(range)) return true;
+    return this.#cidrs.some(([network, bits]) => network.kind() === parsed.kind() && parsed.match(network, bits));
+  }
+}
+
+export class RefusedAddressError extends Error {
+  readonly code = 'ESSRF';
+}
+
+type LookupCallback = (err: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void;
+
+/** A `lookup` for net.connect that refuses the connection when any resolved address is not allowed. */
+export function guardedLookup(policy: AddressPolicy) {
+  return (hostname: string, options: { all?: boolean; family?: number }, callback: LookupCallback): void => {
+    dnsLookup(hostname, { all: true, family: options.family ?? 0 }, (err, addresses) => {
+      if (err) return callback(err, []);
+      const refused = addresses.find((a) => !policy.allows(a.address));
+      if (refused) return callback(new RefusedAddressError(`${hostname} resolves to ${refused.address}, which is not a public address (WEBHOOK_ALLOWED_NETWORKS can allow it)`), []);
+      if (options.all) return callback(null, addresses);
+      const first = addresses[0]!;
+      callback(null, first.address, first.family);
+    });
+  };
+}
+
+/** An IP-literal host never goes through lookup, so it is checked here before connecting. */
+export function literalAddressProblem(url: URL, policy: AddressPolicy): string | undefined {
+  const host = url.hostname.replace(/^\[|\]$/g, '');
+  if (isIP(host) && !policy.allows(host)) return `${host} is not a public address (WEBHOOK_ALLOWED_NETWORKS can allow it)`;
+  return undefined;
+}
+
+export interface UrlRules {
+  allowHttp: boolean;
+  policy: AddressPolicy;
+}
+
+/** Why a callback URL is refused at registration, or undefined. Host names are checked again at every connection. */
+export function callbackUrlProblem(raw: string, rules: UrlRules): string | undefined {
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    return 'must be an absolute URL';
+  }
+  if (url.protocol !== 'https:' && !(url.protocol === 'http:' && rules.allowHttp)) return rules.allowHttp ? 'must use https or http' : 'must use https (http is allowed only with WEBHOOK_ALLOW_HTTP, for development)';
+  if (url.username || url.password) return 'must not contain credentials; the signature authenticates the sender';
+  if (url.hash) return 'must not contain a fragment';
+  return literalAddressProblem(url, rules.policy);
+}

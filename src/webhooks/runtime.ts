@@ -1,0 +1,71 @@
+// The webhook machinery one process needs, built from configuration: the secret box, the outbox, the
+// address policy and, when this process dispatches, the dispatcher with its wake-up source.
+import type { FastifyBaseLogger as BaseLogger } from 'fastify';
+import type { Config } from '../config/config.ts';
+import type { DatabaseHandle } from '../db/database.ts';
+import { listenForCommits, type CommitListener } from './commit-listener.ts';
+import { CallbackClient } from './delivery.http.ts';
+import { Dispatcher } from './dispatcher.ts';
+import type { EndpointContext } from './endpoints.service.ts';
+import { Outbox } from './events.outbox.ts';
+import { AddressPolicy } from './network.ts';
+import { resolveSecretKey, SecretBox } from './secrets.ts';
+
+export const USER_AGENT = 'Signet-Webhooks/0.1 (+https://github.com/signet)';
+
+export interface WebhookRuntime {
+  context: EndpointContext;
+  dispatcher: Dispatcher | undefined;
+  /** Starts dispatching (if this process dispatches). */
+  start(): void;
+  /** Stops claiming, finishes or releases what is in flight, closes connections. */
+  stop(graceMs?: number): Promise<void>;
+}
+
+export function createWebhookRuntime(config: Readonly<Config>, database: DatabaseHandle, log: BaseLogger, options: { dispatch: boolean }): WebhookRuntime {
+  const box = new SecretBox(resolveSecretKey(config.webhookSecretKey, config.databaseUrl));
+  const outbox = new Outbox(database.dialect, () => running?.dispatcher.wake());
+  const policy = new AddressPolicy(config.webhookAllowedNetworks);
+  const context: EndpointContext = { box, outbox, urlRules: { allowHttp: config.webhookAllowHttp, policy }, secretOverlapMs: config.webhookSecretOverlapMs };
+  const running = options.dispatch ? createDispatcher(config, database, log, { box, outbox, policy }) : undefined;
+  if (!running) return { context, dispatcher: undefined, start: () => {}, stop: async () => {} };
+  let listener: CommitListener | undefined;
+  return {
+    context,
+    dispatcher: running.dispatcher,
+    start() {
+      if (database.dialect === 'postgres') listener = listenForCommits(config.databaseUrl, () => running.dispatcher.wake(), log);
+      running.dispatcher.start();
+    },
+    async stop(graceMs) {
+      await listener?.close();
+      await running.dispatcher.stop(graceMs);
+      await running.client.close();
+    },
+  };
+}
+
+function createDispatcher(config: Readonly<Config>, database: DatabaseHandle, log: BaseLogger, parts: { box: SecretBox; outbox: Outbox; policy: AddressPolicy }): { dispatcher: Dispatcher; client: CallbackClient } {
+  const { box, outbox, policy } = parts;
+
+  const client = new CallbackClient({ timeoutMs: config.webhookTimeoutMs, connectionsPerOrigin: config.webhookEndpointConcurrency, policy, userAgent: USER_AGENT });
+  const dispatcher = new Dispatcher({
+    db: database.db,
+    dialect: database.dialect,
+    box,
+    outbox,
+    client,
+    log,
+    settings: {
+      concurrency: config.webhookConcurrency,
+      endpointConcurrency: config.webhookEndpointConcurrency,
+      pollIntervalMs: config.webhookPollIntervalMs,
+      timeoutMs: config.webhookTimeoutMs,
+      retry: { scheduleMs: config.webhookRetryScheduleMs, retryAfterCapMs: config.webhookRetryAfterCapMs },
+      disableAfterMs: config.webhookDisableAfterMs,
+      headerName: config.webhookHeaderName,
+      retentionMs: config.eventRetentionMs,
+    },
+  });
+  return { dispatcher, client };
+}

@@ -1,0 +1,56 @@
+// What one delivery attempt sends: the body, serialized afresh for the attempt with its own
+// Timestamp, and the signature headers over those exact bytes.
+//   X-<Name>-Signature-256: sha256=<hex>   GitHub style, HMAC-SHA256 keyed with the newest secret
+//   webhook-id / webhook-timestamp / webhook-signature: Standard Webhooks, one `v1,` per active secret
+import { createHmac } from 'node:crypto';
+import { standardWebhooksKey } from './secrets.ts';
+
+export interface EventEnvelope {
+  id: string;
+  type: string;
+  occurredAt: Date;
+  /** The event's Data, as the JSON text stored in the outbox. */
+  dataJson: string;
+}
+
+/**
+ * `{"Id","Type","OccurredAtUtc","Timestamp","Data"}`. The timestamp is the attempt's, inside the signed
+ * bytes (contract, Authentication 9), so a retry hours later is still fresh; OccurredAtUtc never changes.
+ */
+export function deliveryBody(event: EventEnvelope, attemptAt: Date): string {
+  const timestamp = new Date(Math.floor(attemptAt.getTime() / 1000) * 1000).toISOString();
+  return `{"Id":${JSON.stringify(event.id)},"Type":${JSON.stringify(event.type)},"OccurredAtUtc":${JSON.stringify(event.occurredAt.toISOString())},"Timestamp":${JSON.stringify(timestamp)},"Data":${event.dataJson}}`;
+}
+
+export interface SignatureInput {
+  headerName: string;
+  deliveryId: string;
+  eventType: string;
+  body: string;
+  attemptAt: Date;
+  /** Newest first: the current secret, then a previous one still inside its overlap. */
+  secrets: readonly string[];
+}
+
+export function githubSignature(secret: string, body: string): string {
+  return `sha256=${createHmac('sha256', secret).update(body, 'utf8').digest('hex')}`;
+}
+
+/** Standard Webhooks: base64 HMAC-SHA256 of `${id}.${timestamp}.${body}` keyed with the decoded secret. */
+export function standardSignature(secret: string, id: string, timestampSeconds: number, body: string): string {
+  return `v1,${createHmac('sha256', standardWebhooksKey(secret)).update(`${id}.${timestampSeconds}.${body}`, 'utf8').digest('base64')}`;
+}
+
+export function signatureHeaders(input: SignatureInput): Record<string, string> {
+  const seconds = Math.floor(input.attemptAt.getTime() / 1000);
+  const [newest] = input.secrets;
+  if (newest === undefined) throw new Error('an endpoint always has a secret');
+  return {
+    [`X-${input.headerName}-Signature-256`]: githubSignature(newest, input.body),
+    [`X-${input.headerName}-Delivery`]: input.deliveryId,
+    [`X-${input.headerName}-Event`]: input.eventType,
+    'webhook-id': input.deliveryId,
+    'webhook-timestamp': String(seconds),
+    'webhook-signature': input.secrets.map((s) => standardSignature(s, input.deliveryId, seconds, input.body)).join(' '),
+  };
+}
