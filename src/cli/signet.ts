@@ -1,22 +1,25 @@
-// The `signet` command. Subcommands: serve, migrate, user, client, keys.
+// The `signet` command. Subcommands: serve, dispatcher, migrate, user, client, keys.
 import { ConfigError, loadConfig } from '../config/config.ts';
 import { KeyEncryptionError } from '../auth-server/keys.ts';
 import { UsageError } from './admin.ts';
 import { clientCommand, CLIENT_USAGE } from './clients.ts';
+import { runDispatcher } from './dispatcher.ts';
 import { keysCommand, KEYS_USAGE } from './keys.ts';
 import { userCommand, USER_USAGE } from './users.ts';
 import { openDatabase } from '../db/database.ts';
 import { migrateToLatest } from '../db/migrate.ts';
 import { serve } from '../main.ts';
+import { SecretKeyError } from '../webhooks/secrets.ts';
 
 const USAGE = `usage: signet <command>
 
 commands:
-  serve     start the service (HTTP API) on HOST:PORT
-  migrate   apply pending database migrations and exit
-  user      create, list or delete users of the authorization server
-  client    create, list, delete OAuth clients or rotate their secrets
-  keys      rotate the signing keys
+  serve       start the service (HTTP API, and the webhook dispatcher) on HOST:PORT
+  dispatcher  run only the webhook dispatcher (scale-out; see WEBHOOK_DISPATCHER)
+  migrate     apply pending database migrations and exit
+  user        create, list or delete users of the authorization server
+  client      create, list, delete OAuth clients or rotate their secrets
+  keys        rotate the signing keys
 
 ${USER_USAGE}
 
@@ -43,6 +46,9 @@ async function main(argv: string[]): Promise<number> {
   switch (command) {
     case 'serve':
       await serve(loadConfig());
+      return -1; // keeps running
+    case 'dispatcher':
+      await runDispatcher(loadConfig());
       return -1; // keeps running
     case 'migrate':
       await migrate();
@@ -76,7 +82,7 @@ main(process.argv.slice(2)).then(
       return;
     }
     if (err instanceof ConfigError) console.error(`signet: invalid configuration: ${err.message}`);
-    else if (err instanceof KeyEncryptionError) console.error(`signet: ${err.message}`);
+    else if (err instanceof KeyEncryptionError || err instanceof SecretKeyError) console.error(`signet: ${err.message}`);
     else console.error(err);
     process.exitCode = 1;
   },

@@ -1,0 +1,80 @@
+// A real HTTP receiver on 127.0.0.1:0 that records every delivery (raw body bytes and headers) and
+// answers as the test tells it: a status, a hang (for timeouts) or a connection reset.
+import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Server } from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
+import { call, type CallResult } from './http.ts';
+import type { TestServer } from './server.ts';
+
+export interface ReceivedDelivery {
+  headers: IncomingHttpHeaders;
+  /** The exact bytes received, as UTF-8 text. */
+  body: string;
+  receivedAt: number;
+}
+
+export type Answer = { status: number; headers?: Record<string, string>; body?: string } | 'hang' | 'reset';
+
+export interface TestReceiver {
+  url: string;
+  received: ReceivedDelivery[];
+  /** Decides each answer; `index` counts requests from 0. Default: 200. */
+  answer: (request: IncomingMessage, index: number) => Answer;
+  /** Resolves once `count` deliveries have arrived; rejects after `timeoutMs`. */
+  waitFor(count: number, timeoutMs?: number): Promise<ReceivedDelivery[]>;
+  close(): Promise<void>;
+}
+
+export async function startReceiver(): Promise<TestReceiver> {
+  const sockets = new Set<Socket>();
+  const hanging = new Set<() => void>();
+  const receiver: TestReceiver = {
+    url: '',
+    received: [],
+    answer: () => ({ status: 200 }),
+    waitFor: (count, timeoutMs = 10_000) => waitUntil(() => receiver.received.length >= count, timeoutMs, () => `expected ${count} deliveries, got ${receiver.received.length}`).then(() => receiver.received),
+    close: async () => {
+      for (const release of hanging) release();
+      for (const socket of sockets) socket.destroy();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+  const server: Server = createServer((request, response) => {
+    const chunks: Buffer[] = [];
+    request.on('data', (chunk: Buffer) => chunks.push(chunk));
+    request.on('end', () => {
+      const index = receiver.received.length;
+      receiver.received.push({ headers: request.headers, body: Buffer.concat(chunks).toString('utf8'), receivedAt: Date.now() });
+      const answer = receiver.answer(request, index);
+      if (answer === 'reset') return request.socket.destroy();
+      if (answer === 'hang') return void hanging.add(() => response.destroy());
+      response.writeHead(answer.status, answer.headers).end(answer.body ?? '');
+    });
+  });
+  server.on('connection', (socket) => {
+    sockets.add(socket);
+    socket.on('close', () => sockets.delete(socket));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  receiver.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  return receiver;
+}
+
+/** Polls `condition` every 20 ms until it holds; never a fixed sleep. */
+export async function waitUntil(condition: () => boolean | Promise<boolean>, timeoutMs: number, describe: () => string = () => 'condition'): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await condition())) {
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms: ${describe()}`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+/** Settings for a server whose callbacks go to a local receiver over http, with a compressed retry schedule. */
+export const LOCAL_WEBHOOKS_ENV = { WEBHOOK_ALLOW_HTTP: 'true', WEBHOOK_ALLOWED_NETWORKS: 'loopback', WEBHOOK_RETRY_SCHEDULE: '0s,200ms,400ms', WEBHOOK_POLL_INTERVAL: '100ms' };
+
+export const WEBHOOK_SCOPES = 'orders:read orders:write webhooks:manage events:read';
+
+export async function registerEndpoint(server: TestServer, token: string, url: string, events: string[] = ['*'], extra: Record<string, unknown> = {}): Promise<CallResult> {
+  const result = await call(server.url, 'POST', '/api/webhooks', { token, body: { Url: url, Events: events, ...extra } });
+  if (result.status !== 201) throw new Error(`registering ${url} failed: ${result.status} ${result.text}`);
+  return result;
+}
