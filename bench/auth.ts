@@ -14,7 +14,7 @@
 // generator's) is reported too: on a 2-core machine the two compete for the same cores.
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import autocannon from 'autocannon';
 import { pkcePair, runAuthorizationFlow } from '../test/helpers/oauth-flow.ts';
@@ -22,7 +22,7 @@ import type { AuthInstance, AuthInstanceSpec, AuthServerMessage } from './auth-s
 import { forkBenchChild, type ControlMessage } from './child-control.ts';
 import type { Row } from './report.ts';
 import { formatAuthTable, updateAuthDocs, type AuthRow } from './auth-report.ts';
-import { machineInfo } from './report.ts';
+import { machineBusySeconds, machineInfo } from './report.ts';
 
 const here = dirname(fileURLToPath(import.meta.url));
 
@@ -45,20 +45,6 @@ export interface AuthBenchOptions {
 
 const FLOW_CONCURRENCY = Number(process.env.BENCH_AUTH_FLOW_CONCURRENCY || 12);
 const ALGORITHMS = ['ES256', 'EdDSA', 'RS256'] as const;
-
-/**
- * Busy CPU time of the whole machine (all processes, /proc/stat) in core-seconds, so that a window can
- * say how much of the 2 cores something other than the benchmark took. NaN off Linux.
- */
-function machineBusySeconds(): number {
-  try {
-    const fields = readFileSync('/proc/stat', 'utf8').split('\n', 1)[0]!.trim().split(/\s+/).slice(1).map(Number);
-    const [user = 0, nice = 0, system = 0, , , irq = 0, softirq = 0, steal = 0] = fields;
-    return (user + nice + system + irq + softirq + steal) / 100; // USER_HZ is 100 on Linux
-  } catch {
-    return NaN;
-  }
-}
 
 // ---------------------------------------------------------------------------------------------
 // Server child process

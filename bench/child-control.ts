@@ -1,7 +1,8 @@
 // The control channel every benchmark server process speaks with its parent: measurement windows
 // (CPU time and event-loop utilisation of this process, HTTP requests served, and with
-// BENCH_PROFILE_DIR a CPU profile of exactly that window) and shutdown. Shared by bench/server.ts and
-// bench/auth-server.ts.
+// BENCH_PROFILE_DIR a CPU profile of exactly that window) and shutdown. Shared by bench/server.ts,
+// bench/auth-server.ts, bench/webhooks-server.ts and bench/webhooks-receiver.ts; a child may listen for
+// messages of its own besides these (the control handler ignores types it does not know).
 import { fork, type ChildProcess } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
@@ -87,15 +88,16 @@ export function serveChildControl(options: ChildControlOptions): void {
 // Parent side
 // ---------------------------------------------------------------------------------------------
 
-export interface BenchChild<M extends { type: string }> {
+export interface BenchChild<M extends { type: string }, Out extends { type: string } = ControlMessage> {
   /** The child's `ready` message. */
   ready: Extract<M, { type: 'ready' }>;
-  request(message: ControlMessage, expect: M['type']): Promise<M>;
+  /** Sends a control message (or one of the child's own, `Out`) and waits for the reply of type `expect`. */
+  request(message: ControlMessage | Out, expect: M['type']): Promise<M>;
   stop(): Promise<void>;
 }
 
 /** Forks a benchmark server script and waits for its `ready` message; an `error` message or an exit rejects every wait. */
-export async function forkBenchChild<M extends { type: string }>(script: string, env: Record<string, string>, name: string, stopTimeoutMs = 15_000): Promise<BenchChild<M>> {
+export async function forkBenchChild<M extends { type: string }, Out extends { type: string } = ControlMessage>(script: string, env: Record<string, string>, name: string, stopTimeoutMs = 15_000): Promise<BenchChild<M, Out>> {
   const child: ChildProcess = fork(script, [], { env: { ...process.env, ...env }, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   const waiters: Array<{ type: M['type']; resolve: (m: M) => void; reject: (e: Error) => void }> = [];
   child.on('message', (message: M | { type: 'error'; message: string }) => {

@@ -49,6 +49,20 @@ export function machineInfo(): Machine {
 }
 
 /**
+ * Busy CPU time of the whole machine (all processes, /proc/stat) in core-seconds, so that a window can
+ * say how much of the 2 cores something other than the benchmark took. NaN off Linux.
+ */
+export function machineBusySeconds(): number {
+  try {
+    const fields = readFileSync('/proc/stat', 'utf8').split('\n', 1)[0]!.trim().split(/\s+/).slice(1).map(Number);
+    const [user = 0, nice = 0, system = 0, , , irq = 0, softirq = 0, steal = 0] = fields;
+    return (user + nice + system + irq + softirq + steal) / 100; // USER_HZ is 100 on Linux
+  } catch {
+    return NaN;
+  }
+}
+
+/**
  * The bare route is measured first and last; the higher of the two is the baseline, so a baseline
  * depressed by outside load can never make Signet's ratios look better than they are.
  */

@@ -84,7 +84,7 @@ export async function buildApp(config: Readonly<Config>, options: { logger?: boo
   registerScopeCheck(app, { resourceMetadataUrl: resourceMetadataUrl(config.apiResource) });
   registerResourceMetadata(app, { resource: config.apiResource, authorizationServers: [config.authIssuer], scopes: ORDERS_SCOPES });
 
-  await registerOpenApi(app);
+  await registerOpenApi(app, { webhookHeaderName: config.webhookHeaderName });
   registerHealth(app, database);
   const orderEvents = await registerWebhooks(app, config, database);
   await app.register(ordersRoutes, { db: database.db, events: orderEvents, idempotency: { ttlSeconds: config.idempotencyKeyTtlSeconds, lockSeconds: config.idempotencyLockSeconds, singleWriter: database.dialect === 'sqlite' } });

@@ -6,7 +6,7 @@ import { output, UsageError, withDatabase } from './admin.ts';
 
 export const KEYS_USAGE = `usage:
   signet keys rotate [--json]      new signing keys now; old ones stay published until their tokens expire
-  signet keys generate-kek         print a new KEY_ENCRYPTION_KEY value`;
+  signet keys generate-kek         print 32 random bytes, base64url: a KEY_ENCRYPTION_KEY or WEBHOOK_SECRET_KEY value`;
 
 export async function keysCommand(args: string[]): Promise<number> {
   const [action, ...rest] = args;

@@ -23,16 +23,22 @@ const TAGS = ['webhooks'];
 const manage = { scope: 'webhooks:manage' };
 const NO_STORE = 'no-store';
 
-/** The registering client (client credentials), or the user's own client for a user token. */
+/**
+ * The registering client (client credentials). End-user tokens are refused: an endpoint receives every
+ * customer's order events, and users of one client must not see or change each other's endpoints.
+ */
 export function ownerOf(request: FastifyRequest): string {
   const principal = request.principal;
   if (!principal) throw new Problem('unauthorized', 'an access token is required');
+  if (!principal.isClient) throw new Problem('forbidden', 'webhook endpoints are managed with a client-credentials token, not an end-user token');
   return principal.clientId ?? principal.subject;
 }
 
 export async function endpointRoutes(fastify: FastifyInstance, options: EndpointRouteOptions): Promise<void> {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
   const { db, context } = options;
+  // Before the body is validated: an end-user token learns 403, not what its body got wrong.
+  app.addHook('preValidation', async (request) => void ownerOf(request));
 
   app.post('/api/webhooks', { config: manage, schema: { tags: TAGS, summary: 'Register a webhook endpoint (the secret is returned only now)', body: schemas.CreateEndpointBody, response: { 201: schemas.CreatedEndpoint } } }, async (request, reply) => {
     const now = new Date();

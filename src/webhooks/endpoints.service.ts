@@ -42,8 +42,9 @@ function checkUrl(url: string, rules: UrlRules, errors: FieldError[]): void {
 function checkEvents(events: string[], errors: FieldError[]): string[] {
   const unique = [...new Set(events)];
   if (unique.includes(ALL_EVENTS) && unique.length > 1) errors.push({ pointer: '/Events', detail: '"*" already means every type; send it alone' });
-  unique.forEach((type, i) => {
-    if (type !== ALL_EVENTS && !isEventType(type)) errors.push({ pointer: `/Events/${i}`, detail: `unknown event type "${type}"` });
+  // Pointers index the array as sent (repeats included), so the first place of each unknown type.
+  unique.forEach((type) => {
+    if (type !== ALL_EVENTS && !isEventType(type)) errors.push({ pointer: `/Events/${events.indexOf(type)}`, detail: `unknown event type "${type}"` });
   });
   return unique;
 }

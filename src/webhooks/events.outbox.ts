@@ -75,14 +75,12 @@ export class Outbox {
 }
 
 async function subscribedEndpoints(trx: Executor, event: NewEvent): Promise<string[]> {
-  let query = trx
-    .selectFrom('webhook_endpoints')
-    .select('id')
-    .where('enabled', '=', 1)
-    // event_types is a JSON array of type names, which contain no quotes: a LIKE on the quoted name is exact.
-    .where((eb) => eb.or([eb('event_types', '=', JSON.stringify([ALL_EVENTS])), eb('event_types', 'like', `%${JSON.stringify(event.type)}%`)]));
+  let query = trx.selectFrom('webhook_endpoints').select('id').where('enabled', '=', 1);
   if (event.owner !== undefined) query = query.where('owner', '=', event.owner);
+  // Addressed to given endpoints (a ping): they get it whatever types they subscribe to, as the caller asked.
   if (event.endpointIds !== undefined) query = query.where('id', 'in', event.endpointIds);
+  // event_types is a JSON array of type names, which contain no quotes: a LIKE on the quoted name is exact.
+  else query = query.where((eb) => eb.or([eb('event_types', '=', JSON.stringify([ALL_EVENTS])), eb('event_types', 'like', `%${JSON.stringify(event.type)}%`)]));
   const rows = await query.execute();
   return rows.map((r) => r.id);
 }

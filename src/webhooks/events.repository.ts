@@ -28,7 +28,8 @@ export interface EventRecord {
 
 /** Who is reading: a client sees every order event and its own endpoint events; an end user, the events of their own orders. */
 export interface EventReader {
-  owner: string;
+  /** The client; undefined for an end user, who sees no endpoint events. */
+  owner: string | undefined;
   customerId: string | undefined;
 }
 
@@ -46,9 +47,8 @@ function baseQuery(db: Executor, dialect: Dialect) {
 
 function visibleTo(reader: EventReader) {
   return (eb: ExpressionBuilder<Database, 'webhook_events'>) => {
-    const own = eb('owner', '=', reader.owner);
     const orders = reader.customerId === undefined ? eb('owner', 'is', null) : eb.and([eb('owner', 'is', null), eb('customer_id', '=', reader.customerId)]);
-    return eb.or([own, orders]);
+    return reader.owner === undefined ? orders : eb.or([eb('owner', '=', reader.owner), orders]);
   };
 }
 

@@ -17,7 +17,9 @@ const read = { scope: 'events:read' };
 
 function readerOf(request: FastifyRequest): EventReader {
   const principal = request.principal!;
-  return { owner: ownerOf(request), customerId: principal.isClient ? undefined : principal.subject.toLowerCase() };
+  // An end user reads the events of their own orders only: endpoint events belong to the client's endpoints.
+  if (!principal.isClient) return { owner: undefined, customerId: principal.subject.toLowerCase() };
+  return { owner: ownerOf(request), customerId: undefined };
 }
 
 function parsePosition(after: string | undefined): EventPosition {

@@ -264,7 +264,7 @@ for (const dialect of testDialects()) {
       const metadata = (await (await fetch(url)).json()) as Record<string, unknown>;
       assert.equal(metadata.resource, server.resource);
       assert.deepEqual(metadata.authorization_servers, [server.issuer]);
-      assert.deepEqual(metadata.scopes_supported, ['orders:read', 'orders:write']);
+      assert.deepEqual(metadata.scopes_supported, ['orders:read', 'orders:write', 'events:read', 'webhooks:manage']);
       const bare = (await (await fetch(`${server.url}/.well-known/oauth-protected-resource`)).json()) as Record<string, unknown>;
       assert.deepEqual(bare, metadata);
     });

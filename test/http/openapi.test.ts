@@ -28,6 +28,22 @@ describe('OpenAPI document', () => {
     assert.equal(create.additionalProperties, false);
   });
 
+  test('documents the webhook API, the event list and every outgoing event type with its signature headers', async () => {
+    const doc = (await call(server.url, 'GET', '/openapi.json')).json;
+    for (const path of ['/api/webhooks', '/api/webhooks/{id}', '/api/webhooks/{id}/ping', '/api/webhooks/{id}/rotate-secret', '/api/webhooks/{id}/recover', '/api/webhooks/{id}/deliveries', '/api/webhooks/deliveries/{id}', '/api/webhooks/deliveries/{id}/redeliver', '/api/events', '/api/events/{id}']) {
+      assert.ok(doc.paths[path], `missing ${path}`);
+    }
+    assert.deepEqual(doc.paths['/api/webhooks'].post.security, [{ bearer: ['webhooks:manage'] }]);
+    assert.deepEqual(doc.paths['/api/events'].get.security, [{ bearer: ['events:read'] }]);
+    for (const type of ['order.created', 'order.updated', 'order.paid', 'order.cancelled', 'order.shipped', 'order.delivered', 'order.deleted', 'webhook.ping', 'webhook.endpoint.disabled']) {
+      const post = doc.webhooks[type]?.post;
+      assert.ok(post, `missing webhook ${type}`);
+      const headers = post.parameters.map((p: { name: string }) => p.name);
+      assert.ok(headers.includes('X-Service-Signature-256') && headers.includes('X-Service-Delivery') && headers.includes('webhook-signature'), type);
+      assert.deepEqual(post.requestBody.content['application/json'].schema.required, ['Id', 'Type', 'OccurredAtUtc', 'Timestamp', 'Data']);
+    }
+  });
+
   test('serves a reference page at /docs without external assets', async () => {
     const res = await call(server.url, 'GET', '/docs/');
     assert.equal(res.status, 200);
