@@ -123,7 +123,8 @@ export const SETTINGS = [
 export function loadConfig(env: Env = process.env): Readonly<Config> {
   const values: Partial<Record<keyof Config, unknown>> = {};
   for (const s of SETTINGS) {
-    const raw = env[s.env] ?? s.default;
+    // An empty variable (`FOO=` in an env file) means "not set": the default applies.
+    const raw = env[s.env] || s.default;
     if (raw === undefined || raw === '') {
       values[s.key] = s.key === 'corsOrigins' || s.key === 'webhookAllowedNetworks' ? [] : undefined;
       continue;

@@ -148,7 +148,8 @@ function networkList(raw: string): string[] {
   const entries = raw.split(',').map((s) => s.trim().toLowerCase()).filter(Boolean);
   for (const entry of entries) {
     const [address, bits] = entry.split('/');
-    const validBits = bits === undefined || /^\d{1,3}$/.test(bits);
+    const maxBits = address && isIP(address) === 6 ? 128 : 32;
+    const validBits = bits === undefined || (/^\d{1,3}$/.test(bits) && Number(bits) <= maxBits);
     if (!named.includes(entry) && !(address && isIP(address) && validBits)) throw new Error(`"${entry}" is not an address, CIDR or one of ${named.join(', ')}`);
   }
   return entries;

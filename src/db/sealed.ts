@@ -22,7 +22,7 @@ export function seal(plain: string, key: Buffer, associatedData?: string): strin
 export function unseal(stored: string, key: Buffer, associatedData?: string): string {
   const [iv = '', sealed = '', tag = ''] = stored.slice(SEALED.length).split('.');
   try {
-    const decipher = createDecipheriv('aes-256-gcm', key, Buffer.from(iv, 'base64url'));
+    const decipher = createDecipheriv('aes-256-gcm', key, Buffer.from(iv, 'base64url'), { authTagLength: 16 }); // full tags only
     if (associatedData !== undefined) decipher.setAAD(Buffer.from(associatedData, 'utf8'));
     decipher.setAuthTag(Buffer.from(tag, 'base64url'));
     return Buffer.concat([decipher.update(Buffer.from(sealed, 'base64url')), decipher.final()]).toString('utf8');

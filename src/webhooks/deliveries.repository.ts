@@ -44,11 +44,9 @@ export async function claimDue(db: Executor, dialect: Dialect, claim: ClaimReque
 }
 
 /** Gives claimed deliveries back at once: more than an endpoint may take, or still running at shutdown. */
-export async function releaseLeases(db: Executor, ids: string[], leaseToken?: string): Promise<void> {
+export async function releaseLeases(db: Executor, ids: string[], leaseToken: string): Promise<void> {
   if (ids.length === 0) return;
-  let query = db.updateTable('webhook_deliveries').set({ lease_owner: null, lease_until: null }).where('id', 'in', ids).where('state', '=', 'pending');
-  if (leaseToken !== undefined) query = query.where('lease_owner', '=', leaseToken);
-  await query.execute();
+  await db.updateTable('webhook_deliveries').set({ lease_owner: null, lease_until: null }).where('id', 'in', ids).where('lease_owner', '=', leaseToken).execute();
 }
 
 export interface SendableDelivery {

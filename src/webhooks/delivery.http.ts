@@ -66,8 +66,9 @@ export class CallbackClient {
     }
   }
 
+  /** Called after the dispatcher's grace period: whatever is still in flight is aborted (its lease was released). */
   async close(): Promise<void> {
-    await this.#agent.close();
+    await this.#agent.destroy();
   }
 }
 

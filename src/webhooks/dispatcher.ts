@@ -49,6 +49,8 @@ export class Dispatcher {
   readonly #deps: DispatcherDeps;
   readonly #now: () => Date;
   readonly #inFlight = new Map<string, Promise<void>>();
+  /** The lease token each delivery in flight was claimed with. */
+  readonly #leases = new Map<string, string>();
   readonly #perEndpoint = new Map<string, number>();
   #outcomes: Outcome[] = [];
   #flushing: Promise<void> | undefined;
@@ -88,8 +90,7 @@ export class Dispatcher {
     await Promise.race([Promise.allSettled(this.#inFlight.values()), grace]);
     clearTimeout(timer);
     await this.#flushAll();
-    const unfinished = [...this.#inFlight.keys()];
-    if (unfinished.length > 0) await this.#releaseAll(unfinished);
+    for (const [id, leaseToken] of this.#leases) await this.#release(id, leaseToken);
   }
 
   async purgeExpiredEvents(): Promise<number> {
@@ -120,8 +121,11 @@ export class Dispatcher {
   async #claimAndSend(): Promise<boolean> {
     const { db, dialect, settings } = this.#deps;
     const room = settings.concurrency - this.#inFlight.size;
-    if (room <= 0) return false;
+    // Consume the wake-up even when there is no room: a wake while every slot is busy (a NOTIFY, a new
+    // event) would otherwise make the sleep below return at once, forever, in a microtask loop that
+    // starves the event loop (the attempts in flight never finish). A finishing attempt wakes us anyway.
     this.#kicked = false;
+    if (room <= 0) return false;
     const now = this.#now();
     const leaseToken = randomBytes(12).toString('base64url');
     const skipEndpoints = [...this.#perEndpoint].filter(([, n]) => n >= settings.endpointConcurrency).map(([id]) => id);
@@ -153,12 +157,14 @@ export class Dispatcher {
       .catch((err: unknown) => this.#deps.log.error({ err, deliveryId: delivery.id }, 'webhook delivery attempt failed unexpectedly; its lease will expire and it will be retried'))
       .finally(() => {
         this.#inFlight.delete(delivery.id);
+        this.#leases.delete(delivery.id);
         const left = (this.#perEndpoint.get(delivery.endpointId) ?? 1) - 1;
         if (left === 0) this.#perEndpoint.delete(delivery.endpointId);
         else this.#perEndpoint.set(delivery.endpointId, left);
         this.wake();
       });
     this.#inFlight.set(delivery.id, task);
+    this.#leases.set(delivery.id, leaseToken);
   }
 
   async #attempt(d: SendableDelivery, leaseToken: string): Promise<void> {
@@ -215,9 +221,10 @@ export class Dispatcher {
     });
   }
 
-  async #releaseAll(ids: string[]): Promise<void> {
+  /** Only while this claim still holds the lease: another dispatcher may have taken it over since. */
+  async #release(id: string, leaseToken: string): Promise<void> {
     try {
-      await deliveries.releaseLeases(this.#deps.db, ids);
+      await deliveries.releaseLeases(this.#deps.db, [id], leaseToken);
     } catch (err) {
       this.#deps.log.warn({ err }, 'could not release leases at shutdown; they expire on their own');
     }

@@ -34,7 +34,7 @@ function parsePosition(after: string | undefined): EventPosition {
 function parseTypes(type: string | undefined): string[] | undefined {
   if (type === undefined) return undefined;
   const types = [...new Set(type.split(',').map((t) => t.trim()).filter(Boolean))];
-  const unknown = types.filter((t) => !isEventType(t));
+  const unknown = types.filter((t) => t !== ALL_EVENTS && !isEventType(t)); // `*` is every type, as for endpoints
   if (types.length === 0 || unknown.length > 0) {
     throw new Problem('invalidParameter', `type: unknown event type(s) ${unknown.map((t) => JSON.stringify(t)).join(', ') || '(none given)'}`, { errors: [{ pointer: '/type', detail: 'comma-separated event types' }] });
   }

@@ -48,7 +48,11 @@ export function createWebhookRuntime(config: Readonly<Config>, database: Databas
 function createDispatcher(config: Readonly<Config>, database: DatabaseHandle, log: BaseLogger, parts: { box: SecretBox; outbox: Outbox; policy: AddressPolicy }): { dispatcher: Dispatcher; client: CallbackClient } {
   const { box, outbox, policy } = parts;
 
-  const client = new CallbackClient({ timeoutMs: config.webhookTimeoutMs, connectionsPerOrigin: config.webhookEndpointConcurrency, policy, userAgent: USER_AGENT });
+  // The pool is per origin, but the per-endpoint limit is the dispatcher's: several endpoints can share
+  // one host. With only WEBHOOK_ENDPOINT_CONCURRENCY connections there, one endpoint's slow requests
+  // queued the others' (their timeout running while they waited unsent). As many connections as
+  // attempts can be in flight means an attempt never waits for a connection.
+  const client = new CallbackClient({ timeoutMs: config.webhookTimeoutMs, connectionsPerOrigin: config.webhookConcurrency, policy, userAgent: USER_AGENT });
   const dispatcher = new Dispatcher({
     db: database.db,
     dialect: database.dialect,
