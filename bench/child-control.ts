@@ -125,6 +125,12 @@ export async function forkBenchChild<M extends { type: string }, Out extends { t
       if (child.exitCode === null && child.connected) child.send({ type: 'shutdown' } satisfies ControlMessage);
       await Promise.race([exited, new Promise((r) => setTimeout(r, stopTimeoutMs))]);
       if (child.exitCode === null) child.kill('SIGTERM');
+      // A child whose event loop never turns (a livelock) cannot run its SIGTERM handler either.
+      await Promise.race([exited, new Promise((r) => setTimeout(r, 5000))]);
+      if (child.exitCode === null && child.signalCode === null) {
+        console.error(`${name} did not exit; killed (its temporary databases may be left behind)`);
+        child.kill('SIGKILL');
+      }
     },
   };
 }

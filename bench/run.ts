@@ -4,6 +4,9 @@
 //   npm run bench -- auth                 the authorization server instead (bench/auth.ts): client-
 //                                         credentials tokens/s per ACCESS_TOKEN_ALG and full login +
 //                                         code-exchange flows/s, against the same bare route
+//   npm run bench -- webhooks             webhook deliveries instead (bench/webhooks.ts): orders → signed
+//                                         deliveries verified at a local receiver, deliveries/s and
+//                                         commit-to-receipt latency, against a bare undici POST loop
 //   BENCH_SECONDS=3 npm run bench         quick run
 //   BENCH_POSTGRES_URL=postgres://postgres@127.0.0.1:5432/postgres npm run bench   also on PostgreSQL
 //   BENCH_PROFILE=1 npm run bench         also CPU-profile every measured window (bench/profiles/…),
@@ -15,7 +18,9 @@
 // touch docs/benchmarks.md; the default unless the run is a full, unprofiled one). The auth suite's ids:
 // auth:sqlite:cc, auth:sqlite:cc-eddsa, auth:sqlite:cc-rs256, auth:sqlite:flow, auth:postgres:cc,
 // auth:postgres:flow, bare-end, and, only when named, auth:sqlite:flow-sync-normal (SQLITE_SYNCHRONOUS=NORMAL);
-// BENCH_AUTH_FLOW_CONCURRENCY (12) flows at a time.
+// BENCH_AUTH_FLOW_CONCURRENCY (12) flows at a time. The webhooks suite's ids: baseline, webhooks:sqlite:latency,
+// webhooks:sqlite:live, webhooks:sqlite:backlog, the same for postgres, baseline-end; its own settings are
+// listed in bench/webhooks.ts.
 //
 // The servers run in a child process (bench/server.ts); autocannon runs here, so the load generator
 // never shares the servers' event loop. The child reports its own CPU time per measured window, which
@@ -29,6 +34,7 @@ import { forkBenchChild, type ControlMessage } from './child-control.ts';
 import { createBenchIssuer, type BenchIssuer } from './tokens.ts';
 import { formatTable, machineInfo, updateDocs, type Row } from './report.ts';
 import { runAuthBench } from './auth.ts';
+import { runWebhooksBench } from './webhooks.ts';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const root = dirname(here);
@@ -41,9 +47,9 @@ const ONLY = process.env.BENCH_SCENARIOS ? new Set(process.env.BENCH_SCENARIOS.s
 const POSTGRES_URL = process.env.BENCH_POSTGRES_URL || undefined;
 const PROFILE_DIR = process.env.BENCH_PROFILE === '1' ? join(here, 'profiles', new Date().toISOString().replace(/[:.]/g, '-')) : undefined;
 const WRITE_DOCS = process.env.BENCH_DOCS ? process.env.BENCH_DOCS === '1' : ONLY === undefined && PROFILE_DIR === undefined;
-/** `npm run bench` (or `-- api`): the resource API; `npm run bench -- auth`: the authorization server. */
+/** `npm run bench` (or `-- api`): the resource API; `-- auth`: the authorization server; `-- webhooks`: webhook deliveries. */
 const SUITE = process.argv[2] ?? 'api';
-if (SUITE !== 'api' && SUITE !== 'auth') throw new Error(`unknown benchmark suite "${SUITE}" (api or auth)`);
+if (SUITE !== 'api' && SUITE !== 'auth' && SUITE !== 'webhooks') throw new Error(`unknown benchmark suite "${SUITE}" (api, auth or webhooks)`);
 
 /** Throughput targets, as a fraction of the bare route's req/s. */
 export const TARGETS: Record<string, number> = { get: 0.5, 'get-304': 0.5, post: 0.25 };
@@ -224,6 +230,28 @@ if (SUITE === 'auth') {
   } finally {
     await servers.stop();
     jwks.cleanup();
+  }
+  process.exit(code);
+}
+
+// ---------------------------------------------------------------------------------------------
+// `npm run bench -- webhooks`: webhook deliveries (bench/webhooks.ts), with its own baseline (a bare
+// undici POST loop to the same receiver); no bench/server.ts needed.
+
+if (SUITE === 'webhooks') {
+  let code = 1;
+  try {
+    code = await runWebhooksBench({
+      seconds: SECONDS,
+      warmupSeconds: WARMUP_SECONDS,
+      only: ONLY,
+      postgresUrl: POSTGRES_URL,
+      profileDir: PROFILE_DIR,
+      writeDocs: WRITE_DOCS,
+      docsFile: join(root, 'docs', 'benchmarks.md'),
+    });
+  } catch (err) {
+    console.error(err);
   }
   process.exit(code);
 }

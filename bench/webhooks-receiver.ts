@@ -10,7 +10,8 @@
 // time and ELU of this process per window) plus its own:
 //   { type: 'endpoints', endpoints: { '/group/0': 'whsec_…', … } }  → { type: 'endpoints-set' }
 //   { type: 'stats' }                                               → { type: 'stats', groups, at }
-//   { type: 'record', group, on }    start/stop keeping one latency sample per verified delivery of the group
+//   { type: 'record', group, on }    → { type: 'recording' }: start/stop keeping one latency sample per
+//                                      verified delivery of the group
 //   { type: 'samples', group }                                      → { type: 'samples', samples }
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { createServer } from 'node:http';
@@ -45,6 +46,7 @@ export type ReceiverMessage =
   | ControlReply
   | { type: 'ready'; url: string }
   | { type: 'endpoints-set' }
+  | { type: 'recording' }
   | { type: 'stats'; groups: Record<string, GroupStats>; at: number }
   | { type: 'samples'; samples: LatencySample[] };
 
@@ -135,6 +137,7 @@ process.on('message', (message: ReceiverRequest) => {
     case 'record':
       if (message.on) recording.set(message.group, recording.get(message.group) ?? []);
       else recording.delete(message.group);
+      sendToParent({ type: 'recording' } satisfies ReceiverMessage);
       break;
     case 'samples':
       sendToParent({ type: 'samples', samples: recording.get(message.group) ?? [] } satisfies ReceiverMessage);

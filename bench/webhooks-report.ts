@@ -1,0 +1,186 @@
+// Output of the webhooks benchmark (`npm run bench -- webhooks`): the console table and the generated
+// parts of the "Webhooks" section of docs/benchmarks.md (between the bench:webhooks:… markers; everything
+// else in the file is left as written).
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { revision, type Machine } from './report.ts';
+
+export interface WebhookRow {
+  id: string;
+  label: string;
+  dialect: string;
+  kind: 'baseline' | 'live' | 'latency' | 'backlog';
+  /** Verified deliveries per second at the receiver. */
+  deliveriesPerSecond: number;
+  /** Orders created per second through the API (backlog: while filling the outbox). */
+  ordersPerSecond: number;
+  deliveries: number;
+  /** Latency from the event's OccurredAtUtc to receipt (ms). */
+  p50: number;
+  p99: number;
+  max: number;
+  /** Latency from the API's 201 reaching the client (the commit is done) to receipt (ms). */
+  commitP50: number;
+  commitP99: number;
+  /** POST /api/orders response time, from the scheduled send time (ms). */
+  apiP50: number;
+  apiP99: number;
+  serverCpuUsPerDelivery: number;
+  serverCores: number;
+  receiverCores: number;
+  clientCores: number;
+  otherCores: number;
+  serverElu: number;
+  bodyBytes: number;
+  /** Live: deliveries not yet received when order creation stopped, and how long they took to arrive. */
+  backlogAtEnd?: number;
+  drainSeconds?: number;
+  unexpected: number;
+  check: string;
+  /** A diagnostic variant (run only when named): no targets. */
+  diagnostic?: boolean;
+}
+
+export interface WebhookTargets {
+  deliveriesPerSecond: number;
+  baselineRatio: number;
+  p50Ms: number;
+  p99Ms: number;
+}
+
+/** From the issue, for this project's 2-core machine (load generator, receiver and Signet on it). */
+export const WEBHOOK_TARGETS: WebhookTargets = { deliveriesPerSecond: 3000, baselineRatio: 0.5, p50Ms: 10, p99Ms: 50 };
+
+export interface WebhookSettings {
+  seconds: number;
+  warmupSeconds: number;
+  endpoints: number;
+  orderConnections: number;
+  rate: number;
+  concurrency: number;
+  endpointConcurrency: number;
+}
+
+export interface WebhookReport {
+  rows: WebhookRow[];
+  targets: WebhookTargets;
+  machine: Machine;
+  settings: WebhookSettings;
+  date: Date;
+}
+
+/** As in report.ts: the higher of the two baseline runs, so outside load can never flatter the ratios. */
+function baselineOf(rows: WebhookRow[]): number | undefined {
+  const bare = rows.filter((r) => r.kind === 'baseline').map((r) => r.deliveriesPerSecond);
+  return bare.length > 0 ? Math.max(...bare) : undefined;
+}
+
+const int = (n: number | undefined) => (n !== undefined && Number.isFinite(n) ? Math.round(n).toLocaleString('en-US') : '');
+const fixed = (n: number, digits: number) => (n === Infinity ? '∞' : Number.isFinite(n) ? n.toFixed(digits) : '');
+const mark = (ok: boolean) => (ok ? '✅' : '❌');
+
+/** Each target of a row: [description, met]. */
+function verdicts(row: WebhookRow, baseline: number | undefined, t: WebhookTargets): [string, boolean][] {
+  if (row.diagnostic) return [];
+  if (row.kind === 'live') {
+    const list: [string, boolean][] = [[`≥ ${int(t.deliveriesPerSecond)}/s`, row.deliveriesPerSecond >= t.deliveriesPerSecond]];
+    if (baseline) list.push([`≥ ${t.baselineRatio}×`, row.deliveriesPerSecond / baseline >= t.baselineRatio]);
+    return list;
+  }
+  if (row.kind === 'latency') return [[`p50 ≤ ${t.p50Ms}`, row.p50 <= t.p50Ms], [`p99 ≤ ${t.p99Ms}`, row.p99 <= t.p99Ms]];
+  return [];
+}
+
+const HEADER = ['Scenario', 'DB', 'deliveries/s', 'orders/s', '× baseline', 'latency p50 / p99 / max ms', 'after 201: p50 / p99 ms', 'Target', 'Signet CPU µs/delivery', 'Signet cores', 'receiver cores', 'load cores', 'other cores', 'Signet ELU', 'Check'];
+const RIGHT = new Set([2, 3, 4, 8, 9, 10, 11, 12, 13]);
+
+function tableRows(rows: WebhookRow[], targets: WebhookTargets): string[][] {
+  const baseline = baselineOf(rows);
+  return rows.map((row) => [
+    row.label,
+    row.dialect,
+    int(row.deliveriesPerSecond),
+    int(row.ordersPerSecond),
+    baseline ? `${(row.deliveriesPerSecond / baseline).toFixed(2)}×` : '',
+    row.kind === 'latency' ? `${fixed(row.p50, 1)} / ${fixed(row.p99, 1)} / ${fixed(row.max, 1)}` : '',
+    row.kind === 'latency' ? `${fixed(row.commitP50, 1)} / ${fixed(row.commitP99, 1)}` : '',
+    verdicts(row, baseline, targets)
+      .map(([what, ok]) => `${what} ${mark(ok)}`)
+      .join(', '),
+    int(row.serverCpuUsPerDelivery),
+    fixed(row.serverCores, 2),
+    fixed(row.receiverCores, 2),
+    fixed(row.clientCores, 2),
+    fixed(row.otherCores, 2),
+    Number.isFinite(row.serverElu) ? `${(row.serverElu * 100).toFixed(0)}%` : '',
+    row.check,
+  ]);
+}
+
+export function formatWebhooksTable(rows: WebhookRow[], targets: WebhookTargets = WEBHOOK_TARGETS): string {
+  const body = tableRows(rows, targets);
+  const widths = HEADER.map((h, i) => Math.max(h.length, ...body.map((r) => r[i]!.length)));
+  const line = (cells: string[]) => cells.map((c, i) => (RIGHT.has(i) ? c.padStart(widths[i]!) : c.padEnd(widths[i]!))).join('  ');
+  return [line(HEADER), widths.map((w) => '-'.repeat(w)).join('  '), ...body.map(line)].join('\n');
+}
+
+function markdownTable(rows: WebhookRow[], targets: WebhookTargets): string {
+  const align = HEADER.map((_, i) => (RIGHT.has(i) ? '---:' : '---'));
+  return [HEADER, align, ...tableRows(rows, targets)].map((cells) => `| ${cells.join(' | ')} |`).join('\n');
+}
+
+const LATEST_START = '<!-- bench:webhooks:latest:start -->';
+const LATEST_END = '<!-- bench:webhooks:latest:end -->';
+const HISTORY_START = '<!-- bench:webhooks:history:start -->';
+const HISTORY_END = '<!-- bench:webhooks:history:end -->';
+const HISTORY_HEADER =
+  '| Date | Revision | s/scenario | baseline/s | SQLite live/s | × baseline | SQLite backlog/s | SQLite p50 / p99 ms | PG live/s | PG backlog/s | PG p50 / p99 ms | Targets |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|';
+
+function misses(report: WebhookReport): string[] {
+  const baseline = baselineOf(report.rows);
+  return report.rows.flatMap((row) => verdicts(row, baseline, report.targets).filter(([, ok]) => !ok).map(([what]) => `${row.dialect} ${row.kind} ${what}`));
+}
+
+function latestSection(report: WebhookReport, rev: string): string {
+  const { machine, settings } = report;
+  const missed = misses(report);
+  const bytes = report.rows.filter((r) => Number.isFinite(r.bodyBytes));
+  const size = (kind: string) => int(bytes.find((r) => r.kind === kind)?.bodyBytes);
+  return [
+    '### Latest run',
+    '',
+    `- Date: ${report.date.toISOString().replace(/\.\d+Z$/, 'Z')}; revision ${rev}`,
+    `- Machine: ${machine.cpus} CPUs (\`nproc\`), ${machine.model}, ${machine.memory} RAM, ${machine.os}; Node ${machine.node}`,
+    `- Load: ${settings.seconds} s per scenario after ${settings.warmupSeconds} s warm-up; ${settings.endpoints} endpoints per order (one receiver, ${settings.endpoints} paths); ` +
+      `WEBHOOK_CONCURRENCY ${settings.concurrency}, WEBHOOK_ENDPOINT_CONCURRENCY ${settings.endpointConcurrency}; live: ${settings.orderConnections} API clients in a closed loop; latency: ${settings.rate} events/s open loop`,
+    `- Delivery body: ${size('live') || size('latency')} B from Signet, ${size('baseline')} B in the baseline (average)`,
+    `- Targets: ${missed.length === 0 ? '**all met**' : `**${missed.length} missed** (${missed.join('; ')})`}`,
+    '',
+    markdownTable(report.rows, report.targets),
+    '',
+  ].join('\n');
+}
+
+function historyLine(report: WebhookReport, rev: string): string {
+  const find = (dialect: string, kind: string) => report.rows.find((r) => r.dialect === dialect && r.kind === kind);
+  const rate = (dialect: string, kind: string) => int(find(dialect, kind)?.deliveriesPerSecond);
+  const latency = (dialect: string) => {
+    const row = find(dialect, 'latency');
+    return row ? `${fixed(row.p50, 1)} / ${fixed(row.p99, 1)}` : '';
+  };
+  const baseline = baselineOf(report.rows);
+  const live = find('sqlite', 'live');
+  const missed = misses(report);
+  return `| ${report.date.toISOString().slice(0, 16).replace('T', ' ')} | ${rev} | ${report.settings.seconds} | ${int(baseline)} | ${rate('sqlite', 'live')} | ${live && baseline ? (live.deliveriesPerSecond / baseline).toFixed(2) : ''} | ${rate('sqlite', 'backlog')} | ${latency('sqlite')} | ${rate('postgres', 'live')} | ${rate('postgres', 'backlog')} | ${latency('postgres')} | ${missed.length === 0 ? 'all met' : `${missed.length} missed`} |`;
+}
+
+export function updateWebhooksDocs(file: string, report: WebhookReport): void {
+  let text = existsSync(file) ? readFileSync(file, 'utf8') : '# Benchmarks\n';
+  if (!text.includes(LATEST_START) || !text.includes(LATEST_END)) text += `\n## Webhooks\n\n${LATEST_START}\n${LATEST_END}\n`;
+  if (!text.includes(HISTORY_START) || !text.includes(HISTORY_END)) text += `\n### Webhooks history\n\n${HISTORY_START}\n${HISTORY_HEADER}\n${HISTORY_END}\n`;
+  const rev = revision();
+  const start = text.indexOf(LATEST_START) + LATEST_START.length;
+  text = `${text.slice(0, start)}\n${latestSection(report, rev)}\n${text.slice(text.indexOf(LATEST_END))}`;
+  const historyEnd = text.indexOf(HISTORY_END);
+  text = `${text.slice(0, historyEnd)}${historyLine(report, rev)}\n${text.slice(historyEnd)}`;
+  writeFileSync(file, text);
+}
