@@ -2,7 +2,7 @@
 // generated parts of the "Authorization server" section of docs/benchmarks.md (between the
 // bench:auth:… markers; everything else in the file is left as written).
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
-import { revision, type Machine } from './report.ts';
+import { baselineRate, revision, type Machine } from './report.ts';
 
 export interface AuthRow {
   id: string;
@@ -49,10 +49,8 @@ export interface AuthReport {
   date: Date;
 }
 
-/** As in report.ts: the higher of the two bare runs, so outside load can never flatter the ratios. */
 function baselineOf(rows: AuthRow[]): number | undefined {
-  const bare = rows.filter((r) => r.kind === 'bare').map((r) => r.rate);
-  return bare.length > 0 ? Math.max(...bare) : undefined;
+  return baselineRate(rows.filter((r) => r.kind === 'bare').map((r) => r.rate));
 }
 
 const int = (n: number) => (Number.isFinite(n) ? Math.round(n).toLocaleString('en-US') : '');

@@ -63,12 +63,15 @@ export function machineBusySeconds(): number {
 }
 
 /**
- * The bare route is measured first and last; the higher of the two is the baseline, so a baseline
- * depressed by outside load can never make Signet's ratios look better than they are.
+ * Every bench measures its baseline first and last; the higher of the two is the baseline, so a
+ * baseline depressed by outside load can never make Signet's ratios look better than they are.
  */
+export function baselineRate(rates: number[]): number | undefined {
+  return rates.length > 0 ? Math.max(...rates) : undefined;
+}
+
 function baselineOf(rows: Row[]): number | undefined {
-  const bare = rows.filter((r) => r.id === 'bare' || r.id === 'bare-end').map((r) => r.rps);
-  return bare.length > 0 ? Math.max(...bare) : undefined;
+  return baselineRate(rows.filter((r) => r.id === 'bare' || r.id === 'bare-end').map((r) => r.rps));
 }
 
 function ratio(row: Row, bare: number | undefined): number | undefined {

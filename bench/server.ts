@@ -13,8 +13,8 @@
 import Fastify, { type FastifyInstance } from 'fastify';
 import { buildApp } from '../src/app.ts';
 import { loadConfig } from '../src/config/config.ts';
-import { TEST_WEBHOOK_SECRET_KEY, createTestDatabase, type TestDatabase as BenchDatabase, type TestDialect as BenchDialect } from '../test/helpers/databases.ts';
-import { BENCH_ISSUER, BENCH_RESOURCE } from './tokens.ts';
+import { createTestDatabase, type TestDatabase as BenchDatabase, type TestDialect as BenchDialect } from '../test/helpers/databases.ts';
+import { benchServerEnv } from './tokens.ts';
 import { sendToParent, serveChildControl, type ControlMessage, type ControlReply } from './child-control.ts';
 
 export interface InstanceSpec {
@@ -88,15 +88,7 @@ async function startSignet(spec: InstanceSpec): Promise<number> {
   const database = await createTestDatabase(spec.dialect, process.env.BENCH_POSTGRES_URL);
   databases.push(database);
   const config = loadConfig({
-    HOST: '127.0.0.1',
-    PORT: '0',
-    DATABASE_URL: database.url,
-    AUTH_ISSUER: BENCH_ISSUER,
-    API_RESOURCE: BENCH_RESOURCE,
-    AUTH_JWKS_FILE: jwksFile,
-    RATE_LIMIT_MAX: '100000000',
-    LOG_LEVEL: 'silent',
-    WEBHOOK_SECRET_KEY: TEST_WEBHOOK_SECRET_KEY,
+    ...benchServerEnv(database.url, jwksFile!),
     ...spec.env,
   });
   return listen(await buildApp(config));

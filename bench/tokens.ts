@@ -5,9 +5,25 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { exportJWK, generateKeyPair, SignJWT, type CryptoKey } from 'jose';
+import { TEST_WEBHOOK_SECRET_KEY } from '../test/helpers/databases.ts';
 
 export const BENCH_ISSUER = 'https://issuer.bench/oauth';
 export const BENCH_RESOURCE = 'https://api.bench/api';
+
+/** What every benchmarked Signet instance starts with: loopback, tokens from the bench issuer, no rate limit in the way. */
+export function benchServerEnv(databaseUrl: string, jwksFile: string): Record<string, string> {
+  return {
+    HOST: '127.0.0.1',
+    PORT: '0',
+    DATABASE_URL: databaseUrl,
+    AUTH_ISSUER: BENCH_ISSUER,
+    API_RESOURCE: BENCH_RESOURCE,
+    AUTH_JWKS_FILE: jwksFile,
+    RATE_LIMIT_MAX: '100000000',
+    LOG_LEVEL: 'silent',
+    WEBHOOK_SECRET_KEY: TEST_WEBHOOK_SECRET_KEY,
+  };
+}
 
 export type BenchAlgorithm = 'ES256' | 'RS256';
 

@@ -2,7 +2,7 @@
 // parts of the "Webhooks" section of docs/benchmarks.md (between the bench:webhooks:… markers; everything
 // else in the file is left as written).
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
-import { revision, type Machine } from './report.ts';
+import { baselineRate, revision, type Machine } from './report.ts';
 
 export interface WebhookRow {
   id: string;
@@ -68,10 +68,8 @@ export interface WebhookReport {
   date: Date;
 }
 
-/** As in report.ts: the higher of the two baseline runs, so outside load can never flatter the ratios. */
 function baselineOf(rows: WebhookRow[]): number | undefined {
-  const bare = rows.filter((r) => r.kind === 'baseline').map((r) => r.deliveriesPerSecond);
-  return bare.length > 0 ? Math.max(...bare) : undefined;
+  return baselineRate(rows.filter((r) => r.kind === 'baseline').map((r) => r.deliveriesPerSecond));
 }
 
 const int = (n: number | undefined) => (n !== undefined && Number.isFinite(n) ? Math.round(n).toLocaleString('en-US') : '');

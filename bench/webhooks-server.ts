@@ -29,7 +29,7 @@ import { loadConfig, type Config } from '../src/config/config.ts';
 import { openDatabase, type DatabaseHandle } from '../src/db/database.ts';
 import { createWebhookRuntime, type WebhookRuntime } from '../src/webhooks/runtime.ts';
 import { TEST_WEBHOOK_SECRET_KEY, createTestDatabase, type TestDatabase, type TestDialect } from '../test/helpers/databases.ts';
-import { BENCH_ISSUER, BENCH_RESOURCE } from './tokens.ts';
+import { benchServerEnv } from './tokens.ts';
 import { sendToParent, serveChildControl, type ControlReply } from './child-control.ts';
 
 export interface WebhookInstanceSpec {
@@ -112,14 +112,7 @@ const running = new Map<string, Running>();
 async function startInstance(spec: WebhookInstanceSpec): Promise<number> {
   const database = await createTestDatabase(spec.dialect, process.env.BENCH_POSTGRES_URL);
   const env = {
-    HOST: '127.0.0.1',
-    PORT: '0',
-    DATABASE_URL: database.url,
-    AUTH_ISSUER: BENCH_ISSUER,
-    API_RESOURCE: BENCH_RESOURCE,
-    AUTH_JWKS_FILE: jwksFile,
-    RATE_LIMIT_MAX: '100000000',
-    LOG_LEVEL: 'silent',
+    ...benchServerEnv(database.url, jwksFile!),
     ...BENCH_WEBHOOK_ENV,
     WEBHOOK_DISPATCHER: String(spec.dispatcher),
     ...spec.env,

@@ -3,23 +3,21 @@ import type { Executor } from '../db/database.ts';
 import { Problem } from '../http/problems.ts';
 import * as repo from './deliveries.repository.ts';
 import type { DeliveryRecord, DeliveryState } from './deliveries.repository.ts';
+import { findEndpoint, type EndpointRecord } from './endpoints.repository.ts';
 import { getOwnedEndpoint } from './endpoints.service.ts';
 import type { Outbox } from './events.outbox.ts';
 
 /** A delivery of another client's endpoint answers 404, like the endpoint itself. */
-export async function getOwnedDelivery(db: Executor, owner: string, id: string): Promise<DeliveryRecord> {
+export async function getOwnedDelivery(db: Executor, owner: string, id: string): Promise<{ delivery: DeliveryRecord; endpoint: EndpointRecord }> {
   const delivery = await repo.findDelivery(db, id);
-  if (delivery) {
-    const endpoint = await getOwnedEndpoint(db, owner, delivery.endpointId).catch(() => undefined);
-    if (endpoint) return delivery;
-  }
-  throw new Problem('notFound', `delivery ${id} does not exist`);
+  const endpoint = delivery && (await findEndpoint(db, delivery.endpointId));
+  if (!delivery || !endpoint || endpoint.owner !== owner) throw new Problem('notFound', `delivery ${id} does not exist`);
+  return { delivery, endpoint };
 }
 
 /** The same delivery (same X-Service-Delivery, so receivers can dedupe) goes out again, with a fresh retry schedule. */
 export async function redeliver(db: Executor, outbox: Outbox, owner: string, id: string, now: Date): Promise<DeliveryRecord> {
-  const delivery = await getOwnedDelivery(db, owner, id);
-  const endpoint = await getOwnedEndpoint(db, owner, delivery.endpointId);
+  const { endpoint } = await getOwnedDelivery(db, owner, id);
   if (!endpoint.enabled) throw new Problem('webhookState', `endpoint ${endpoint.id} is disabled; enable it first`);
   if (!(await repo.requeue(db, id, now))) throw new Problem('webhookState', `delivery ${id} is already pending`);
   await outbox.announce(db);

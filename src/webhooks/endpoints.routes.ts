@@ -76,7 +76,7 @@ export async function endpointRoutes(fastify: FastifyInstance, options: Endpoint
   app.post('/api/webhooks/:id/ping', { config: manage, schema: { tags: TAGS, summary: 'Send a webhook.ping event to this endpoint only', params: schemas.EndpointIdParams, response: { 202: schemas.Delivery } } }, async (request, reply) => {
     const owner = ownerOf(request);
     const recorded = await db.transaction().execute((trx) => service.ping(trx, context, owner, request.params.id, new Date()));
-    const delivery = await deliveryService.getOwnedDelivery(db, owner, recorded.deliveryIds[0]!);
+    const { delivery } = await deliveryService.getOwnedDelivery(db, owner, recorded.deliveryIds[0]!);
     const baseUrl = publicBaseUrl(request);
     return reply.code(202).header('location', deliveryUrl(baseUrl, delivery.id)).send(deliveryView(delivery, baseUrl));
   });
@@ -119,7 +119,7 @@ export async function endpointRoutes(fastify: FastifyInstance, options: Endpoint
   );
 
   app.get('/api/webhooks/deliveries/:id', { config: manage, schema: { tags: TAGS, summary: 'One delivery with every attempt', params: schemas.DeliveryIdParams, response: { 200: schemas.DeliveryWithAttempts } } }, async (request) => {
-    const delivery = await deliveryService.getOwnedDelivery(db, ownerOf(request), request.params.id);
+    const { delivery } = await deliveryService.getOwnedDelivery(db, ownerOf(request), request.params.id);
     const attempts = await listAttempts(db, delivery.id);
     return { ...deliveryView(delivery, publicBaseUrl(request)), Attempts: attempts.map(attemptView) };
   });
