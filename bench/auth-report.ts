@@ -1,8 +1,7 @@
 // Output of the authorization-server benchmark (`npm run bench -- auth`): the console table and the
 // generated parts of the "Authorization server" section of docs/benchmarks.md (between the
 // bench:auth:… markers; everything else in the file is left as written).
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
-import { baselineRate, revision, type Machine } from './report.ts';
+import { baselineRate, markdownGrid, textTable, writeDocsSections, type Machine } from './report.ts';
 
 export interface AuthRow {
   id: string;
@@ -92,21 +91,13 @@ function tableRows(rows: AuthRow[], targets: AuthReport['targets']): string[][] 
 }
 
 export function formatAuthTable(rows: AuthRow[], targets: AuthReport['targets']): string {
-  const body = tableRows(rows, targets);
-  const widths = HEADER.map((h, i) => Math.max(h.length, ...body.map((r) => r[i]!.length)));
-  const line = (cells: string[]) => cells.map((c, i) => (RIGHT.has(i) ? c.padStart(widths[i]!) : c.padEnd(widths[i]!))).join('  ');
-  return [line(HEADER), widths.map((w) => '-'.repeat(w)).join('  '), ...body.map(line)].join('\n');
+  return textTable(HEADER, tableRows(rows, targets), (i) => RIGHT.has(i));
 }
 
 function markdownTable(rows: AuthRow[], targets: AuthReport['targets']): string {
-  const align = HEADER.map((_, i) => (RIGHT.has(i) ? '---:' : '---'));
-  return [HEADER, align, ...tableRows(rows, targets)].map((cells) => `| ${cells.join(' | ')} |`).join('\n');
+  return markdownGrid(HEADER, tableRows(rows, targets), (i) => RIGHT.has(i));
 }
 
-const LATEST_START = '<!-- bench:auth:latest:start -->';
-const LATEST_END = '<!-- bench:auth:latest:end -->';
-const HISTORY_START = '<!-- bench:auth:history:start -->';
-const HISTORY_END = '<!-- bench:auth:history:end -->';
 const HISTORY_HEADER = '| Date | Revision | s/scenario | bare req/s | CC ES256 tokens/s | CC EdDSA | CC RS256 | flows/s | PG CC tokens/s | PG flows/s | Targets |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|';
 
 function missed(report: AuthReport): AuthRow[] {
@@ -144,13 +135,6 @@ function historyLine(report: AuthReport, rev: string): string {
 }
 
 export function updateAuthDocs(file: string, report: AuthReport): void {
-  let text = existsSync(file) ? readFileSync(file, 'utf8') : '# Benchmarks\n';
-  if (!text.includes(LATEST_START) || !text.includes(LATEST_END)) text += `\n## Authorization server\n\n${LATEST_START}\n${LATEST_END}\n`;
-  if (!text.includes(HISTORY_START) || !text.includes(HISTORY_END)) text += `\n### Authorization-server history\n\n${HISTORY_START}\n${HISTORY_HEADER}\n${HISTORY_END}\n`;
-  const rev = revision();
-  const start = text.indexOf(LATEST_START) + LATEST_START.length;
-  text = `${text.slice(0, start)}\n${latestSection(report, rev)}\n${text.slice(text.indexOf(LATEST_END))}`;
-  const historyEnd = text.indexOf(HISTORY_END);
-  text = `${text.slice(0, historyEnd)}${historyLine(report, rev)}\n${text.slice(historyEnd)}`;
-  writeFileSync(file, text);
+  const markers = { suite: 'auth', latestHeading: '\n## Authorization server\n\n', historyHeading: '\n### Authorization-server history\n\n', historyHeader: HISTORY_HEADER };
+  writeDocsSections(file, markers, (rev) => ({ latest: latestSection(report, rev), history: historyLine(report, rev) }));
 }

@@ -22,7 +22,7 @@ import { createClient } from '../src/auth-server/clients.repository.ts';
 import { createUser } from '../src/auth-server/users.repository.ts';
 import { loadConfig } from '../src/config/config.ts';
 import { TEST_WEBHOOK_SECRET_KEY, createTestDatabase, type TestDatabase } from '../test/helpers/databases.ts';
-import { sendToParent, serveChildControl, type ControlReply } from './child-control.ts';
+import { closeAppsAndDrop, sendToParent, serveChildControl, type ControlReply } from './child-control.ts';
 
 export interface AuthInstanceSpec {
   name: string;
@@ -135,15 +135,9 @@ async function startInstance(spec: AuthInstanceSpec): Promise<AuthInstance> {
   };
 }
 
-async function shutdown(code: number): Promise<never> {
-  for (const app of apps) await app.close().catch(() => undefined);
-  for (const db of databases) await db.drop().catch((err) => console.error(`could not drop a benchmark database: ${(err as Error).message}`));
-  process.exit(code);
-}
+const shutdown = closeAppsAndDrop(apps, databases);
 
 serveChildControl({ requestCount: () => requestCount, shutdown });
-process.on('SIGINT', () => void shutdown(130));
-process.on('SIGTERM', () => void shutdown(143));
 
 try {
   const instances: Record<string, AuthInstance> = {};

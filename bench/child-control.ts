@@ -1,6 +1,7 @@
 // The control channel every benchmark server process speaks with its parent: measurement windows
 // (CPU time and event-loop utilisation of this process, HTTP requests served, and with
-// BENCH_PROFILE_DIR a CPU profile of exactly that window) and shutdown. Shared by bench/server.ts,
+// BENCH_PROFILE_DIR a CPU profile of exactly that window) and shutdown (on request, parent gone,
+// SIGINT or SIGTERM). Shared by bench/server.ts,
 // bench/auth-server.ts, bench/webhooks-server.ts and bench/webhooks-receiver.ts; a child may listen for
 // messages of its own besides these (the control handler ignores types it does not know).
 import { fork, type ChildProcess } from 'node:child_process';
@@ -82,6 +83,17 @@ export function serveChildControl(options: ChildControlOptions): void {
     handle().catch((err: Error) => sendToParent({ type: 'error', message: err.stack ?? err.message }));
   });
   process.on('disconnect', () => void options.shutdown(0)); // parent gone: never leave a server or a database behind
+  process.on('SIGINT', () => void options.shutdown(130));
+  process.on('SIGTERM', () => void options.shutdown(143));
+}
+
+/** Shutdown of a child that serves apps on throw-away databases: close them all, drop the databases, exit. */
+export function closeAppsAndDrop(apps: readonly { close(): Promise<unknown> }[], databases: readonly { drop(): Promise<void> }[]): (code: number) => Promise<never> {
+  return async (code) => {
+    for (const app of apps) await app.close().catch(() => undefined);
+    for (const db of databases) await db.drop().catch((err) => console.error(`could not drop a benchmark database: ${(err as Error).message}`));
+    process.exit(code);
+  };
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -109,16 +109,27 @@ function tableRows(rows: Row[], targets: Record<string, number>): string[][] {
 
 const HEADER = ['Scenario', 'DB', 'req/s (avg)', 'p50 ms', 'p99 ms', '× bare', 'Target', 'server CPU µs/req', 'server ELU', 'Responses'];
 
+/** A plain-text table for the terminal: columns padded, those in `right` aligned right. */
+export function textTable(header: readonly string[], body: string[][], right: (column: number) => boolean): string {
+  const widths = header.map((h, i) => Math.max(h.length, ...body.map((r) => r[i]!.length)));
+  const line = (cells: readonly string[]) => cells.map((c, i) => (right(i) ? c.padStart(widths[i]!) : c.padEnd(widths[i]!))).join('  ');
+  return [line(header), widths.map((w) => '-'.repeat(w)).join('  '), ...body.map(line)].join('\n');
+}
+
+/** The same table in Markdown, for docs/benchmarks.md. */
+export function markdownGrid(header: readonly string[], body: string[][], right: (column: number) => boolean): string {
+  const align = header.map((_, i) => (right(i) ? '---:' : '---'));
+  return [header, align, ...body].map((cells) => `| ${cells.join(' | ')} |`).join('\n');
+}
+
+const numericColumn = (i: number) => (i >= 2 && i <= 5) || i === 7;
+
 export function formatTable(rows: Row[], targets: Record<string, number>): string {
-  const body = tableRows(rows, targets);
-  const widths = HEADER.map((h, i) => Math.max(h.length, ...body.map((r) => r[i]!.length)));
-  const line = (cells: string[]) => cells.map((c, i) => (i >= 2 && i <= 5 || i === 7 ? c.padStart(widths[i]!) : c.padEnd(widths[i]!))).join('  ');
-  return [line(HEADER), widths.map((w) => '-'.repeat(w)).join('  '), ...body.map(line)].join('\n');
+  return textTable(HEADER, tableRows(rows, targets), numericColumn);
 }
 
 function markdownTable(rows: Row[], targets: Record<string, number>): string {
-  const align = HEADER.map((_, i) => (i >= 2 && i <= 5 || i === 7 ? '---:' : '---'));
-  return [HEADER, align, ...tableRows(rows, targets)].map((cells) => `| ${cells.join(' | ')} |`).join('\n');
+  return markdownGrid(HEADER, tableRows(rows, targets), numericColumn);
 }
 
 function git(args: string[]): string {
@@ -135,10 +146,6 @@ export function revision(): string {
   return git(['status', '--porcelain', '--', 'src']) ? `${head} + uncommitted src/ changes` : head;
 }
 
-const LATEST_START = '<!-- bench:latest:start -->';
-const LATEST_END = '<!-- bench:latest:end -->';
-const HISTORY_START = '<!-- bench:history:start -->';
-const HISTORY_END = '<!-- bench:history:end -->';
 const HISTORY_HEADER = '| Date | Revision | DB | s/scenario | bare req/s | GET × | 304 × | POST × | GET RS256/ES256 | Targets |\n|---|---|---|---:|---:|---:|---:|---:|---:|---|';
 
 const TEMPLATE = `# Benchmarks
@@ -175,14 +182,14 @@ client-independent cost) and its event-loop utilisation (ELU near 100 % = the se
 bottleneck). On a 2-core machine the load generator takes one core, the server the other, and a PostgreSQL
 server competes with both.
 
-${LATEST_START}
-${LATEST_END}
+<!-- bench:latest:start -->
+<!-- bench:latest:end -->
 
 ## History
 
-${HISTORY_START}
+<!-- bench:history:start -->
 ${HISTORY_HEADER}
-${HISTORY_END}
+<!-- bench:history:end -->
 `;
 
 export interface Report {
@@ -246,14 +253,32 @@ function latestSection(report: Report, rev: string): string {
   ].join('\n');
 }
 
-export function updateDocs(file: string, report: Report): void {
-  let text = existsSync(file) ? readFileSync(file, 'utf8') : TEMPLATE;
-  if (!text.includes(LATEST_START) || !text.includes(LATEST_END)) text += `\n${LATEST_START}\n${LATEST_END}\n`;
-  if (!text.includes(HISTORY_START) || !text.includes(HISTORY_END)) text += `\n## History\n\n${HISTORY_START}\n${HISTORY_HEADER}\n${HISTORY_END}\n`;
-  const rev = revision();
-  const start = text.indexOf(LATEST_START) + LATEST_START.length;
-  text = `${text.slice(0, start)}\n${latestSection(report, rev)}\n${text.slice(text.indexOf(LATEST_END))}`;
-  const historyEnd = text.indexOf(HISTORY_END);
-  text = `${text.slice(0, historyEnd)}${historyLines(report, rev).join('\n')}\n${text.slice(historyEnd)}`;
+export interface DocsMarkers {
+  /** `auth` for `<!-- bench:auth:latest:start -->`…; empty for the API suite's `<!-- bench:latest:start -->`. */
+  suite: string;
+  /** Appended when the file lacks the "Latest run" markers (e.g. `\n## Webhooks\n\n`). */
+  latestHeading: string;
+  /** Appended with the history table when the file lacks its markers. */
+  historyHeading: string;
+  historyHeader: string;
+}
+
+/** Replaces a suite's "Latest run" section and appends its lines to the history table. */
+export function writeDocsSections(file: string, markers: DocsMarkers, render: (rev: string) => { latest: string; history: string }, template = '# Benchmarks\n'): void {
+  const tag = (part: string) => `<!-- bench:${markers.suite ? `${markers.suite}:` : ''}${part} -->`;
+  const [latestStart, latestEnd, historyStart, historyEnd] = [tag('latest:start'), tag('latest:end'), tag('history:start'), tag('history:end')];
+  let text = existsSync(file) ? readFileSync(file, 'utf8') : template;
+  if (!text.includes(latestStart) || !text.includes(latestEnd)) text += `${markers.latestHeading}${latestStart}\n${latestEnd}\n`;
+  if (!text.includes(historyStart) || !text.includes(historyEnd)) text += `${markers.historyHeading}${historyStart}\n${markers.historyHeader}\n${historyEnd}\n`;
+  const { latest, history } = render(revision());
+  const start = text.indexOf(latestStart) + latestStart.length;
+  text = `${text.slice(0, start)}\n${latest}\n${text.slice(text.indexOf(latestEnd))}`;
+  const end = text.indexOf(historyEnd);
+  text = `${text.slice(0, end)}${history}\n${text.slice(end)}`;
   writeFileSync(file, text);
+}
+
+export function updateDocs(file: string, report: Report): void {
+  const markers = { suite: '', latestHeading: '\n', historyHeading: '\n## History\n\n', historyHeader: HISTORY_HEADER };
+  writeDocsSections(file, markers, (rev) => ({ latest: latestSection(report, rev), history: historyLines(report, rev).join('\n') }), TEMPLATE);
 }

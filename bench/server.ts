@@ -15,7 +15,7 @@ import { buildApp } from '../src/app.ts';
 import { loadConfig } from '../src/config/config.ts';
 import { createTestDatabase, type TestDatabase as BenchDatabase, type TestDialect as BenchDialect } from '../test/helpers/databases.ts';
 import { benchServerEnv } from './tokens.ts';
-import { sendToParent, serveChildControl, type ControlMessage, type ControlReply } from './child-control.ts';
+import { closeAppsAndDrop, sendToParent, serveChildControl, type ControlMessage, type ControlReply } from './child-control.ts';
 
 export interface InstanceSpec {
   name: string;
@@ -94,15 +94,9 @@ async function startSignet(spec: InstanceSpec): Promise<number> {
   return listen(await buildApp(config));
 }
 
-async function shutdown(code: number): Promise<never> {
-  for (const app of apps) await app.close().catch(() => undefined);
-  for (const db of databases) await db.drop().catch((err) => console.error(`could not drop a benchmark database: ${(err as Error).message}`));
-  process.exit(code);
-}
+const shutdown = closeAppsAndDrop(apps, databases);
 
 serveChildControl({ requestCount: () => requestCount, shutdown });
-process.on('SIGINT', () => void shutdown(130));
-process.on('SIGTERM', () => void shutdown(143));
 
 try {
   const bare = await startBare();

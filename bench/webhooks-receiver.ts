@@ -122,8 +122,6 @@ async function shutdown(code: number): Promise<never> {
 }
 
 serveChildControl({ requestCount: () => requests, shutdown });
-process.on('SIGINT', () => void shutdown(130));
-process.on('SIGTERM', () => void shutdown(143));
 
 process.on('message', (message: ReceiverRequest) => {
   switch (message.type) {

@@ -1,8 +1,7 @@
 // Output of the webhooks benchmark (`npm run bench -- webhooks`): the console table and the generated
 // parts of the "Webhooks" section of docs/benchmarks.md (between the bench:webhooks:… markers; everything
 // else in the file is left as written).
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
-import { baselineRate, revision, type Machine } from './report.ts';
+import { baselineRate, markdownGrid, textTable, writeDocsSections, type Machine } from './report.ts';
 
 export interface WebhookRow {
   id: string;
@@ -115,21 +114,13 @@ function tableRows(rows: WebhookRow[], targets: WebhookTargets): string[][] {
 }
 
 export function formatWebhooksTable(rows: WebhookRow[], targets: WebhookTargets = WEBHOOK_TARGETS): string {
-  const body = tableRows(rows, targets);
-  const widths = HEADER.map((h, i) => Math.max(h.length, ...body.map((r) => r[i]!.length)));
-  const line = (cells: string[]) => cells.map((c, i) => (RIGHT.has(i) ? c.padStart(widths[i]!) : c.padEnd(widths[i]!))).join('  ');
-  return [line(HEADER), widths.map((w) => '-'.repeat(w)).join('  '), ...body.map(line)].join('\n');
+  return textTable(HEADER, tableRows(rows, targets), (i) => RIGHT.has(i));
 }
 
 function markdownTable(rows: WebhookRow[], targets: WebhookTargets): string {
-  const align = HEADER.map((_, i) => (RIGHT.has(i) ? '---:' : '---'));
-  return [HEADER, align, ...tableRows(rows, targets)].map((cells) => `| ${cells.join(' | ')} |`).join('\n');
+  return markdownGrid(HEADER, tableRows(rows, targets), (i) => RIGHT.has(i));
 }
 
-const LATEST_START = '<!-- bench:webhooks:latest:start -->';
-const LATEST_END = '<!-- bench:webhooks:latest:end -->';
-const HISTORY_START = '<!-- bench:webhooks:history:start -->';
-const HISTORY_END = '<!-- bench:webhooks:history:end -->';
 const HISTORY_HEADER =
   '| Date | Revision | s/scenario | baseline/s | SQLite live/s | × baseline | SQLite backlog/s | SQLite p50 / p99 ms | PG live/s | PG backlog/s | PG p50 / p99 ms | Targets |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|';
 
@@ -172,13 +163,6 @@ function historyLine(report: WebhookReport, rev: string): string {
 }
 
 export function updateWebhooksDocs(file: string, report: WebhookReport): void {
-  let text = existsSync(file) ? readFileSync(file, 'utf8') : '# Benchmarks\n';
-  if (!text.includes(LATEST_START) || !text.includes(LATEST_END)) text += `\n## Webhooks\n\n${LATEST_START}\n${LATEST_END}\n`;
-  if (!text.includes(HISTORY_START) || !text.includes(HISTORY_END)) text += `\n### Webhooks history\n\n${HISTORY_START}\n${HISTORY_HEADER}\n${HISTORY_END}\n`;
-  const rev = revision();
-  const start = text.indexOf(LATEST_START) + LATEST_START.length;
-  text = `${text.slice(0, start)}\n${latestSection(report, rev)}\n${text.slice(text.indexOf(LATEST_END))}`;
-  const historyEnd = text.indexOf(HISTORY_END);
-  text = `${text.slice(0, historyEnd)}${historyLine(report, rev)}\n${text.slice(historyEnd)}`;
-  writeFileSync(file, text);
+  const markers = { suite: 'webhooks', latestHeading: '\n## Webhooks\n\n', historyHeading: '\n### Webhooks history\n\n', historyHeader: HISTORY_HEADER };
+  writeDocsSections(file, markers, (rev) => ({ latest: latestSection(report, rev), history: historyLine(report, rev) }));
 }

@@ -176,8 +176,6 @@ async function shutdown(code: number): Promise<never> {
 }
 
 serveChildControl({ requestCount: () => requestCount, shutdown });
-process.on('SIGINT', () => void shutdown(130));
-process.on('SIGTERM', () => void shutdown(143));
 process.on('message', (message: WebhookServerRequest) => {
   const handle = async () => {
     if (message.type === 'start-dispatcher') {

@@ -37,7 +37,7 @@ import { loadConfig } from '../src/config/config.ts';
 import { toRepresentation } from '../src/orders/orders.representation.ts';
 import { newId } from '../src/webhooks/events.catalogue.ts';
 import { USER_AGENT } from '../src/webhooks/runtime.ts';
-import { deliveryBody, signatureHeaders } from '../src/webhooks/signing.ts';
+import { deliveryBody, signatureHeaders, SigningSecret } from '../src/webhooks/signing.ts';
 import { forkBenchChild, type BenchChild, type MeasuredMessage } from './child-control.ts';
 import { machineBusySeconds, machineInfo } from './report.ts';
 import { createBenchIssuer } from './tokens.ts';
@@ -205,6 +205,7 @@ async function measureBaseline(receiver: Receiver, id: string, label: string, op
   const endpoints = Object.fromEntries(Array.from({ length: ENDPOINTS }, (_, i) => [`/${group}/${i}`, `whsec_${randomBytes(32).toString('base64')}`]));
   await receiver.request({ type: 'endpoints', endpoints }, 'endpoints-set');
   const paths = Object.keys(endpoints);
+  const signingSecrets = Object.fromEntries(Object.entries(endpoints).map(([path, secret]) => [path, new SigningSecret(secret)]));
   // The dispatcher's client (src/webhooks/runtime.ts): one keep-alive Agent with WEBHOOK_CONCURRENCY
   // connections per origin (all endpoints share the receiver's), as many requests in flight as the
   // dispatcher can have.
@@ -219,7 +220,7 @@ async function measureBaseline(receiver: Receiver, id: string, label: string, op
       const now = new Date();
       const deliveryId = newId('dlv');
       const body = deliveryBody({ id: newId('evt'), type: 'order.created', occurredAt: now, dataJson: sampleData(n + 1) }, now);
-      const headers = signatureHeaders({ headerName: DEFAULTS.webhookHeaderName, deliveryId, eventType: 'order.created', body, attemptAt: now, secrets: [endpoints[path]!] });
+      const headers = signatureHeaders({ headerName: DEFAULTS.webhookHeaderName, deliveryId, eventType: 'order.created', body, attemptAt: now, secrets: [signingSecrets[path]!] });
       try {
         const response = await request(`${receiver.url}${path}`, { method: 'POST', dispatcher: agent, headers: { ...headers, 'content-type': 'application/json', 'user-agent': USER_AGENT }, body });
         await response.body.text();

@@ -1,7 +1,7 @@
 // Builds the Kysely instance for the configured DATABASE_URL: node:sqlite (embedded default) or pg.
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { Kysely, PostgresDialect, SqliteDialect, type Transaction } from 'kysely';
+import { Kysely, PostgresDialect, sql, SqliteDialect, type Transaction } from 'kysely';
 import pg from 'pg';
 import { openSqlite } from './sqlite-driver.ts';
 import type { Database } from './schema.ts';
@@ -17,6 +17,7 @@ export interface DatabaseHandle {
 }
 
 const PG_INT8_OID = 20;
+const SQLITE_SYNCHRONOUS_NORMAL = 1;
 
 export function dialectOf(url: string): Dialect {
   return url.startsWith('sqlite:') ? 'sqlite' : 'postgres';
@@ -37,4 +38,25 @@ export function openDatabase(url: string, options: { sqliteSynchronous?: 'NORMAL
     types: { getTypeParser: (oid: number, format?: 'text' | 'binary') => (oid === PG_INT8_OID ? Number : pg.types.getTypeParser(oid, format)) } as pg.CustomTypesConfig,
   });
   return { dialect, db: new Kysely<Database>({ dialect: new PostgresDialect({ pool }) }) };
+}
+
+/**
+ * Runs `work` on one connection whose commits skip the fsync on SQLite (WAL with synchronous=NORMAL:
+ * durable across a process crash, possibly lost with the machine's power). Only for writes that are
+ * safe to lose that way, such as a dispatcher's leases and outcomes, which at-least-once delivery
+ * redoes. The next FULL commit (any order change) syncs the log with them. PostgreSQL: unchanged.
+ */
+export async function withoutFsync<T>(db: Db, dialect: Dialect, work: (connection: Db) => Promise<T>): Promise<T> {
+  if (dialect !== 'sqlite') return work(db);
+  return db.connection().execute(async (connection) => {
+    const { rows } = await sql<{ synchronous: number }>`PRAGMA synchronous`.execute(connection);
+    const level = Number(rows[0]?.synchronous);
+    if (level <= SQLITE_SYNCHRONOUS_NORMAL) return work(connection);
+    await sql`PRAGMA synchronous = NORMAL`.execute(connection);
+    try {
+      return await work(connection);
+    } finally {
+      await sql`PRAGMA synchronous = ${sql.raw(String(level))}`.execute(connection);
+    }
+  });
 }

@@ -1,147 +1,16 @@
-// SQL for deliveries and their attempts: claiming due work under a lease, recording outcomes, and the
-// delivery log. Plain functions over the database or an open transaction.
-import type { Dialect, Executor } from '../db/database.ts';
+// SQL for deliveries and their attempts: leases given back, the next retry's time, the delivery log and
+// re-queues. Plain functions over the database or an open transaction. The dispatcher's batched claim
+// and record are in dispatch.repository.ts.
+import type { Executor } from '../db/database.ts';
 import { fromDbTime, toDbTime } from '../db/codecs.ts';
-import type { WebhookAttemptsTable, WebhookDeliveriesTable } from '../db/schema.ts';
-import type { AttemptResult } from './delivery.http.ts';
+import type { WebhookDeliveriesTable } from '../db/schema.ts';
 
 export type DeliveryState = WebhookDeliveriesTable['state'];
 
-export interface ClaimRequest {
-  now: Date;
-  leaseUntil: Date;
-  leaseToken: string;
-  limit: number;
-  /** Endpoints this dispatcher already has enough in flight for. */
-  skipEndpoints: string[];
-}
-
-/**
- * Claims up to `limit` due deliveries in one statement. PostgreSQL: the inner SELECT … FOR UPDATE SKIP
- * LOCKED lets concurrent dispatchers take disjoint rows, and a row another one just leased fails the
- * re-checked WHERE. SQLite: one writer, so the UPDATE is atomic by itself. A lease that expired (its
- * dispatcher died mid-delivery) makes the row claimable again.
- */
-export async function claimDue(db: Executor, dialect: Dialect, claim: ClaimRequest): Promise<{ id: string; endpointId: string }[]> {
-  const now = toDbTime(claim.now);
-  const rows = await db
-    .updateTable('webhook_deliveries')
-    .set({ lease_owner: claim.leaseToken, lease_until: toDbTime(claim.leaseUntil) })
-    .where('id', 'in', (eb) => {
-      let due = eb
-        .selectFrom('webhook_deliveries')
-        .select('id')
-        .where('state', '=', 'pending')
-        .where('next_attempt_at', '<=', now)
-        .where((w) => w.or([w('lease_until', 'is', null), w('lease_until', '<', now)]));
-      if (claim.skipEndpoints.length > 0) due = due.where('endpoint_id', 'not in', claim.skipEndpoints);
-      due = due.orderBy('next_attempt_at').limit(claim.limit);
-      return dialect === 'postgres' ? due.forUpdate().skipLocked() : due;
-    })
-    .returning(['id', 'endpoint_id'])
-    .execute();
-  return rows.map((r) => ({ id: r.id, endpointId: r.endpoint_id }));
-}
-
-/** Gives claimed deliveries back at once: more than an endpoint may take, or still running at shutdown. */
+/** Gives claimed deliveries back at once: still running when a dispatcher stops. */
 export async function releaseLeases(db: Executor, ids: string[], leaseToken: string): Promise<void> {
   if (ids.length === 0) return;
   await db.updateTable('webhook_deliveries').set({ lease_owner: null, lease_until: null }).where('id', 'in', ids).where('lease_owner', '=', leaseToken).execute();
-}
-
-export interface SendableDelivery {
-  id: string;
-  retryIndex: number;
-  attemptCount: number;
-  eventId: string;
-  eventType: string;
-  occurredAt: Date;
-  dataJson: string;
-  endpointId: string;
-  url: string;
-  sealedSecret: string;
-  sealedPreviousSecret: string | null;
-  previousSecretExpiresAt: Date | null;
-}
-
-export async function loadSendable(db: Executor, ids: string[]): Promise<SendableDelivery[]> {
-  if (ids.length === 0) return [];
-  const rows = await db
-    .selectFrom('webhook_deliveries as d')
-    .innerJoin('webhook_events as e', 'e.id', 'd.event_id')
-    .innerJoin('webhook_endpoints as w', 'w.id', 'd.endpoint_id')
-    .select(['d.id', 'd.retry_index', 'd.attempt_count', 'e.id as event_id', 'e.type', 'e.occurred_at', 'e.data', 'w.id as endpoint_id', 'w.url', 'w.secret', 'w.previous_secret', 'w.previous_secret_expires_at'])
-    .where('d.id', 'in', ids)
-    .execute();
-  return rows.map((r) => ({
-    id: r.id,
-    retryIndex: Number(r.retry_index),
-    attemptCount: Number(r.attempt_count),
-    eventId: r.event_id,
-    eventType: r.type,
-    occurredAt: fromDbTime(r.occurred_at),
-    dataJson: r.data,
-    endpointId: r.endpoint_id,
-    url: r.url,
-    sealedSecret: r.secret,
-    sealedPreviousSecret: r.previous_secret,
-    previousSecretExpiresAt: r.previous_secret_expires_at === null ? null : fromDbTime(r.previous_secret_expires_at),
-  }));
-}
-
-export interface Outcome {
-  deliveryId: string;
-  endpointId: string;
-  leaseToken: string;
-  attempt: number;
-  startedAt: Date;
-  result: AttemptResult;
-  /** pending (retry at nextAttemptAt), succeeded or failed. */
-  state: DeliveryState;
-  retryIndex: number;
-  nextAttemptAt: Date;
-}
-
-/** Records one attempt and moves the delivery on, if this claim still holds its lease. */
-export async function recordOutcome(trx: Executor, outcome: Outcome, now: Date): Promise<void> {
-  const { result } = outcome;
-  const updated = await trx
-    .updateTable('webhook_deliveries')
-    .set({
-      state: outcome.state,
-      attempt_count: outcome.attempt,
-      retry_index: outcome.retryIndex,
-      next_attempt_at: toDbTime(outcome.nextAttemptAt),
-      lease_owner: null,
-      lease_until: null,
-      last_status_code: result.statusCode,
-      last_error: result.errorDetail,
-      updated_at: toDbTime(now),
-    })
-    .where('id', '=', outcome.deliveryId)
-    .where('lease_owner', '=', outcome.leaseToken)
-    .executeTakeFirst();
-  // The lease was lost (it expired and another dispatcher took over): the attempt still happened and is
-  // logged, but the other claim decides the delivery's state. Gone entirely (endpoint deleted): nothing to log.
-  if (Number(updated.numUpdatedRows) === 0) {
-    const exists = await trx.selectFrom('webhook_deliveries').select('id').where('id', '=', outcome.deliveryId).executeTakeFirst();
-    if (!exists) return;
-  }
-  await trx.insertInto('webhook_attempts').values(attemptRow(outcome)).execute();
-}
-
-function attemptRow(outcome: Outcome): Omit<WebhookAttemptsTable, 'id'> {
-  const { result } = outcome;
-  return {
-    delivery_id: outcome.deliveryId,
-    attempt: outcome.attempt,
-    started_at: toDbTime(outcome.startedAt),
-    duration_ms: result.durationMs,
-    status_code: result.statusCode,
-    error_kind: result.errorKind,
-    error_detail: result.errorDetail,
-    response_excerpt: result.responseExcerpt,
-  };
 }
 
 /** When the next scheduled retry falls due (to sleep exactly that long), if any. */

@@ -31,9 +31,14 @@ export interface CallbackClientSettings {
   userAgent: string;
 }
 
+/** Bounds the per-URL memo of the literal-address check (URLs are few: 50 endpoints per client). */
+const MAX_CHECKED_URLS = 10_000;
+
 export class CallbackClient {
   readonly #agent: Agent;
   readonly #settings: CallbackClientSettings;
+  /** URL → why it is refused (or null): parsing a URL costs more than signing, and the answer never changes. */
+  readonly #refusals = new Map<string, string | null>();
 
   constructor(settings: CallbackClientSettings) {
     this.#settings = settings;
@@ -49,7 +54,7 @@ export class CallbackClient {
   async post(url: string, headers: Record<string, string>, body: string): Promise<AttemptResult> {
     const started = performance.now();
     const elapsed = () => Math.round(performance.now() - started);
-    const refused = literalAddressProblem(new URL(url), this.#settings.policy);
+    const refused = this.#refusal(url);
     if (refused) return failure('refused_address', refused, elapsed());
     try {
       const response = await request(url, {
@@ -64,6 +69,17 @@ export class CallbackClient {
     } catch (err) {
       return failure(...classify(err), elapsed());
     }
+  }
+
+  /** A literal address outside the allowed networks; host names are checked when they are resolved (guardedLookup). */
+  #refusal(url: string): string | null {
+    let refusal = this.#refusals.get(url);
+    if (refusal === undefined) {
+      refusal = literalAddressProblem(new URL(url), this.#settings.policy) ?? null;
+      if (this.#refusals.size >= MAX_CHECKED_URLS) this.#refusals.clear();
+      this.#refusals.set(url, refusal);
+    }
+    return refusal;
   }
 
   /** Called after the dispatcher's grace period: whatever is still in flight is aborted (its lease was released). */

@@ -4,14 +4,18 @@
 // any dispatcher claims the delivery again (at least once).
 //
 // Concurrency is bounded globally and per endpoint, so one slow endpoint cannot take every slot: the
-// claim skips endpoints that already have their share in flight.
+// claim takes no more of an endpoint's deliveries than it has room for.
+//
+// Claims and records are batched, because on SQLite every write is a commit and on PostgreSQL a round
+// trip: new work (a commit, a NOTIFY) is claimed at once, but while a backlog waits, freed slots are
+// gathered into one claim (a quarter of an endpoint's share, or whatever freed within 2 ms).
 import { randomBytes } from 'node:crypto';
 import type { FastifyBaseLogger as BaseLogger } from 'fastify';
-import type { Db, Dialect } from '../db/database.ts';
+import { withoutFsync, type Db, type Dialect } from '../db/database.ts';
 import * as deliveries from './deliveries.repository.ts';
-import type { Outcome, SendableDelivery } from './deliveries.repository.ts';
+import { claimBatch, recordOutcomes, type Outcome, type SendableDelivery } from './dispatch.repository.ts';
 import type { AttemptResult, CallbackClient } from './delivery.http.ts';
-import { activeSecrets } from './endpoints.service.ts';
+import { OpenedSecrets } from './opened-secrets.ts';
 import { purgeEvents } from './events.repository.ts';
 import { nextRetryDelay, type RetrySettings } from './retry-policy.ts';
 import type { SecretBox } from './secrets.ts';
@@ -44,6 +48,8 @@ export interface DispatcherDeps {
 /** Longer than one attempt can take (the timeout) plus the time to record it. */
 const LEASE_MARGIN_MS = 10_000;
 const RETENTION_INTERVAL_MS = 3_600_000;
+/** While a backlog waits, a freed slot is claimed again within this long, together with any freed meanwhile. */
+const CLAIM_GATHER_MS = 2;
 
 export class Dispatcher {
   readonly #deps: DispatcherDeps;
@@ -52,9 +58,17 @@ export class Dispatcher {
   /** The lease token each delivery in flight was claimed with. */
   readonly #leases = new Map<string, string>();
   readonly #perEndpoint = new Map<string, number>();
+  readonly #secrets: OpenedSecrets;
+  /** Slots freed since the last claim that are worth a claim on their own. */
+  readonly #claimBatch: number;
   #outcomes: Outcome[] = [];
   #flushing: Promise<void> | undefined;
+  /** Claim as soon as the loop can: new work was committed, or enough slots freed while a backlog waits. */
   #kicked = false;
+  /** The last claim left due work behind (it had no room for all of it). */
+  #backlogged = false;
+  #freedSinceClaim = 0;
+  #gatherTimer: NodeJS.Timeout | undefined;
   #wakeSleeper: (() => void) | undefined;
   #stopping = false;
   #loop: Promise<void> | undefined;
@@ -63,6 +77,9 @@ export class Dispatcher {
   constructor(deps: DispatcherDeps) {
     this.#deps = deps;
     this.#now = deps.now ?? (() => new Date());
+    this.#secrets = new OpenedSecrets(deps.box);
+    const { concurrency, endpointConcurrency } = deps.settings;
+    this.#claimBatch = Math.max(1, Math.floor(Math.min(concurrency, endpointConcurrency) / 4));
   }
 
   start(): void {
@@ -70,10 +87,18 @@ export class Dispatcher {
     this.#retention = setInterval(() => void this.purgeExpiredEvents(), RETENTION_INTERVAL_MS).unref();
   }
 
-  /** New deliveries were committed (or a slot freed): claim now instead of at the next poll. */
+  /** New deliveries were committed: claim now instead of at the next poll. */
   wake(): void {
     this.#kicked = true;
     this.#wakeSleeper?.();
+  }
+
+  /** An attempt finished. Only a waiting backlog needs a claim for the freed slot; gather a few first. */
+  #slotFreed(): void {
+    if (!this.#backlogged) return;
+    this.#freedSinceClaim++;
+    if (this.#freedSinceClaim >= this.#claimBatch) this.wake();
+    else this.#gatherTimer ??= setTimeout(() => this.wake(), CLAIM_GATHER_MS);
   }
 
   /**
@@ -83,6 +108,7 @@ export class Dispatcher {
   async stop(graceMs = this.#deps.settings.timeoutMs): Promise<void> {
     this.#stopping = true;
     clearInterval(this.#retention);
+    clearTimeout(this.#gatherTimer);
     this.wake();
     await this.#loop;
     let timer: NodeJS.Timeout | undefined;
@@ -106,10 +132,9 @@ export class Dispatcher {
     const { settings, log } = this.#deps;
     while (!this.#stopping) {
       try {
-        const drained = await this.#claimAndSend();
+        this.#backlogged = await this.#claimAndSend();
         if (this.#stopping) break;
-        if (drained) await this.#sleep(await this.#idleDelay());
-        else if (this.#inFlight.size >= settings.concurrency) await this.#sleep(settings.pollIntervalMs);
+        await this.#sleep(this.#backlogged ? settings.pollIntervalMs : await this.#idleDelay());
       } catch (err) {
         log.error({ err }, 'webhook dispatcher: claim failed; retrying after the poll interval');
         await this.#sleep(settings.pollIntervalMs);
@@ -117,38 +142,32 @@ export class Dispatcher {
     }
   }
 
-  /** Returns true when nothing more is due right now (claimed fewer than there was room for). */
+  /** Returns true when due work may be left behind: there was no room for all of it. */
   async #claimAndSend(): Promise<boolean> {
     const { db, dialect, settings } = this.#deps;
-    const room = settings.concurrency - this.#inFlight.size;
     // Consume the wake-up even when there is no room: a wake while every slot is busy (a NOTIFY, a new
     // event) would otherwise make the sleep below return at once, forever, in a microtask loop that
-    // starves the event loop (the attempts in flight never finish). A finishing attempt wakes us anyway.
+    // starves the event loop (the attempts in flight never finish). A freed slot wakes us again.
     this.#kicked = false;
-    if (room <= 0) return false;
+    this.#freedSinceClaim = 0;
+    clearTimeout(this.#gatherTimer);
+    this.#gatherTimer = undefined;
+    const room = settings.concurrency - this.#inFlight.size;
+    if (room <= 0) return true;
     const now = this.#now();
     const leaseToken = randomBytes(12).toString('base64url');
-    const skipEndpoints = [...this.#perEndpoint].filter(([, n]) => n >= settings.endpointConcurrency).map(([id]) => id);
-    const claimed = await deliveries.claimDue(db, dialect, { now, leaseUntil: new Date(now.getTime() + settings.timeoutMs + LEASE_MARGIN_MS), leaseToken, limit: room, skipEndpoints });
-    const { take, giveBack } = this.#withinEndpointLimits(claimed);
-    await deliveries.releaseLeases(db, giveBack, leaseToken);
-    for (const delivery of await deliveries.loadSendable(db, take)) this.#start(delivery, leaseToken);
-    return claimed.length < room;
+    const leaseUntil = new Date(now.getTime() + settings.timeoutMs + LEASE_MARGIN_MS);
+    // A snapshot: attempts finishing while the claim runs must not change what it is judged by below.
+    const inFlight = new Map(this.#perEndpoint);
+    const claimed = await withoutFsync(db, dialect, (connection) => claimBatch(connection, dialect, { now, leaseUntil, leaseToken, limit: room, endpointLimit: settings.endpointConcurrency, inFlight }));
+    for (const delivery of claimed) this.#start(delivery, leaseToken);
+    return claimed.length === room || this.#reachedEndpointLimit(inFlight, claimed);
   }
 
-  #withinEndpointLimits(claimed: { id: string; endpointId: string }[]): { take: string[]; giveBack: string[] } {
-    const take: string[] = [];
-    const giveBack: string[] = [];
-    const counts = new Map(this.#perEndpoint);
-    for (const { id, endpointId } of claimed) {
-      const n = counts.get(endpointId) ?? 0;
-      if (n >= this.#deps.settings.endpointConcurrency) giveBack.push(id);
-      else {
-        counts.set(endpointId, n + 1);
-        take.push(id);
-      }
-    }
-    return { take, giveBack };
+  /** Whether the claim stopped at some endpoint's limit (so more of its deliveries may be due). */
+  #reachedEndpointLimit(inFlight: Map<string, number>, claimed: SendableDelivery[]): boolean {
+    for (const { endpointId } of claimed) inFlight.set(endpointId, (inFlight.get(endpointId) ?? 0) + 1);
+    return [...inFlight.values()].some((n) => n >= this.#deps.settings.endpointConcurrency);
   }
 
   #start(delivery: SendableDelivery, leaseToken: string): void {
@@ -161,17 +180,17 @@ export class Dispatcher {
         const left = (this.#perEndpoint.get(delivery.endpointId) ?? 1) - 1;
         if (left === 0) this.#perEndpoint.delete(delivery.endpointId);
         else this.#perEndpoint.set(delivery.endpointId, left);
-        this.wake();
+        this.#slotFreed();
       });
     this.#inFlight.set(delivery.id, task);
     this.#leases.set(delivery.id, leaseToken);
   }
 
   async #attempt(d: SendableDelivery, leaseToken: string): Promise<void> {
-    const { box, client, settings } = this.#deps;
+    const { client, settings } = this.#deps;
     const startedAt = this.#now();
     const body = deliveryBody({ id: d.eventId, type: d.eventType, occurredAt: d.occurredAt, dataJson: d.dataJson }, startedAt);
-    const secrets = activeSecrets(box, d.endpointId, d, startedAt);
+    const secrets = this.#secrets.active(d, startedAt);
     const headers = signatureHeaders({ headerName: settings.headerName, deliveryId: d.id, eventType: d.eventType, body, attemptAt: startedAt, secrets });
     const result = await client.post(d.url, headers, body);
     this.#outcomes.push(this.#decide(d, leaseToken, startedAt, result));
@@ -213,12 +232,14 @@ export class Dispatcher {
   }
 
   async #record(batch: Outcome[]): Promise<void> {
-    const { db, outbox, settings } = this.#deps;
+    const { db, dialect, outbox, settings } = this.#deps;
     const now = this.#now();
-    await db.transaction().execute(async (trx) => {
-      for (const outcome of batch) await deliveries.recordOutcome(trx, outcome, now);
-      await settleEndpoints(trx, outbox, batch, { disableAfterMs: settings.disableAfterMs, now });
-    });
+    await withoutFsync(db, dialect, (connection) =>
+      connection.transaction().execute(async (trx) => {
+        await recordOutcomes(trx, dialect, batch, now);
+        await settleEndpoints(trx, outbox, batch, { disableAfterMs: settings.disableAfterMs, now });
+      }),
+    );
   }
 
   /** Only while this claim still holds the lease: another dispatcher may have taken it over since. */

@@ -2,7 +2,7 @@
 // it. 410 Gone disables the endpoint at once; failing without a break for WEBHOOK_DISABLE_AFTER
 // disables it too, and the owner is told with a `webhook.endpoint.disabled` event.
 import type { Executor } from '../db/database.ts';
-import type { Outcome } from './deliveries.repository.ts';
+import type { Outcome } from './dispatch.repository.ts';
 import { clearFailing, markFailing } from './endpoints.repository.ts';
 import { disableEndpoint } from './endpoints.service.ts';
 import type { Outbox } from './events.outbox.ts';

@@ -113,13 +113,6 @@ export async function rotateSecret(db: Executor, ctx: EndpointContext, owner: st
   return { secret, previousExpiresAt };
 }
 
-/** Secrets that sign now, newest first. */
-export function activeSecrets(box: SecretBox, endpointId: string, sealed: { sealedSecret: string; sealedPreviousSecret: string | null; previousSecretExpiresAt: Date | null }, now: Date): string[] {
-  const secrets = [box.open(endpointId, sealed.sealedSecret)];
-  if (sealed.sealedPreviousSecret && sealed.previousSecretExpiresAt && sealed.previousSecretExpiresAt > now) secrets.push(box.open(endpointId, sealed.sealedPreviousSecret));
-  return secrets;
-}
-
 export async function ping(db: Executor, ctx: EndpointContext, owner: string, id: string, now: Date): Promise<RecordedEvent> {
   const endpoint = await getOwnedEndpoint(db, owner, id);
   if (!endpoint.enabled) throw new Problem('webhookState', `webhook endpoint ${id} is disabled; enable it with PATCH {"Enabled": true} first`);

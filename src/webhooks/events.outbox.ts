@@ -40,13 +40,9 @@ export class Outbox {
   async record(trx: Executor, event: NewEvent): Promise<RecordedEvent> {
     const eventId = newId('evt');
     const at = toDbTime(event.occurredAt);
-    await trx
-      .insertInto('webhook_events')
-      .values({ id: eventId, type: event.type, occurred_at: at, data: JSON.stringify(event.data), owner: event.owner ?? null, customer_id: event.customerId ?? null, order_id: event.orderId ?? null })
-      .execute();
+    const eventRow = { id: eventId, type: event.type, occurred_at: at, data: JSON.stringify(event.data), owner: event.owner ?? null, customer_id: event.customerId ?? null, order_id: event.orderId ?? null };
     const endpoints = await subscribedEndpoints(trx, event);
-    if (endpoints.length === 0) return { eventId, deliveryIds: [] };
-    const rows = endpoints.map((endpointId) => ({
+    const deliveries = endpoints.map((endpointId) => ({
       id: newId('dlv'),
       event_id: eventId,
       endpoint_id: endpointId,
@@ -57,9 +53,20 @@ export class Outbox {
       created_at: at,
       updated_at: at,
     }));
-    await trx.insertInto('webhook_deliveries').values(rows).execute();
-    await this.announce(trx);
-    return { eventId, deliveryIds: rows.map((r) => r.id) };
+    if (deliveries.length === 0) await trx.insertInto('webhook_events').values(eventRow).execute();
+    else if (this.#dialect === 'postgres') {
+      // One round trip instead of three: the event, its deliveries and the wake-up, in one statement.
+      await trx
+        .with('event', (db) => db.insertInto('webhook_events').values(eventRow))
+        .with('deliveries', (db) => db.insertInto('webhook_deliveries').values(deliveries))
+        .selectNoFrom(sql`pg_notify(${WAKE_CHANNEL}, '')`.as('notified'))
+        .execute();
+    } else {
+      await trx.insertInto('webhook_events').values(eventRow).execute();
+      await trx.insertInto('webhook_deliveries').values(deliveries).execute();
+      await this.announce(trx);
+    }
+    return { eventId, deliveryIds: deliveries.map((d) => d.id) };
   }
 
   /**

@@ -2,7 +2,7 @@
 // Timestamp, and the signature headers over those exact bytes.
 //   X-<Name>-Signature-256: sha256=<hex>   GitHub style, HMAC-SHA256 keyed with the newest secret
 //   webhook-id / webhook-timestamp / webhook-signature: Standard Webhooks, one `v1,` per active secret
-import { createHmac } from 'node:crypto';
+import { createHmac, createSecretKey, type KeyObject } from 'node:crypto';
 import { standardWebhooksKey } from './secrets.ts';
 
 export interface EventEnvelope {
@@ -29,7 +29,21 @@ export interface SignatureInput {
   body: string;
   attemptAt: Date;
   /** Newest first: the current secret, then a previous one still inside its overlap. */
-  secrets: readonly string[];
+  secrets: readonly SigningSecret[];
+}
+
+/**
+ * An endpoint's secret, ready to sign with: the Standard Webhooks key is the base64-decoded secret, and
+ * importing that buffer costs more than the HMAC itself, so it is imported once per secret.
+ */
+export class SigningSecret {
+  readonly text: string;
+  readonly standardKey: KeyObject;
+
+  constructor(text: string) {
+    this.text = text;
+    this.standardKey = createSecretKey(standardWebhooksKey(text));
+  }
 }
 
 export function githubSignature(secret: string, body: string): string {
@@ -37,8 +51,9 @@ export function githubSignature(secret: string, body: string): string {
 }
 
 /** Standard Webhooks: base64 HMAC-SHA256 of `${id}.${timestamp}.${body}` keyed with the decoded secret. */
-export function standardSignature(secret: string, id: string, timestampSeconds: number, body: string): string {
-  return `v1,${createHmac('sha256', standardWebhooksKey(secret)).update(`${id}.${timestampSeconds}.${body}`, 'utf8').digest('base64')}`;
+export function standardSignature(secret: string | SigningSecret, id: string, timestampSeconds: number, body: string): string {
+  const key = typeof secret === 'string' ? standardWebhooksKey(secret) : secret.standardKey;
+  return `v1,${createHmac('sha256', key).update(`${id}.${timestampSeconds}.${body}`, 'utf8').digest('base64')}`;
 }
 
 export function signatureHeaders(input: SignatureInput): Record<string, string> {
@@ -46,7 +61,7 @@ export function signatureHeaders(input: SignatureInput): Record<string, string> 
   const [newest] = input.secrets;
   if (newest === undefined) throw new Error('an endpoint always has a secret');
   return {
-    [`X-${input.headerName}-Signature-256`]: githubSignature(newest, input.body),
+    [`X-${input.headerName}-Signature-256`]: githubSignature(newest.text, input.body),
     [`X-${input.headerName}-Delivery`]: input.deliveryId,
     [`X-${input.headerName}-Event`]: input.eventType,
     'webhook-id': input.deliveryId,

@@ -12,7 +12,7 @@ import { loadConfig } from '../../src/config/config.ts';
 import { AddressPolicy, callbackUrlProblem, guardedLookup, literalAddressProblem } from '../../src/webhooks/network.ts';
 import { firstDelay, jittered, nextRetryDelay, parseRetryAfter } from '../../src/webhooks/retry-policy.ts';
 import { generateSecret, resolveSecretKey, SecretBox, SecretKeyError, secretProblem, standardWebhooksKey } from '../../src/webhooks/secrets.ts';
-import { deliveryBody, githubSignature, signatureHeaders, standardSignature } from '../../src/webhooks/signing.ts';
+import { deliveryBody, githubSignature, signatureHeaders, SigningSecret, standardSignature } from '../../src/webhooks/signing.ts';
 
 const secretOf = (bytes: number, fill = 1) => `whsec_${Buffer.alloc(bytes, fill).toString('base64')}`;
 
@@ -268,7 +268,7 @@ describe('signing', () => {
     const [current, previous, unrelated] = [generateSecret(), generateSecret(), generateSecret()];
     const attemptAt = new Date();
     const body = deliveryBody(event, attemptAt);
-    const headers = signatureHeaders({ headerName: 'Acme-Shop', deliveryId: 'dlv_42', eventType: 'order.paid', body, attemptAt, secrets: [current, previous] });
+    const headers = signatureHeaders({ headerName: 'Acme-Shop', deliveryId: 'dlv_42', eventType: 'order.paid', body, attemptAt, secrets: [new SigningSecret(current), new SigningSecret(previous)] });
     assert.deepEqual(Object.keys(headers).sort(), ['X-Acme-Shop-Delivery', 'X-Acme-Shop-Event', 'X-Acme-Shop-Signature-256', 'webhook-id', 'webhook-signature', 'webhook-timestamp'].sort());
     assert.equal(headers['X-Acme-Shop-Delivery'], 'dlv_42');
     assert.equal(headers['X-Acme-Shop-Event'], 'order.paid');
@@ -285,7 +285,7 @@ describe('signing', () => {
     assert.throws(() => new Webhook(unrelated).verify(body, standard));
     assert.throws(() => new Webhook(current).verify(body.replace('order.paid', 'order.cancelled'), standard));
 
-    const single = signatureHeaders({ headerName: 'Service', deliveryId: 'dlv_1', eventType: 'order.paid', body, attemptAt, secrets: [current] });
+    const single = signatureHeaders({ headerName: 'Service', deliveryId: 'dlv_1', eventType: 'order.paid', body, attemptAt, secrets: [new SigningSecret(current)] });
     assert.equal(single['webhook-signature']!.split(' ').length, 1);
     assert.ok(single['X-Service-Signature-256']);
     assert.throws(() => signatureHeaders({ headerName: 'Service', deliveryId: 'dlv_1', eventType: 'order.paid', body, attemptAt, secrets: [] }));
