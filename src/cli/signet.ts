@@ -1,4 +1,4 @@
-// The `signet` command. Subcommands: serve, dispatcher, migrate, user, client, keys.
+// The `signet` command. Subcommands: serve, dispatcher, migrate, user, client, keys, receiver, demo.
 import { ConfigError, loadConfig } from '../config/config.ts';
 import { KeyEncryptionError } from '../auth-server/keys.ts';
 import { UsageError } from './admin.ts';
@@ -20,6 +20,8 @@ commands:
   user        create, list or delete users of the authorization server
   client      create, list, delete OAuth clients or rotate their secrets
   keys        rotate the signing keys
+  receiver    receive, verify and process webhooks as a consumer (signet receiver --help)
+  demo        run the whole contract end to end on this machine, on a throw-away database
 
 ${USER_USAGE}
 
@@ -59,6 +61,11 @@ async function main(argv: string[]): Promise<number> {
       return clientCommand(argv.slice(1));
     case 'keys':
       return keysCommand(argv.slice(1));
+    // Loaded on demand: the consumer kit and the demo are not part of the service's start-up.
+    case 'receiver':
+      return (await import('./receiver.ts')).receiverCommand(argv.slice(1));
+    case 'demo':
+      return (await import('./demo.ts')).demoCommand(argv.slice(1));
     case undefined:
     case 'help':
     case '--help':

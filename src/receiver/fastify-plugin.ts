@@ -1,0 +1,45 @@
+// Fastify adapter: POST /webhooks/:source with the body kept as the exact bytes received. Fastify's
+// JSON parser is removed in this plugin's scope, because verifying re-serialized JSON is the classic
+// webhook bug (contract "Authentication" 8: the HMAC is over the exact raw body bytes).
+// Not wrapped in fastify-plugin on purpose: the parser and error handler stay inside this scope.
+import type { FastifyError, FastifyPluginAsync, FastifyReply } from 'fastify';
+import { acceptDelivery, acceptedBody, DEFAULT_MAX_BODY_BYTES, type IntakeOptions, type IntakeResult } from './intake.ts';
+import { problem, PROBLEM_CONTENT_TYPE, type Problem } from './problems.ts';
+import type { InboxWorker } from './worker.ts';
+
+export type ReceiverPluginOptions = IntakeOptions & { worker?: InboxWorker };
+
+function sendProblem(reply: FastifyReply, p: Problem): FastifyReply {
+  return reply.code(p.status).type(PROBLEM_CONTENT_TYPE).send(JSON.stringify(p));
+}
+
+function sendResult(reply: FastifyReply, result: IntakeResult): FastifyReply {
+  if (result.problem) return sendProblem(reply, result.problem);
+  return reply.code(200).send(acceptedBody(result));
+}
+
+/** Framework errors (body too large, unreadable body) and faults, as problem+json; 5xx hide details. */
+function problemFor(error: FastifyError): Problem {
+  if (error.statusCode === 413) return problem('payload-too-large', error.message);
+  if (error.statusCode !== undefined && error.statusCode >= 400 && error.statusCode < 500) return problem('bad-request', error.message);
+  return problem('internal-error', 'the webhook could not be stored; the producer will retry');
+}
+
+export const receiverPlugin: FastifyPluginAsync<ReceiverPluginOptions> = async (fastify, options) => {
+  const bodyLimit = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
+  fastify.removeAllContentTypeParsers();
+  // Any media type: the contract sends JSON, but the signature, not the Content-Type, is what is trusted.
+  fastify.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit }, (_request, body, done) => done(null, body));
+
+  fastify.setErrorHandler((error: FastifyError, request, reply) => {
+    if ((error.statusCode ?? 500) >= 500) request.log.error({ err: error }, 'receiver intake failed');
+    return sendProblem(reply, problemFor(error));
+  });
+
+  fastify.post<{ Params: { source: string } }>('/webhooks/:source', { bodyLimit }, async (request, reply) => {
+    const rawBody = Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0);
+    const result = await acceptDelivery(options, { source: request.params.source, rawBody, headers: request.headers });
+    if (result.status === 200 && !result.duplicate) options.worker?.wake();
+    return sendResult(reply, result);
+  });
+};

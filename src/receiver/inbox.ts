@@ -1,0 +1,180 @@
+// The durable inbox: dedupe store and work queue in one table. An entry is recorded (committed)
+// before the webhook is acknowledged, then a worker claims entries in arrival order under a lease.
+import type { Kysely, Selectable } from 'kysely';
+import { migrateInbox, openInboxDatabase, type InboxDatabase, type InboxTables } from './inbox.database.ts';
+
+export interface InboxEntry {
+  seq: number;
+  source: string;
+  deliveryId: string | null;
+  eventId: string;
+  eventType: string;
+  /** The raw JSON text as received (webhook) or the event JSON (reconciliation). */
+  body: string;
+  via: 'webhook' | 'reconciliation';
+  receivedAt: Date;
+  attempts: number;
+  state: 'pending' | 'done' | 'dead';
+  lastError: string | null;
+}
+
+export type NewInboxEntry = Pick<InboxEntry, 'source' | 'deliveryId' | 'eventId' | 'eventType' | 'body' | 'via' | 'receivedAt'>;
+
+export interface Inbox {
+  readonly dialect: 'sqlite' | 'postgres';
+  /** 'duplicate' when (source, deliveryId) or (source, eventId) was already recorded; nothing is added then. */
+  record(entry: NewInboxEntry): Promise<'recorded' | 'duplicate'>;
+  /** The oldest due pending entry (by seq), leased to the caller for `leaseMs`; counts as an attempt. */
+  claimNext(now: Date, leaseMs: number): Promise<InboxEntry | undefined>;
+  complete(seq: number): Promise<void>;
+  retryLater(seq: number, error: string, at: Date): Promise<void>;
+  markDead(seq: number, error: string): Promise<void>;
+  list(filter?: { state?: InboxEntry['state']; source?: string }): Promise<InboxEntry[]>;
+  getCursor(source: string): Promise<string | undefined>;
+  saveCursor(source: string, cursor: string): Promise<void>;
+  /** Deletes done entries received before `before` (retention); returns how many. */
+  purgeProcessed(before: Date): Promise<number>;
+  close(): Promise<void>;
+}
+
+type Row = Selectable<InboxTables['receiver_inbox']>;
+
+// Errors come from the consumer's handler; a bound keeps one runaway message from bloating the table.
+const MAX_ERROR_LENGTH = 2000;
+
+function toDate(value: Date | string): Date {
+  return value instanceof Date ? value : new Date(value);
+}
+
+function toEntry(row: Row): InboxEntry {
+  return {
+    seq: Number(row.seq),
+    source: row.source,
+    deliveryId: row.delivery_id,
+    eventId: row.event_id,
+    eventType: row.event_type,
+    body: row.body,
+    via: row.via as InboxEntry['via'],
+    receivedAt: toDate(row.received_at),
+    attempts: Number(row.attempts),
+    state: row.state as InboxEntry['state'],
+    lastError: row.last_error,
+  };
+}
+
+class KyselyInbox implements Inbox {
+  readonly dialect: 'sqlite' | 'postgres';
+  readonly #db: Kysely<InboxTables>;
+
+  constructor(handle: InboxDatabase) {
+    this.dialect = handle.dialect;
+    this.#db = handle.db;
+  }
+
+  async record(entry: NewInboxEntry): Promise<'recorded' | 'duplicate'> {
+    // ON CONFLICT DO NOTHING (no target) covers both unique indexes, so two concurrent deliveries of
+    // one event cannot both be recorded, and neither fails: the loser simply gets no row back.
+    const inserted = await this.#db
+      .insertInto('receiver_inbox')
+      .values({
+        source: entry.source,
+        delivery_id: entry.deliveryId,
+        event_id: entry.eventId,
+        event_type: entry.eventType,
+        body: entry.body,
+        via: entry.via,
+        received_at: entry.receivedAt,
+        state: 'pending',
+        attempts: 0,
+        last_error: null,
+        next_attempt_at: entry.receivedAt,
+        lease_until: null,
+      })
+      .onConflict((oc) => oc.doNothing())
+      .returning('seq')
+      .executeTakeFirst();
+    return inserted ? 'recorded' : 'duplicate';
+  }
+
+  async claimNext(now: Date, leaseMs: number): Promise<InboxEntry | undefined> {
+    // One statement, so the pick and the lease are atomic: SQLite runs it under its single writer lock;
+    // PostgreSQL workers skip rows another worker is claiming instead of queueing behind them.
+    const row = await this.#db
+      .updateTable('receiver_inbox')
+      .set((eb) => ({ lease_until: new Date(now.getTime() + leaseMs), attempts: eb('attempts', '+', 1) }))
+      .where('seq', '=', (eb) =>
+        eb
+          .selectFrom('receiver_inbox')
+          .select('seq')
+          .where('state', '=', 'pending')
+          .where('next_attempt_at', '<=', now)
+          // A lease that ran out belongs to a worker that crashed (or hung): the entry is free again.
+          .where((w) => w.or([w('lease_until', 'is', null), w('lease_until', '<=', now)]))
+          .orderBy('seq')
+          .limit(1)
+          .$if(this.dialect === 'postgres', (q) => q.forUpdate().skipLocked()),
+      )
+      .returningAll()
+      .executeTakeFirst();
+    return row ? toEntry(row) : undefined;
+  }
+
+  async complete(seq: number): Promise<void> {
+    await this.#db.updateTable('receiver_inbox').set({ state: 'done', lease_until: null }).where('seq', '=', seq).execute();
+  }
+
+  async retryLater(seq: number, error: string, at: Date): Promise<void> {
+    await this.#db.updateTable('receiver_inbox').set({ state: 'pending', last_error: error.slice(0, MAX_ERROR_LENGTH), next_attempt_at: at, lease_until: null }).where('seq', '=', seq).execute();
+  }
+
+  async markDead(seq: number, error: string): Promise<void> {
+    await this.#db.updateTable('receiver_inbox').set({ state: 'dead', last_error: error.slice(0, MAX_ERROR_LENGTH), lease_until: null }).where('seq', '=', seq).execute();
+  }
+
+  async list(filter: { state?: InboxEntry['state']; source?: string } = {}): Promise<InboxEntry[]> {
+    const rows = await this.#db
+      .selectFrom('receiver_inbox')
+      .selectAll()
+      .$if(filter.state !== undefined, (q) => q.where('state', '=', filter.state!))
+      .$if(filter.source !== undefined, (q) => q.where('source', '=', filter.source!))
+      .orderBy('seq')
+      .execute();
+    return rows.map(toEntry);
+  }
+
+  async getCursor(source: string): Promise<string | undefined> {
+    const row = await this.#db.selectFrom('receiver_cursors').select('cursor').where('source', '=', source).executeTakeFirst();
+    return row?.cursor;
+  }
+
+  async saveCursor(source: string, cursor: string): Promise<void> {
+    const updatedAt = new Date();
+    await this.#db
+      .insertInto('receiver_cursors')
+      .values({ source, cursor, updated_at: updatedAt })
+      .onConflict((oc) => oc.column('source').doUpdateSet({ cursor, updated_at: updatedAt }))
+      .execute();
+  }
+
+  async purgeProcessed(before: Date): Promise<number> {
+    // Only done entries: pending ones are still owed to the handler, dead ones wait for an operator.
+    const result = await this.#db.deleteFrom('receiver_inbox').where('state', '=', 'done').where('received_at', '<', before).executeTakeFirst();
+    return Number(result.numDeletedRows);
+  }
+
+  async close(): Promise<void> {
+    await this.#db.destroy();
+  }
+}
+
+/** 'sqlite:/path/file.db' | 'sqlite::memory:' | 'postgres://…'; creates or upgrades the kit's tables. */
+export async function openInbox(url: string): Promise<Inbox> {
+  const handle = openInboxDatabase(url);
+  try {
+    await migrateInbox(handle);
+  } catch (error) {
+    await handle.db.destroy();
+    throw error;
+  }
+  return new KyselyInbox(handle);
+}

@@ -1,0 +1,156 @@
+// `signet receiver` and `signet demo` as an operator runs them: real child processes, real HTTP.
+import assert from 'node:assert/strict';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, describe, test } from 'node:test';
+import { signBody } from '../../src/receiver/index.ts';
+import { waitUntil } from '../helpers/webhook-receiver.ts';
+
+const BIN = new URL('../../bin/signet.js', import.meta.url).pathname;
+const SECRET = `whsec_${Buffer.alloc(32, 5).toString('base64')}`;
+const OLD_SECRET = `whsec_${Buffer.alloc(32, 4).toString('base64')}`;
+
+function run(args: string[], options: { env?: Record<string, string>; input?: string } = {}) {
+  const env: Record<string, string | undefined> = { ...process.env, LOG_LEVEL: 'silent', SIGNET_RECEIVER_SECRET: undefined, SIGNET_RECEIVER_CLIENT_SECRET: undefined, ...options.env };
+  return spawnSync(process.execPath, [BIN, ...args], { env, encoding: 'utf8', input: options.input ?? '', timeout: 30_000 });
+}
+
+/** Collects a child's stderr and resolves once it matches. */
+function stderrWatcher(child: ChildProcess) {
+  let output = '';
+  child.stderr?.on('data', (chunk: Buffer) => void (output += chunk.toString()));
+  return async (pattern: RegExp): Promise<RegExpExecArray> => {
+    await waitUntil(() => pattern.test(output) || child.exitCode !== null, 20_000, () => `${pattern} in: ${output}`);
+    const match = pattern.exec(output);
+    if (!match) throw new Error(`exited with ${child.exitCode} before ${pattern}: ${output}`);
+    return match;
+  };
+}
+
+function delivery(body: string, signature: string, deliveryId = 'dlv_cli_1'): RequestInit {
+  return { method: 'POST', body, headers: { 'content-type': 'application/json', 'x-service-delivery': deliveryId, 'x-service-event': 'order.created', 'x-service-signature-256': signature } };
+}
+
+describe('signet receiver', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'signet-receiver-cli-'));
+  const children: ChildProcess[] = [];
+  after(() => {
+    for (const child of children) if (child.exitCode === null) child.kill('SIGKILL');
+  });
+
+  test('verifies deliveries, appends each processed event as one JSON line to --out, and stops on SIGTERM', async () => {
+    const out = join(dir, 'events.jsonl');
+    // The current secret from the environment (not in `ps`), the previous one on the command line.
+    const child = spawn(process.execPath, [BIN, 'receiver', '--port', '0', '--source', 'orders', '--secret', OLD_SECRET, '--database', `sqlite:${join(dir, 'receiver.db')}`, '--out', out], {
+      env: { ...process.env, SIGNET_RECEIVER_SECRET: SECRET },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    children.push(child);
+    const waitFor = stderrWatcher(child);
+    const url = (await waitFor(/listening on (http:\/\/127\.0\.0\.1:\d+\/webhooks\/orders)/))[1]!;
+
+    const body = JSON.stringify({ Id: 'evt_cli_1', Type: 'order.created', OccurredAtUtc: new Date().toISOString(), Timestamp: new Date().toISOString(), Data: { Id: 7 } });
+    const accepted = await fetch(url, delivery(body, signBody(body, SECRET)));
+    assert.equal(accepted.status, 200, await accepted.clone().text());
+    assert.deepEqual(await accepted.json(), { Received: true });
+
+    const forged = await fetch(url, delivery(body, signBody(body, 'whsec_someone-else'), 'dlv_cli_2'));
+    assert.equal(forged.status, 401);
+    assert.match(forged.headers.get('content-type') ?? '', /application\/problem\+json/);
+    const again = await fetch(url, delivery(body, signBody(body, SECRET)));
+    assert.equal(again.status, 200, 'a repeated delivery id is acknowledged');
+
+    await waitUntil(() => existsSync(out) && readFileSync(out, 'utf8').endsWith('\n'), 20_000, () => 'a line in --out');
+    const lines = readFileSync(out, 'utf8').trim().split('\n');
+    assert.equal(lines.length, 1, 'one line: the forged and the repeated delivery are not processed');
+    const event = JSON.parse(lines[0]!) as Record<string, unknown>;
+    assert.equal(event.id, 'evt_cli_1');
+    assert.equal(event.type, 'order.created');
+    assert.equal(event.deliveryId, 'dlv_cli_1');
+    assert.deepEqual(event.data, { Id: 7 });
+
+    // Signed with the previous secret (rotation): accepted too.
+    const rotatedBody = body.replace('evt_cli_1', 'evt_cli_3');
+    assert.equal((await fetch(url, delivery(rotatedBody, signBody(rotatedBody, OLD_SECRET), 'dlv_cli_3'))).status, 200);
+    await waitUntil(() => readFileSync(out, 'utf8').trim().split('\n').length === 2, 20_000, () => 'a second line in --out');
+
+    child.kill('SIGTERM');
+    const code = await new Promise<number | null>((resolve) => (child.exitCode !== null ? resolve(child.exitCode) : child.once('exit', resolve)));
+    assert.equal(code, 0);
+  });
+
+  test('a --handler module receives the events, and reads secrets from stdin', async () => {
+    const handler = join(dir, 'handler.mjs');
+    const seen = join(dir, 'handled.txt');
+    writeFileSync(handler, `import { appendFileSync } from 'node:fs';\nexport default function (event) { appendFileSync(${JSON.stringify(seen)}, event.id + ' ' + event.via + '\\n'); }\n`);
+    const child = spawn(process.execPath, [BIN, 'receiver', '--port', '0', '--source', 'shop', '--secret-stdin', '--header-name', 'Acme', '--database', `sqlite:${join(dir, 'handler.db')}`, '--handler', handler], {
+      env: { ...process.env, SIGNET_RECEIVER_SECRET: '' },
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    children.push(child);
+    child.stdin!.end(`${SECRET}\n`);
+    const waitFor = stderrWatcher(child);
+    const url = (await waitFor(/listening on (http:\/\/127\.0\.0\.1:\d+\/webhooks\/shop)/))[1]!;
+    const body = JSON.stringify({ Id: 'evt_h_1', Timestamp: new Date().toISOString(), Data: {} });
+    const response = await fetch(url, { method: 'POST', body, headers: { 'content-type': 'application/json', 'x-acme-delivery': 'dlv_h_1', 'x-acme-event': 'order.paid', 'x-acme-signature-256': signBody(body, SECRET) } });
+    assert.equal(response.status, 200, await response.text());
+    await waitUntil(() => existsSync(seen), 20_000, () => 'the handler ran');
+    assert.equal(readFileSync(seen, 'utf8'), 'evt_h_1 webhook\n');
+    child.kill('SIGINT');
+    assert.equal(await new Promise((resolve) => (child.exitCode !== null ? resolve(child.exitCode) : child.once('exit', resolve))), 0);
+  });
+
+  test('usage errors exit 2 with a message saying what to change', () => {
+    const base = ['receiver', '--port', '0', '--source', 'orders'];
+    const cases: [string[], RegExp, Record<string, string>?][] = [
+      [['receiver', '--source', 'orders', '--secret', SECRET], /--port <port> is required/],
+      [['receiver', '--port', 'http', '--source', 'orders', '--secret', SECRET], /--port must be an integer/],
+      [['receiver', '--port', '0', '--secret', SECRET], /--source <name> is required/],
+      [['receiver', '--port', '0', '--source', 'a/b', '--secret', SECRET], /--source must be/],
+      [base, /at least one secret is required/],
+      [[...base, '--secret', SECRET, '--database', 'mysql://x'], /--database must be sqlite:<file> or postgres:/],
+      [[...base, '--secret', SECRET, '--handler', join(dir, 'missing.js')], /--handler .* could not be loaded/],
+      [[...base, '--secret', SECRET, '--header-name', 'X Y'], /--header-name must be/],
+      [[...base, '--secret', SECRET, '--reconcile-from', 'https://producer.example'], /needs --client-id/],
+      [[...base, '--secret', SECRET, '--reconcile-from', 'ftp://producer.example', '--client-id', 'cl_1'], /--reconcile-from must be/],
+      [[...base, '--secret', SECRET, '--reconcile-from', 'https://producer.example', '--client-id', 'cl_1'], /needs the client secret/],
+      [[...base, '--secret', SECRET, '--client-id', 'cl_1'], /only apply with --reconcile-from/],
+      [[...base, '--secret-stdin', '--client-secret-stdin'], /cannot both read standard input/],
+      [[...base, '--secret', SECRET, '--bogus'], /Unknown option '--bogus'/],
+    ];
+    for (const [args, message] of cases) {
+      const result = run(args);
+      assert.equal(result.status, 2, `${args.join(' ')}: ${result.stderr}`);
+      assert.match(result.stderr, message, args.join(' '));
+    }
+    const noDefault = join(dir, 'no-default.mjs');
+    writeFileSync(noDefault, 'export const handler = () => {};\n');
+    const result = run([...base, '--secret', SECRET, '--handler', noDefault]);
+    assert.equal(result.status, 2);
+    assert.match(result.stderr, /must export a function as its default export/);
+    const help = run(['receiver', '--help']);
+    assert.equal(help.status, 0);
+    assert.match(help.stdout, /signet receiver --port <port> --source <name>/);
+  });
+});
+
+describe('signet demo', () => {
+  test('runs the whole contract end to end, exits 0 and prints its summary', async () => {
+    const child = spawn(process.execPath, [BIN, 'demo'], { env: { ...process.env, LOG_LEVEL: 'silent' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk: Buffer) => void (stdout += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => void (stderr += chunk.toString()));
+    const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+    assert.equal(code, 0, `${stdout}\n${stderr}`);
+    assert.match(stdout, /12\/12 {2}Summary/);
+    assert.match(stdout, /each of the 6 events processed exactly once/);
+    assert.match(stdout, /deliveries: 6 succeeded/);
+    assert.match(stdout, /Demo passed in \d+\.\d s\./);
+    assert.doesNotMatch(stdout, /✗/);
+    const dir = /Temporary files in (\S+) \(/.exec(stdout)?.[1];
+    assert.ok(dir && !existsSync(dir), 'the temporary directory is removed');
+  });
+});

@@ -1,0 +1,172 @@
+// The rejection matrix through real HTTP, for the Fastify plugin and the node:http handler, on every
+// test dialect: each request gets its documented status and a problem+json body, and the consumer's
+// handler runs exactly once per accepted event and never for a rejected request.
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { createTestDatabase, testDialects, type TestDatabase } from '../helpers/databases.ts';
+import { waitUntil } from '../helpers/webhook-receiver.ts';
+import { InboxWorker, openInbox, signBody, type Inbox } from '../../src/receiver/index.ts';
+import { delivery, post, recordingHandler, SECRET, startAdapter, type Adapter, type Answer, type Delivery, type RunningReceiver } from './kit-helpers.ts';
+
+const SIX_MINUTES = 6 * 60_000;
+
+interface Case {
+  name: string;
+  status: number;
+  problem?: string;
+  detail?: RegExp;
+  /** Builds the request; what it returns is sent to /webhooks/orders unless `source` says otherwise. */
+  build: () => { d: Delivery; body?: string; headers?: Record<string, string>; source?: string };
+}
+
+function without(headers: Record<string, string>, name: string): Record<string, string> {
+  const copy = { ...headers };
+  delete copy[name];
+  return copy;
+}
+
+function withHeader(d: Delivery, name: string, value: string): Record<string, string> {
+  return { ...d.headers, [name]: value };
+}
+
+const REJECTIONS: Case[] = [
+  { name: 'no signature', status: 401, problem: 'invalid-signature', detail: /missing/, build: () => { const d = delivery(); return { d, headers: without(d.headers, 'x-service-signature-256') }; } },
+  { name: 'wrong secret', status: 401, problem: 'invalid-signature', detail: /mismatch/, build: () => ({ d: delivery({ secret: 'not-the-secret' }) }) },
+  { name: 'uppercase hex', status: 401, problem: 'invalid-signature', detail: /malformed/, build: () => { const d = delivery(); return { d, headers: withHeader(d, 'x-service-signature-256', `sha256=${d.headers['x-service-signature-256']!.slice(7).toUpperCase()}`) }; } },
+  { name: 'sha1= prefix', status: 401, problem: 'invalid-signature', detail: /wrong prefix/, build: () => { const d = delivery(); return { d, headers: withHeader(d, 'x-service-signature-256', `sha1=${d.headers['x-service-signature-256']!.slice(7, 47)}`) }; } },
+  { name: 'bare hex', status: 401, problem: 'invalid-signature', detail: /wrong prefix/, build: () => { const d = delivery(); return { d, headers: withHeader(d, 'x-service-signature-256', d.headers['x-service-signature-256']!.slice(7)) }; } },
+  { name: 'truncated signature', status: 401, problem: 'invalid-signature', detail: /malformed/, build: () => { const d = delivery(); return { d, headers: withHeader(d, 'x-service-signature-256', d.headers['x-service-signature-256']!.slice(0, -2)) }; } },
+  { name: 'body altered by one byte', status: 401, problem: 'invalid-signature', detail: /mismatch/, build: () => { const d = delivery({ data: { OrderId: 1 } }); return { d, body: d.body.replace('"OrderId":1', '"OrderId":2') }; } },
+  { name: 'body re-serialized with other spacing', status: 401, problem: 'invalid-signature', detail: /mismatch/, build: () => { const d = delivery(); return { d, body: JSON.stringify(JSON.parse(d.body), null, 2) }; } },
+  { name: 'missing delivery id', status: 400, problem: 'missing-delivery-id', build: () => { const d = delivery(); return { d, headers: without(d.headers, 'x-service-delivery') }; } },
+  { name: 'empty delivery id', status: 400, problem: 'missing-delivery-id', build: () => { const d = delivery(); return { d, headers: withHeader(d, 'x-service-delivery', '') }; } },
+  { name: 'missing event type', status: 400, problem: 'missing-event-type', build: () => { const d = delivery(); return { d, headers: without(d.headers, 'x-service-event') }; } },
+  { name: 'empty event type', status: 400, problem: 'missing-event-type', build: () => { const d = delivery(); return { d, headers: withHeader(d, 'x-service-event', '') }; } },
+  { name: 'stale timestamp (6 minutes old)', status: 401, problem: 'stale-timestamp', detail: /past/, build: () => ({ d: delivery({ timestamp: new Date(Date.now() - SIX_MINUTES) }) }) },
+  { name: 'future timestamp (6 minutes ahead)', status: 401, problem: 'stale-timestamp', detail: /future/, build: () => ({ d: delivery({ timestamp: new Date(Date.now() + SIX_MINUTES) }) }) },
+  { name: 'unknown source', status: 404, problem: 'unknown-source', build: () => ({ d: delivery(), source: 'nobody' }) },
+  { name: 'source named like an Object.prototype member', status: 404, problem: 'unknown-source', build: () => ({ d: delivery(), source: 'constructor' }) },
+  { name: 'signed body that is not an event', status: 400, problem: 'invalid-payload', build: () => { const d = delivery(); const body = '{"Hello":"world"}'; return { d, body, headers: withHeader(d, 'x-service-signature-256', signBody(body, SECRET)) }; } },
+  { name: 'body larger than the limit', status: 413, problem: 'payload-too-large', build: () => { const d = delivery({ data: { Pad: 'x'.repeat(5000) } }); return { d }; } },
+];
+
+function assertProblem(answer: Answer, expected: Case): void {
+  assert.equal(answer.status, expected.status, expected.name);
+  assert.match(answer.contentType ?? '', /^application\/problem\+json/, expected.name);
+  const body = answer.json ?? {};
+  assert.equal(body.status, expected.status, expected.name);
+  assert.ok(String(body.type).endsWith(`/${expected.problem}`), `${expected.name}: type ${String(body.type)}`);
+  assert.equal(typeof body.title, 'string', expected.name);
+  assert.equal(typeof body.detail, 'string', expected.name);
+  if (expected.detail) assert.match(String(body.detail), expected.detail, expected.name);
+}
+
+for (const dialect of testDialects()) {
+  for (const adapter of ['fastify', 'node'] as Adapter[]) {
+    describe(`webhook intake through the ${adapter} adapter on ${dialect}`, () => {
+      let database: TestDatabase;
+      let inbox: Inbox;
+      let worker: InboxWorker;
+      let receiver: RunningReceiver;
+      const seen = recordingHandler();
+      const url = (source = 'orders') => `${receiver.url}/webhooks/${source}`;
+
+      before(async () => {
+        database = await createTestDatabase(dialect);
+        inbox = await openInbox(database.url);
+        worker = new InboxWorker({ inbox, handler: seen.handler, pollIntervalMs: 50 });
+        worker.start();
+        receiver = await startAdapter(adapter, { sources: { orders: ['newer-secret', SECRET], billing: ['billing-secret'] }, inbox, worker, maxBodyBytes: 4096 });
+      });
+
+      after(async () => {
+        await receiver.close();
+        await worker.stop();
+        await inbox.close();
+        await database.drop();
+      });
+
+      test('accepts a signed delivery, answers 200 {"Received": true} and hands the event to the handler once', async () => {
+        const d = delivery();
+        const answer = await post(url(), d.body, d.headers);
+        assert.equal(answer.status, 200);
+        assert.deepEqual(answer.json, { Received: true });
+        await waitUntil(() => seen.count(d.eventId) === 1, 10_000, () => 'the handler to see the event');
+        const event = seen.events.find((e) => e.id === d.eventId)!;
+        assert.equal(event.type, 'order.created');
+        assert.equal(event.deliveryId, d.deliveryId);
+        assert.equal(event.source, 'orders');
+        assert.equal(event.via, 'webhook');
+        assert.deepEqual(event.data, { OrderId: 1 });
+      });
+
+      test('rejects each bad request with its documented status and problem type, and never runs the handler for it', async () => {
+        const rejectedIds: string[] = [];
+        for (const c of REJECTIONS) {
+          const { d, body, headers, source } = c.build();
+          rejectedIds.push(d.eventId);
+          assertProblem(await post(url(source), body ?? d.body, headers ?? d.headers), c);
+        }
+        // A later accepted delivery proves the worker ran past anything a rejection could have queued.
+        const sentinel = delivery();
+        assert.equal((await post(url(), sentinel.body, sentinel.headers)).status, 200);
+        await waitUntil(() => seen.count(sentinel.eventId) === 1, 10_000, () => 'the sentinel event');
+        for (const id of rejectedIds) assert.equal(seen.count(id), 0, `handler ran for rejected event ${id}`);
+        assert.equal((await inbox.list()).filter((e) => rejectedIds.includes(e.eventId)).length, 0);
+      });
+
+      test('a redelivery under the same delivery id gets 200 again and the handler still runs once', async () => {
+        const d = delivery();
+        const first = await post(url(), d.body, d.headers);
+        const again = await post(url(), d.body, d.headers);
+        assert.deepEqual([first.status, again.status], [200, 200]);
+        assert.deepEqual(again.json, { Received: true, Duplicate: true });
+        const sentinel = delivery();
+        await post(url(), sentinel.body, sentinel.headers);
+        await waitUntil(() => seen.count(sentinel.eventId) === 1, 10_000, () => 'the sentinel event');
+        assert.equal(seen.count(d.eventId), 1);
+      });
+
+      test('the same event under a new delivery id is acknowledged and processed once', async () => {
+        const d = delivery();
+        const retried = delivery({ eventId: d.eventId });
+        assert.equal((await post(url(), d.body, d.headers)).status, 200);
+        const answer = await post(url(), retried.body, retried.headers);
+        assert.equal(answer.status, 200);
+        assert.deepEqual(answer.json, { Received: true, Duplicate: true });
+        const sentinel = delivery();
+        await post(url(), sentinel.body, sentinel.headers);
+        await waitUntil(() => seen.count(sentinel.eventId) === 1, 10_000, () => 'the sentinel event');
+        assert.equal(seen.count(d.eventId), 1);
+      });
+
+      test('concurrent deliveries of one event record it once', async () => {
+        const d = delivery();
+        const answers = await Promise.all(Array.from({ length: 6 }, () => post(url(), d.body, d.headers)));
+        assert.deepEqual(answers.map((a) => a.status), [200, 200, 200, 200, 200, 200]);
+        assert.equal(answers.filter((a) => a.json?.Duplicate === true).length, 5);
+        assert.equal((await inbox.list()).filter((e) => e.eventId === d.eventId).length, 1);
+      });
+
+      test('accepts a delivery signed with an older secret still in rotation, and checks each source with its own secrets', async () => {
+        const d = delivery({ secret: 'newer-secret' });
+        assert.equal((await post(url(), d.body, d.headers)).status, 200);
+        const billing = delivery({ secret: SECRET });
+        assertProblem(await post(url('billing'), billing.body, billing.headers), { name: 'secret of another source', status: 401, problem: 'invalid-signature', detail: /mismatch/, build: () => ({ d }) });
+      });
+
+      if (adapter === 'node') {
+        test('answers 404 for other paths and 405 for other methods, as problem+json', async () => {
+          const other = await fetch(`${receiver.url}/elsewhere`, { method: 'POST', body: '{}' });
+          assert.equal(other.status, 404);
+          assert.match(other.headers.get('content-type') ?? '', /^application\/problem\+json/);
+          assert.ok(String(((await other.json()) as { type: string }).type).endsWith('/not-found'));
+          const get = await fetch(url(), { method: 'GET' });
+          assert.equal(get.status, 405);
+          assert.equal(get.headers.get('allow'), 'POST');
+          assert.ok(String(((await get.json()) as { type: string }).type).endsWith('/method-not-allowed'));
+        });
+      }
+    });
+  }
+}
