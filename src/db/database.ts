@@ -1,8 +1,9 @@
 // Builds the Kysely instance for the configured DATABASE_URL: node:sqlite (embedded default) or pg.
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { Kysely, PostgresDialect, sql, SqliteDialect, type Transaction } from 'kysely';
+import { Kysely, sql, SqliteDialect, type Transaction } from 'kysely';
 import pg from 'pg';
+import { CurrentSchemaPostgresDialect } from './current-schema-introspector.ts';
 import { openSqlite } from './sqlite-driver.ts';
 import type { Database } from './schema.ts';
 
@@ -37,7 +38,7 @@ export function openDatabase(url: string, options: { sqliteSynchronous?: 'NORMAL
     // int8 (ids, counts, minor units) fits in a double below 2^53; every such column here stays far below it.
     types: { getTypeParser: (oid: number, format?: 'text' | 'binary') => (oid === PG_INT8_OID ? Number : pg.types.getTypeParser(oid, format)) } as pg.CustomTypesConfig,
   });
-  return { dialect, db: new Kysely<Database>({ dialect: new PostgresDialect({ pool }) }) };
+  return { dialect, db: new Kysely<Database>({ dialect: new CurrentSchemaPostgresDialect({ pool }) }) };
 }
 
 /**
