@@ -2,9 +2,10 @@
 // recorded in their own receiver_ bookkeeping tables so they never mix with a host application's.
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { Kysely, PostgresDialect, sql, SqliteDialect, type Generated } from 'kysely';
+import { Kysely, sql, SqliteDialect, type Generated } from 'kysely';
 import { Migrator } from 'kysely/migration';
 import pg from 'pg';
+import { CurrentSchemaPostgresDialect } from '../db/current-schema-introspector.ts';
 import { openSqlite } from '../db/sqlite-driver.ts';
 import { inboxMigrations, type InboxDialect } from './inbox.migrations.ts';
 
@@ -51,7 +52,7 @@ export function openInboxDatabase(url: string): InboxDatabase {
     // seq is bigserial (int8); it stays far below 2^53, so a JS number is exact.
     types: { getTypeParser: (oid: number, format?: 'text' | 'binary') => (oid === PG_INT8_OID ? Number : pg.types.getTypeParser(oid, format)) } as pg.CustomTypesConfig,
   });
-  return { dialect: 'postgres', db: new Kysely<InboxTables>({ dialect: new PostgresDialect({ pool }) }) };
+  return { dialect: 'postgres', db: new Kysely<InboxTables>({ dialect: new CurrentSchemaPostgresDialect({ pool }) }) };
 }
 
 export async function migrateInbox(handle: InboxDatabase): Promise<void> {
