@@ -9,6 +9,7 @@ import { parseArgs } from 'node:util';
 import closeWithGrace from 'close-with-grace';
 import { startStandaloneReceiver, type EventHandler, type StandaloneOptions } from '../receiver/index.ts';
 import { UsageError } from './admin.ts';
+import { DEAD_LETTER_USAGE, deadLetterCommand, inboxDatabaseOption } from './receiver-dead.ts';
 
 export const RECEIVER_USAGE = `usage:
   signet receiver --port <port> --source <name> --secret <secret> [--secret <previous>]...
@@ -20,7 +21,8 @@ export const RECEIVER_USAGE = `usage:
     --secret-stdin reads them one per line, SIGNET_RECEIVER_SECRET takes a comma list. The handler
     module's default export receives each event; without one, each event is one JSON line on stdout
     (or appended to --out). With --reconcile-from, events missed while down are read from the
-    producer's /api/events with a client-credentials token (secret: stdin or SIGNET_RECEIVER_CLIENT_SECRET).`;
+    producer's /api/events with a client-credentials token (secret: stdin or SIGNET_RECEIVER_CLIENT_SECRET).
+${DEAD_LETTER_USAGE.replace(/^usage:\n/, '')}`;
 
 const SOURCE = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
 const HEADER_WORD = /^[A-Za-z0-9]+(?:-[A-Za-z0-9]+)*$/;
@@ -74,10 +76,7 @@ export function parseReceiverArgs(args: string[], env: Record<string, string | u
   if (secrets.length === 0) throw new UsageError(`at least one secret is required: --secret <secret>, --secret-stdin or SIGNET_RECEIVER_SECRET\n\n${RECEIVER_USAGE}`);
   const uniqueSecrets = [...new Set(secrets)];
 
-  const database = values.database ?? 'sqlite:./signet-receiver.db';
-  if (!/^sqlite:.+/.test(database) && !/^postgres(?:ql)?:\/\/.+/.test(database)) {
-    throw new UsageError(`--database must be sqlite:<file> or postgres://user@host:port/db (got ${JSON.stringify(database)})`);
-  }
+  const database = inboxDatabaseOption(values.database);
 
   if (values.handler !== undefined && !values.handler.trim()) throw new UsageError('--handler must name a module file');
   if (values.out !== undefined && !values.out.trim()) throw new UsageError('--out must name a file');
@@ -107,6 +106,7 @@ export function parseReceiverArgs(args: string[], env: Record<string, string | u
 }
 
 export async function receiverCommand(args: string[]): Promise<number> {
+  if (args[0] === 'dead' || args[0] === 'requeue') return deadLetterCommand(args[0], args.slice(1));
   if (args.includes('--help') || args.includes('-h')) {
     console.log(RECEIVER_USAGE);
     return 0;

@@ -30,6 +30,11 @@ export interface Inbox {
   retryLater(seq: number, error: string, at: Date): Promise<void>;
   markDead(seq: number, error: string): Promise<void>;
   list(filter?: { state?: InboxEntry['state']; source?: string }): Promise<InboxEntry[]>;
+  /**
+   * Gives dead entries (all, one source's, or the given seqs) a fresh set of attempts, due at `now`,
+   * once the consumer has fixed what made its handler fail; returns how many.
+   */
+  requeueDead(filter: { source?: string; seqs?: number[] }, now: Date): Promise<number>;
   getCursor(source: string): Promise<string | undefined>;
   saveCursor(source: string, cursor: string): Promise<void>;
   /** Deletes done entries received before `before` (retention); returns how many. */
@@ -142,6 +147,19 @@ class KyselyInbox implements Inbox {
     return rows.map(toEntry);
   }
 
+  async requeueDead(filter: { source?: string; seqs?: number[] }, now: Date): Promise<number> {
+    if (filter.seqs?.length === 0) return 0;
+    // last_error stays: it tells the operator what failed until the next attempt overwrites it.
+    const result = await this.#db
+      .updateTable('receiver_inbox')
+      .set({ state: 'pending', attempts: 0, next_attempt_at: now, lease_until: null })
+      .where('state', '=', 'dead')
+      .$if(filter.source !== undefined, (q) => q.where('source', '=', filter.source!))
+      .$if(filter.seqs !== undefined, (q) => q.where('seq', 'in', filter.seqs!))
+      .executeTakeFirst();
+    return Number(result.numUpdatedRows);
+  }
+
   async getCursor(source: string): Promise<string | undefined> {
     const row = await this.#db.selectFrom('receiver_cursors').select('cursor').where('source', '=', source).executeTakeFirst();
     return row?.cursor;
@@ -157,7 +175,8 @@ class KyselyInbox implements Inbox {
   }
 
   async purgeProcessed(before: Date): Promise<number> {
-    // Only done entries: pending ones are still owed to the handler, dead ones wait for an operator.
+    // Only done entries: pending ones are still owed to the handler, dead ones wait for an operator
+    // (requeueDead, or `signet receiver requeue`).
     const result = await this.#db.deleteFrom('receiver_inbox').where('state', '=', 'done').where('received_at', '<', before).executeTakeFirst();
     return Number(result.numDeletedRows);
   }

@@ -5,7 +5,9 @@ import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
-import { signBody } from '../../src/receiver/index.ts';
+import { UsageError } from '../../src/cli/admin.ts';
+import { deadLetterCommand } from '../../src/cli/receiver-dead.ts';
+import { openInbox, signBody } from '../../src/receiver/index.ts';
 import { waitUntil } from '../helpers/webhook-receiver.ts';
 
 const BIN = new URL('../../bin/signet.js', import.meta.url).pathname;
@@ -133,6 +135,83 @@ describe('signet receiver', () => {
     const help = run(['receiver', '--help']);
     assert.equal(help.status, 0);
     assert.match(help.stdout, /signet receiver --port <port> --source <name>/);
+  });
+});
+
+describe('signet receiver dead and requeue', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'signet-receiver-dead-'));
+  const database = `sqlite:${join(dir, 'inbox.db')}`;
+
+  /** Records an event per source and lets its handler fail for good, as a worker would after its last retry. */
+  async function deadEntries(): Promise<Record<string, number>> {
+    const inbox = await openInbox(database);
+    const seqs: Record<string, number> = {};
+    try {
+      for (const source of ['orders', 'billing']) {
+        const body = JSON.stringify({ Id: `evt_dead_${source}`, Type: 'order.paid', OccurredAtUtc: '2026-11-22T09:00:00Z', Timestamp: '2026-11-22T09:00:00Z', Data: { Id: 9 } });
+        await inbox.record({ source, deliveryId: `dlv_dead_${source}`, eventId: `evt_dead_${source}`, eventType: 'order.paid', body, via: 'webhook', receivedAt: new Date() });
+        const claimed = (await inbox.claimNext(new Date(), 60_000))!;
+        await inbox.markDead(claimed.seq, `TypeError: cannot read ${source}\n    at handler`);
+        seqs[source] = claimed.seq;
+      }
+    } finally {
+      await inbox.close();
+    }
+    return seqs;
+  }
+
+  test('dead lists the failed entries with their last error; requeue hands one back to the running receiver', async () => {
+    const seqs = await deadEntries();
+    const listed = run(['receiver', 'dead', '--database', database]);
+    assert.equal(listed.status, 0, listed.stderr);
+    const lines = listed.stdout.trim().split('\n');
+    assert.equal(lines.length, 2);
+    assert.match(lines[0]!, new RegExp(`^#${seqs.orders}  orders  order\\.paid  evt_dead_orders  dlv_dead_orders  \\S+  1 attempts  TypeError: cannot read orders at handler$`));
+    assert.match(listed.stderr, /2 dead entries/);
+    const json = run(['receiver', 'dead', '--database', database, '--source', 'billing', '--json']);
+    assert.equal(json.status, 0, json.stderr);
+    assert.deepEqual(
+      json.stdout.trim().split('\n').map((l) => JSON.parse(l) as { seq: number; eventId: string; attempts: number }).map((e) => [e.seq, e.eventId, e.attempts]),
+      [[seqs.billing, 'evt_dead_billing', 1]],
+    );
+
+    const requeued = run(['receiver', 'requeue', '--database', database, '--seq', String(seqs.orders)]);
+    assert.equal(requeued.status, 0, requeued.stderr);
+    assert.equal(requeued.stdout.trim(), 'requeued 1 dead entry');
+    assert.deepEqual(run(['receiver', 'dead', '--database', database, '--json']).stdout.trim().split('\n').map((l) => (JSON.parse(l) as { seq: number }).seq), [seqs.billing]);
+
+    // The receiver picks the requeued entry up and hands it to its output, once.
+    const out = join(dir, 'events.jsonl');
+    const child = spawn(process.execPath, [BIN, 'receiver', '--port', '0', '--source', 'orders', '--secret', SECRET, '--database', database, '--out', out], { stdio: ['ignore', 'pipe', 'pipe'] });
+    try {
+      await stderrWatcher(child)(/listening on/);
+      await waitUntil(() => existsSync(out) && readFileSync(out, 'utf8').includes('evt_dead_orders'), 20_000, () => 'the requeued event in --out');
+    } finally {
+      child.kill('SIGTERM');
+      await new Promise((resolve) => (child.exitCode !== null ? resolve(child.exitCode) : child.once('exit', resolve)));
+    }
+    assert.equal(readFileSync(out, 'utf8').trim().split('\n').length, 1);
+    assert.equal(run(['receiver', 'requeue', '--database', database, '--all']).stdout.trim(), 'requeued 1 dead entry');
+    assert.equal(run(['receiver', 'requeue', '--database', database, '--all']).stdout.trim(), 'requeued 0 dead entries');
+  });
+
+  test('usage errors say what to change, exit 2, and never create an inbox', async () => {
+    const cases: [string[], RegExp][] = [
+      [['requeue', '--database', database], /requeue needs --seq <n>, --source <name> or --all/],
+      [['requeue', '--database', database, '--all', '--seq', '1'], /--all requeues every dead entry/],
+      [['requeue', '--database', database, '--seq', 'x'], /--seq must be an entry number/],
+      [['requeue', '--database', database, '--all', '--json'], /--json only applies to dead/],
+      [['dead', '--database', database, '--seq', '1'], /only apply to requeue/],
+      [['dead', '--database', `sqlite:${join(dir, 'typo.db')}`], /no inbox at .*typo\.db/],
+      [['dead', '--database', 'mysql://x'], /--database must be sqlite:<file> or postgres:/],
+    ];
+    for (const [[action, ...args], message] of cases) {
+      await assert.rejects(deadLetterCommand(action as 'dead' | 'requeue', args), (err: Error) => err instanceof UsageError && message.test(err.message), `${action} ${args.join(' ')}`);
+    }
+    assert.equal(existsSync(join(dir, 'typo.db')), false, 'a mistyped inbox is not created');
+    const result = run(['receiver', 'requeue', '--database', database]);
+    assert.equal(result.status, 2, result.stderr);
+    assert.match(result.stderr, /requeue needs --seq/);
   });
 });
 

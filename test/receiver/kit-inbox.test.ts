@@ -152,6 +152,34 @@ for (const dialect of testDialects()) {
       assert.deepEqual([dead?.eventId, dead?.attempts, dead?.lastError], [e.eventId, 2, 'handler failed: 2']);
     });
 
+    test('requeueDead gives dead entries fresh attempts, filtered by source or seq, and leaves the others alone', async () => {
+      const kill = async (e: NewInboxEntry) => {
+        await inbox.record(e);
+        const claimed = (await inbox.claimNext(at(0), 60_000))!;
+        await inbox.markDead(claimed.seq, `failed ${e.eventId}`);
+        return claimed.seq;
+      };
+      const ordersA = await kill(entry());
+      const ordersB = await kill(entry());
+      const billing = await kill(entry({ source: 'billing' }));
+      await inbox.record(entry({ receivedAt: at(60_000) })); // pending, never dead: untouched
+
+      assert.equal(await inbox.requeueDead({ seqs: [] }, at(0)), 0);
+      assert.equal(await inbox.requeueDead({ source: 'billing', seqs: [ordersA] }, at(0)), 0, 'both filters apply');
+      assert.equal(await inbox.requeueDead({ seqs: [ordersB] }, at(1_000)), 1);
+      assert.deepEqual((await inbox.list({ state: 'dead' })).map((e) => e.seq), [ordersA, billing]);
+      assert.equal(await inbox.requeueDead({ source: 'orders' }, at(1_000)), 1);
+      assert.deepEqual((await inbox.list({ state: 'dead' })).map((e) => e.seq), [billing]);
+
+      assert.equal(await inbox.claimNext(at(999), 60_000), undefined, 'due at the requeue time, not before');
+      const again = (await inbox.claimNext(at(1_000), 60_000))!;
+      assert.equal(again.seq, ordersA, 'arrival order still holds');
+      assert.equal(again.attempts, 1, 'a fresh set of attempts');
+      assert.equal(again.lastError, `failed ${again.eventId}`, 'the last error stays until the next attempt');
+      assert.equal(await inbox.requeueDead({}, at(2_000)), 1);
+      assert.deepEqual(await inbox.list({ state: 'dead' }), []);
+    });
+
     test('saves, overwrites and loads a cursor per source', async () => {
       assert.equal(await inbox.getCursor('orders'), undefined);
       await inbox.saveCursor('orders', 'cursor-1');
