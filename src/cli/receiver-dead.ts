@@ -3,7 +3,7 @@
 // operator requeues it and the running receiver's worker picks it up at its next poll.
 import { existsSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { openInbox, type InboxEntry } from '../receiver/index.ts';
+import { DEFAULT_DATABASE, openInbox, type InboxEntry } from '../receiver/index.ts';
 import { UsageError } from './admin.ts';
 
 export const DEAD_LETTER_USAGE = `usage:
@@ -12,12 +12,11 @@ export const DEAD_LETTER_USAGE = `usage:
   signet receiver requeue [--database …] (--seq <n>... | --source <name> | --all)
     Gives those entries a fresh set of attempts, due now; a running receiver picks them up at its next poll.`;
 
-export const DEFAULT_INBOX_DATABASE = 'sqlite:./signet-receiver.db';
 const DATABASE_URL = /^(?:sqlite:.+|postgres(?:ql)?:\/\/.+)$/;
 
 /** --database, checked the same way for the receiver and for these tools. */
 export function inboxDatabaseOption(value: string | undefined): string {
-  const database = value ?? DEFAULT_INBOX_DATABASE;
+  const database = value ?? DEFAULT_DATABASE;
   if (!DATABASE_URL.test(database)) throw new UsageError(`--database must be sqlite:<file> or postgres://user@host:port/db (got ${JSON.stringify(database)})`);
   return database;
 }

@@ -8,6 +8,9 @@ import { after, describe, test } from 'node:test';
 import { UsageError } from '../../src/cli/admin.ts';
 import { deadLetterCommand } from '../../src/cli/receiver-dead.ts';
 import { openInbox, signBody } from '../../src/receiver/index.ts';
+import { startAuthServer } from '../helpers/auth-server.ts';
+import { call, CUSTOMER } from '../helpers/http.ts';
+import { tokenRequest } from '../helpers/oauth-requests.ts';
 import { waitUntil } from '../helpers/webhook-receiver.ts';
 
 const BIN = new URL('../../bin/signet.js', import.meta.url).pathname;
@@ -102,6 +105,38 @@ describe('signet receiver', () => {
     assert.equal(readFileSync(seen, 'utf8'), 'evt_h_1 webhook\n');
     child.kill('SIGINT');
     assert.equal(await new Promise((resolve) => (child.exitCode !== null ? resolve(child.exitCode) : child.once('exit', resolve))), 0);
+  });
+
+  test('--reconcile-from reads the producer’s missed events with a client-credentials token from stdin', async () => {
+    const producer = await startAuthServer('sqlite');
+    const child = { current: undefined as ChildProcess | undefined };
+    try {
+      const writer = await producer.createClient({ grantTypes: ['client_credentials'], redirectUris: [], scopes: ['orders:write'] });
+      const issued = await tokenRequest(producer, { grant_type: 'client_credentials', scope: 'orders:write' }, { basic: [writer.clientId, writer.clientSecret!] });
+      const orderIds: number[] = [];
+      for (const total of [3, 4]) {
+        const created = await call(producer.url, 'POST', '/api/orders', { token: String(issued.body.access_token), body: { CustomerId: CUSTOMER, Total: total } });
+        assert.equal(created.status, 201);
+        orderIds.push(Number(created.json.Id));
+      }
+      const reader = await producer.createClient({ grantTypes: ['client_credentials'], redirectUris: [], scopes: ['events:read'] });
+
+      const out = join(dir, 'reconciled.jsonl');
+      const args = ['receiver', '--port', '0', '--source', 'orders', '--secret', SECRET, '--database', `sqlite:${join(dir, 'reconciled.db')}`, '--out', out];
+      child.current = spawn(process.execPath, [BIN, ...args, '--reconcile-from', producer.url, '--client-id', reader.clientId, '--client-secret-stdin'], { stdio: ['pipe', 'pipe', 'pipe'] });
+      child.current.stdin!.end(`${reader.clientSecret}\n`);
+      const waitFor = stderrWatcher(child.current);
+      await waitFor(new RegExp(`reconciling from ${producer.url.replace(/[.]/g, '\\.')}`));
+      await waitUntil(() => existsSync(out) && readFileSync(out, 'utf8').trim().split('\n').length >= 2, 20_000, () => 'two reconciled events in --out');
+      const events = readFileSync(out, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { type: string; via: string; data: { Id: number } });
+      assert.deepEqual(events.map((e) => [e.type, e.via, e.data.Id]), orderIds.map((id) => ['order.created', 'reconciliation', id]));
+    } finally {
+      if (child.current && child.current.exitCode === null) {
+        child.current.kill('SIGTERM');
+        await new Promise((resolve) => child.current!.once('exit', resolve));
+      }
+      await producer.stop();
+    }
   });
 
   test('usage errors exit 2 with a message saying what to change', () => {
