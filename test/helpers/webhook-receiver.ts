@@ -17,8 +17,8 @@ export type Answer = { status: number; headers?: Record<string, string>; body?: 
 export interface TestReceiver {
   url: string;
   received: ReceivedDelivery[];
-  /** Decides each answer; `index` counts requests from 0. Default: 200. */
-  answer: (request: IncomingMessage, index: number) => Answer;
+  /** Decides each answer, possibly later; `index` counts requests from 0. Default: 200. */
+  answer: (request: IncomingMessage, index: number) => Answer | Promise<Answer>;
   /** Resolves once `count` deliveries have arrived; rejects after `timeoutMs`. */
   waitFor(count: number, timeoutMs?: number): Promise<ReceivedDelivery[]>;
   close(): Promise<void>;
@@ -41,10 +41,10 @@ export async function startReceiver(): Promise<TestReceiver> {
   const server: Server = createServer((request, response) => {
     const chunks: Buffer[] = [];
     request.on('data', (chunk: Buffer) => chunks.push(chunk));
-    request.on('end', () => {
+    request.on('end', async () => {
       const index = receiver.received.length;
       receiver.received.push({ headers: request.headers, body: Buffer.concat(chunks).toString('utf8'), receivedAt: Date.now() });
-      const answer = receiver.answer(request, index);
+      const answer = await receiver.answer(request, index);
       if (answer === 'reset') return request.socket.destroy();
       if (answer === 'hang') return void hanging.add(() => response.destroy());
       response.writeHead(answer.status, answer.headers).end(answer.body ?? '');

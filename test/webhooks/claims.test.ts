@@ -154,7 +154,8 @@ for (const dialect of testDialects()) {
 
     test('a dispatcher draining a backlog claims in batches, not once per delivery', async () => {
       const receiver = await startReceiver();
-      const client = new CallbackClient({ timeoutMs: 5000, connectionsPerOrigin: 8, policy: new AddressPolicy(['loopback']), userAgent: 'test' });
+      const endpointConcurrency = 16;
+      const client = new CallbackClient({ timeoutMs: 5000, connectionsPerOrigin: endpointConcurrency, policy: new AddressPolicy(['loopback']), userAgent: 'test' });
       // Count the claim statements (the UPDATE that sets a lease) on the dispatcher's own connection.
       let claims = 0;
       const counting = openDatabase(database.url);
@@ -169,6 +170,18 @@ for (const dialect of testDialects()) {
       try {
         await addEndpoint('whep_a', `${receiver.url}/hook`);
         const total = 120;
+        // The receiver answers a whole window of requests at once (the last one when everything has
+        // arrived), so slots free together as they do under load, and the count below never depends on
+        // how fast this machine happens to be: ideally 4 deliveries per claim (a quarter of the share).
+        let held: (() => void)[] = [];
+        receiver.answer = () =>
+          new Promise((resolve) => {
+            held.push(() => resolve({ status: 200 }));
+            if (held.length < endpointConcurrency && receiver.received.length < total) return;
+            const window = held;
+            held = [];
+            for (const release of window) release();
+          });
         for (let i = 0; i < total; i++) await addDelivery('whep_a', -60_000 + i);
         dispatcher = new Dispatcher({
           db,
@@ -177,7 +190,7 @@ for (const dialect of testDialects()) {
           outbox: new Outbox(counting.dialect, () => undefined),
           client,
           log: pino({ level: 'silent' }),
-          settings: { concurrency: 64, endpointConcurrency: 8, pollIntervalMs: 60_000, timeoutMs: 5000, retry: { scheduleMs: [0], retryAfterCapMs: 0 }, disableAfterMs: 86_400_000, headerName: 'Service', retentionMs: 86_400_000 * 30 },
+          settings: { concurrency: 64, endpointConcurrency, pollIntervalMs: 60_000, timeoutMs: 5000, retry: { scheduleMs: [0], retryAfterCapMs: 0 }, disableAfterMs: 86_400_000, headerName: 'Service', retentionMs: 86_400_000 * 30 },
         });
         dispatcher.start();
         await receiver.waitFor(total, 20_000);
