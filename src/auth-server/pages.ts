@@ -77,8 +77,10 @@ export function renderConsentPage(page: ConsentPage): string {
 <button type="submit" class="secondary" formaction="${escapeHtml(page.abortAction)}">Deny</button></form>`);
 }
 
-export function renderErrorPage(error: string, description: string | undefined): string {
-  return layout('Error', `<h1>Something went wrong</h1>${errorBox(description ?? error)}<p>Error code: <code>${escapeHtml(error)}</code>. Return to the application and try again.</p>`);
+/** `requestId` (faults only) lets support find the logged cause. */
+export function renderErrorPage(error: string, description: string | undefined, requestId?: string): string {
+  const reference = requestId ? ` Request id: <code>${escapeHtml(requestId)}</code>.` : '';
+  return layout('Error', `<h1>Something went wrong</h1>${errorBox(description ?? error)}<p>Error code: <code>${escapeHtml(error)}</code>.${reference} Return to the application and try again.</p>`);
 }
 
 /** `form` is oidc-provider's hidden logout form (id op.logoutForm, with its own anti-CSRF token). */

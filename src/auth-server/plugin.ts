@@ -1,6 +1,7 @@
 // The authorization server inside the Fastify app: oidc-provider mounted under the issuer's path with
 // @fastify/middie (at the root it would swallow every other route), our login/consent pages beside it,
 // RFC 8414 metadata, and the timers that reload rotated keys and purge expired rows.
+import type { IncomingMessage } from 'node:http';
 import middie from '@fastify/middie';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Kysely } from 'kysely';
@@ -23,25 +24,25 @@ const PURGE_INTERVAL_MS = 10 * 60 * 1000;
 export async function registerAuthServer(app: FastifyInstance, options: AuthServerOptions): Promise<ProviderHolder> {
   const { db } = options;
   await ensureKeys(db, signingAlgorithms(options.accessTokenAlg), options.keyEncryptionKey);
-  const holder = await ProviderHolder.create(db, options, options.keyEncryptionKey);
+  const holder = await ProviderHolder.create(db, options, options.keyEncryptionKey, app.log);
   const issuer = new URL(options.issuer);
   const mount = issuer.pathname.replace(/\/$/, '');
   const isInteraction = (url: string): boolean => url.startsWith(`${mount}/interaction/`);
 
-  // oidc-provider builds URLs from the request (koa, proxy mode): make every request look as if it
-  // arrived at the issuer's origin, so URLs always agree with `iss` and a forged Host changes nothing.
+  // Every request oidc-provider sees passes through this handler, however its path is spelled (middie
+  // matches the mount case-insensitively and percent-decoded, and so does oidc-provider's router).
+  const fastifyRequests = new WeakMap<IncomingMessage, FastifyRequest>();
   app.addHook('onRequest', (request: FastifyRequest, _reply, done) => {
-    if (request.url.startsWith(`${mount}/`) && !isInteraction(request.url)) {
-      const headers = request.raw.headers;
-      headers['x-forwarded-host'] = issuer.host;
-      headers['x-forwarded-proto'] = issuer.protocol.slice(0, -1);
-      headers['x-forwarded-for'] = request.clientOrigin.ip;
-    }
+    fastifyRequests.set(request.raw, request);
     done();
   });
   await app.register(middie, { hook: 'onRequest' });
   app.use(mount, (req, res, next) => {
     if (isInteraction(`${mount}${req.url ?? ''}`)) return next();
+    pinToIssuerOrigin(req, issuer, fastifyRequests.get(req)?.clientOrigin.ip);
+    // Fastify's reply headers never reach a response written by the middleware: set the id here.
+    const requestId = (req as IncomingMessage & { id?: string }).id;
+    if (requestId) res.setHeader('x-request-id', requestId);
     holder.handler(req, res);
   });
   await app.register(interactionRoutes, { prefix: mount, holder, db, loginMaxFailures: options.loginMaxFailures, basePath: mount });
@@ -63,6 +64,18 @@ export async function registerAuthServer(app: FastifyInstance, options: AuthServ
     for (const timer of timers) clearInterval(timer);
   });
   return holder;
+}
+
+/**
+ * oidc-provider builds URLs from the request (koa, proxy mode): make every request look as if it
+ * arrived at the issuer's origin, so URLs always agree with `iss` (OIDC Discovery §3, RFC 8414 §2) and
+ * a forged Host or X-Forwarded-Host changes nothing.
+ */
+function pinToIssuerOrigin(req: IncomingMessage, issuer: URL, clientIp: string | undefined): void {
+  req.headers['x-forwarded-host'] = issuer.host;
+  req.headers['x-forwarded-proto'] = issuer.protocol.slice(0, -1);
+  if (clientIp) req.headers['x-forwarded-for'] = clientIp;
+  else delete req.headers['x-forwarded-for'];
 }
 
 /** RFC 8414 §3.1: `/.well-known/oauth-authorization-server` inserted before the issuer's path. */

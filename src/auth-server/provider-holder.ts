@@ -2,6 +2,7 @@
 // them (`signet keys rotate`), every instance notices within KEY_CHECK_INTERVAL_MS and builds a provider
 // with the new key set, so all instances sign with the new keys and publish the old ones as well.
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { FastifyBaseLogger } from 'fastify';
 import type { Kysely } from 'kysely';
 import type Provider from 'oidc-provider';
 import type { Database } from '../db/schema.ts';
@@ -20,19 +21,33 @@ export class ProviderHolder {
   readonly #db: Kysely<Database>;
   readonly #settings: ProviderSettings;
   readonly #kek: Buffer | undefined;
+  readonly #log: FastifyBaseLogger | undefined;
 
-  private constructor(db: Kysely<Database>, settings: ProviderSettings, kek: Buffer | undefined, keys: KeyMaterial) {
+  private constructor(db: Kysely<Database>, settings: ProviderSettings, kek: Buffer | undefined, keys: KeyMaterial, log: FastifyBaseLogger | undefined) {
     this.#db = db;
     this.#settings = settings;
     this.#kek = kek;
+    this.#log = log;
     this.#keys = keys;
     this.#publicJwks = publicJwks(keys);
-    this.#provider = createProvider(db, keys, settings);
+    this.#provider = this.#build(keys);
     this.#handler = this.#provider.callback() as Handler;
   }
 
-  static async create(db: Kysely<Database>, settings: ProviderSettings, kek: Buffer | undefined): Promise<ProviderHolder> {
-    return new ProviderHolder(db, settings, kek, await loadKeys(db, kek, settings.sessionTtlSeconds * 1000));
+  static async create(db: Kysely<Database>, settings: ProviderSettings, kek: Buffer | undefined, log?: FastifyBaseLogger): Promise<ProviderHolder> {
+    return new ProviderHolder(db, settings, kek, await loadKeys(db, kek, settings.sessionTtlSeconds * 1000), log);
+  }
+
+  /**
+   * oidc-provider answers a fault with a generic server_error and only emits the cause: log it with the
+   * request id the response carries (the design guide: 5xx bodies are generic, details go to the log).
+   */
+  #build(keys: KeyMaterial): Provider {
+    const provider = createProvider(this.#db, keys, this.#settings);
+    provider.on('server_error', (ctx: { req: IncomingMessage & { id?: string }; method: string; path: string }, err: unknown) => {
+      this.#log?.error({ err, reqId: ctx.req.id, method: ctx.method, path: ctx.path }, 'authorization server error');
+    });
+    return provider;
   }
 
   get provider(): Provider {
@@ -56,7 +71,7 @@ export class ProviderHolder {
   async reloadIfChanged(): Promise<boolean> {
     const keys = await loadKeys(this.#db, this.#kek, this.#settings.sessionTtlSeconds * 1000);
     if (keys.fingerprint === this.#keys.fingerprint) return false;
-    const provider = createProvider(this.#db, keys, this.#settings);
+    const provider = this.#build(keys);
     this.#provider = provider;
     this.#handler = provider.callback() as Handler;
     this.#keys = keys;

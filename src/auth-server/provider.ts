@@ -10,6 +10,7 @@ import type { KeyMaterial } from './keys.ts';
 import { ClientAdapter, KyselyAdapter } from './oidc-adapter.ts';
 import { pageHeaders, renderErrorPage, renderLogoutPage, renderLoggedOutPage } from './pages.ts';
 import { registerRequestShaping } from './request-shaping.ts';
+import { registerResponseShaping, requestIdOf, type ProviderRoutes } from './response-shaping.ts';
 import { SCOPE_DESCRIPTIONS, type ResourceDefinition } from './scopes.ts';
 
 export interface ProviderSettings {
@@ -22,6 +23,15 @@ export interface ProviderSettings {
   secureCookies: boolean;
 }
 
+const ROUTES: ProviderRoutes = {
+  authorization: '/authorize',
+  token: '/token',
+  jwks: '/jwks',
+  userinfo: '/userinfo',
+  revocation: '/revoke',
+  introspection: '/introspect',
+  end_session: '/session/end',
+};
 const AUTHORIZATION_CODE_TTL = 60; // RFC 6749 §4.1.2: short-lived, 10 minutes at most
 const ID_TOKEN_TTL = 3600;
 const INTERACTION_TTL = 600;
@@ -50,15 +60,7 @@ export function createProvider(db: Kysely<Database>, keys: KeyMaterial, settings
     responseTypes: ['code'], // no implicit or hybrid flow (contract, Authentication 4; RFC 9700 §2.1.2)
     clientAuthMethods: ['client_secret_basic', 'client_secret_post', 'none'],
     pkce: { required: () => true }, // every client, confidential ones too (RFC 9700 §2.1.1); S256 only
-    routes: {
-      authorization: '/authorize',
-      token: '/token',
-      jwks: '/jwks',
-      userinfo: '/userinfo',
-      revocation: '/revoke',
-      introspection: '/introspect',
-      end_session: '/session/end',
-    },
+    routes: ROUTES,
     ttl: {
       AccessToken: settings.accessTokenTtlSeconds,
       ClientCredentials: settings.accessTokenTtlSeconds,
@@ -79,7 +81,7 @@ export function createProvider(db: Kysely<Database>, keys: KeyMaterial, settings
     interactions: { url: (_ctx, interaction) => interactionPath(settings.issuer, interaction.uid) },
     renderError: (ctx, out) => {
       ctx.set(pageHeaders());
-      ctx.body = renderErrorPage(out.error, out.error_description);
+      ctx.body = renderErrorPage(out.error, out.error_description, out.error === 'server_error' ? requestIdOf(ctx) : undefined);
     },
     features: {
       devInteractions: { enabled: false },
@@ -144,6 +146,8 @@ export function createProvider(db: Kysely<Database>, keys: KeyMaterial, settings
   // The provider sees the request as arriving at the issuer's own origin (see request-shaping.ts).
   provider.proxy = true;
   hashPresentedClientSecrets(provider);
+  // Outermost first: the response shaping sees every answer, the request shaping's own included.
+  registerResponseShaping(provider, { routes: ROUTES, issuer: settings.issuer });
   registerRequestShaping(provider, { resources: settings.resources, apiScopes, db });
   return provider;
 }

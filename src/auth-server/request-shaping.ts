@@ -5,8 +5,12 @@
 //   names no API scope: every scope the client is registered for on that resource (RFC 8707 `resource`).
 // - client credentials without a scope: the same `.default` (RFC 6749 §3.3 default scope).
 // - POST /token with a `code` and no `grant_type` (the contract's code exchange): authorization_code.
-// - 401 invalid_client always carries WWW-Authenticate (RFC 6749 §5.2), not only after Basic auth.
-import { parse as parseForm, stringify as stringifyForm, type ParsedUrlQuery } from 'node:querystring';
+// - a token request with no client authentication at all: 401 invalid_client (RFC 6749 §5.2).
+// - a client-credentials scope naming no known resource or scope: invalid_scope (RFC 6749 §5.2), not a
+//   token without scopes.
+// oidc-provider's router matches paths case-insensitively, with or without a trailing slash, and HEAD as
+// GET, so the shaping recognises its routes the same way.
+import { parse as parseForm, stringify as stringifyForm } from 'node:querystring';
 import { Readable } from 'node:stream';
 import type { Kysely } from 'kysely';
 import type { KoaContextWithOIDC } from 'oidc-provider';
@@ -25,13 +29,26 @@ interface ShapingSettings {
 
 export function registerRequestShaping(provider: Provider, settings: ShapingSettings): void {
   provider.use(async (ctx, next) => {
-    if (ctx.method === 'GET' && ctx.path === '/authorize') await shapeAuthorizationQuery(ctx as KoaContextWithOIDC, settings);
-    if (ctx.method === 'POST' && ctx.path === '/token' && ctx.is('application/x-www-form-urlencoded')) await shapeTokenRequest(ctx as KoaContextWithOIDC, settings);
+    const route = routeKey(ctx.path);
+    const read = ctx.method === 'GET' || ctx.method === 'HEAD';
+    if (read && route === '/authorize') await shapeAuthorizationQuery(ctx as KoaContextWithOIDC, settings);
+    if (ctx.method === 'POST' && route === '/token' && ctx.is('application/x-www-form-urlencoded')) await shapeTokenRequest(ctx as KoaContextWithOIDC, settings);
     if (ctx.body === undefined) await next();
-    if (ctx.status === 401 && (ctx.body as { error?: string } | undefined)?.error === 'invalid_client' && !ctx.response.get('www-authenticate')) {
-      ctx.set('www-authenticate', 'Basic realm="signet"');
-    }
   });
+}
+
+/** The path as oidc-provider's router compares it: case-insensitive, one trailing slash ignored. */
+export function routeKey(path: string): string {
+  const lower = path.toLowerCase();
+  return lower.length > 1 && lower.endsWith('/') ? lower.slice(0, -1) : lower;
+}
+
+/** A token-endpoint error answered before oidc-provider runs, in its format (RFC 6749 §5.2). */
+function answerTokenError(ctx: KoaContextWithOIDC, status: number, error: string, description: string): void {
+  ctx.status = status;
+  ctx.set('cache-control', 'no-store');
+  if (status === 401) ctx.set('www-authenticate', 'Basic realm="signet"');
+  ctx.body = { error, error_description: description };
 }
 
 async function shapeAuthorizationQuery(ctx: KoaContextWithOIDC, settings: ShapingSettings): Promise<void> {
@@ -42,7 +59,8 @@ async function shapeAuthorizationQuery(ctx: KoaContextWithOIDC, settings: Shapin
     changed = true;
   }
   const clientId = query.get('client_id');
-  const scope = query.get('scope');
+  const scopes = query.getAll('scope');
+  const scope = scopes.length === 1 ? scopes[0]! : null; // twice: left alone for oidc-provider to refuse (RFC 6749 §3.1)
   if (clientId && scope !== null) {
     const expanded = await expandScope(scope, clientId, settings, { addDefaultResource: true });
     if (expanded && expanded.scope !== scope) {
@@ -60,28 +78,40 @@ async function shapeAuthorizationQuery(ctx: KoaContextWithOIDC, settings: Shapin
 }
 
 async function shapeTokenRequest(ctx: KoaContextWithOIDC, settings: ShapingSettings): Promise<void> {
-  const body = await readForm(ctx);
-  if (body === undefined) {
-    // Thrown errors this early would bypass oidc-provider's error handler: answer in its format.
-    ctx.status = 400;
-    ctx.body = { error: 'invalid_request', error_description: `the request body is larger than ${FORM_LIMIT_BYTES} bytes` };
-    return;
+  const raw = await readBody(ctx);
+  if (raw === undefined) return answerTokenError(ctx, 413, 'invalid_request', `the request body is larger than ${FORM_LIMIT_BYTES} bytes`);
+  const body = parseForm(raw.toString('utf8'));
+  const clientId = typeof body.client_id === 'string' ? body.client_id : basicClientId(ctx.get('authorization'));
+  if (body.client_id === undefined && !ctx.get('authorization')) {
+    return answerTokenError(ctx, 401, 'invalid_client', 'no client authentication: send client_id and client_secret, or HTTP Basic');
   }
-  if (body.grant_type === undefined && body.code !== undefined) body.grant_type = 'authorization_code';
-  // RFC 6749 §3.3: no scope means the default one, here `<resource>/.default` (resource given or the API).
-  if (body.grant_type === 'client_credentials' && (body.scope === undefined || body.scope === '')) {
-    const resource = typeof body.resource === 'string' ? body.resource : settings.resources[0]?.uri;
-    if (resource) body.scope = `${resource}/.default`;
+  let changed = false;
+  if (body.grant_type === undefined && body.code !== undefined) {
+    body.grant_type = 'authorization_code';
+    changed = true;
   }
-  if (body.grant_type === 'client_credentials' && typeof body.scope === 'string') {
-    const clientId = typeof body.client_id === 'string' ? body.client_id : basicClientId(ctx.get('authorization'));
-    const expanded = clientId ? await expandScope(body.scope, clientId, settings, { addDefaultResource: false }) : undefined;
-    if (expanded) {
-      body.scope = expanded.scope;
-      if (expanded.resource && body.resource === undefined) body.resource = expanded.resource;
+  if (body.grant_type === 'client_credentials') {
+    // RFC 6749 §3.3: no scope means the default one, here `<resource>/.default` (resource given or the API).
+    if (body.scope === undefined || body.scope === '') {
+      const resource = typeof body.resource === 'string' ? body.resource : settings.resources[0]?.uri;
+      if (resource) body.scope = `${resource}/.default`;
+    }
+    if (typeof body.scope === 'string') {
+      const unknown = body.scope.split(' ').filter((s) => s && !settings.apiScopes.has(s) && !parseDefaultScope(s, settings.resources));
+      if (unknown.length > 0) return answerTokenError(ctx, 400, 'invalid_scope', `unknown scope ${unknown.join(' ')}: use ${settings.resources.map((r) => `${r.uri}/.default`).join(' or ')}, or scopes of the API`);
+      const expanded = clientId ? await expandScope(body.scope, clientId, settings, { addDefaultResource: false }) : undefined;
+      if (expanded) {
+        body.scope = expanded.scope;
+        if (expanded.resource && body.resource === undefined) body.resource = expanded.resource;
+      }
+      changed = true;
     }
   }
-  replayBody(ctx, Buffer.from(stringifyForm(body)));
+  if (!changed) return replayBody(ctx, raw);
+  // Re-encoding can lengthen the body (spaces become %20): oidc-provider would refuse it with a 400.
+  const rewritten = Buffer.from(stringifyForm(body));
+  if (rewritten.length > FORM_LIMIT_BYTES) return answerTokenError(ctx, 413, 'invalid_request', `the request body is larger than ${FORM_LIMIT_BYTES} bytes once its scopes are expanded`);
+  replayBody(ctx, rewritten);
 }
 
 /**
@@ -136,8 +166,8 @@ function basicClientId(authorization: string): string | undefined {
   }
 }
 
-/** The parsed form, or undefined when it is larger than the limit. */
-async function readForm(ctx: KoaContextWithOIDC): Promise<ParsedUrlQuery | undefined> {
+/** The body's bytes, or undefined when it is larger than the limit. */
+async function readBody(ctx: KoaContextWithOIDC): Promise<Buffer | undefined> {
   const declared = ctx.request.length;
   if (declared !== undefined && declared > FORM_LIMIT_BYTES) return undefined;
   const chunks: Buffer[] = [];
@@ -147,5 +177,5 @@ async function readForm(ctx: KoaContextWithOIDC): Promise<ParsedUrlQuery | undef
     if (received > FORM_LIMIT_BYTES) return undefined;
     chunks.push(chunk as Buffer);
   }
-  return parseForm(Buffer.concat(chunks).toString('utf8'));
+  return Buffer.concat(chunks);
 }

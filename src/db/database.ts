@@ -3,6 +3,7 @@ import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { Kysely, sql, SqliteDialect, type Transaction } from 'kysely';
 import pg from 'pg';
+import pino from 'pino';
 import { CurrentSchemaPostgresDialect } from './current-schema-introspector.ts';
 import { openSqlite } from './sqlite-driver.ts';
 import type { Database } from './schema.ts';
@@ -24,7 +25,20 @@ export function dialectOf(url: string): Dialect {
   return url.startsWith('sqlite:') ? 'sqlite' : 'postgres';
 }
 
-export function openDatabase(url: string, options: { sqliteSynchronous?: 'NORMAL' | 'FULL' } = {}): DatabaseHandle {
+export interface OpenOptions {
+  sqliteSynchronous?: 'NORMAL' | 'FULL';
+  /** A pooled PostgreSQL connection failed while idle (server restart, failover, idle timeout). */
+  onIdleConnectionError?: (err: Error) => void;
+}
+
+/** Default for onIdleConnectionError: the pool has already dropped the connection; say so, once per loss. */
+function logIdleConnectionError(err: Error): void {
+  idleErrorLog ??= pino({ name: 'signet-db' });
+  idleErrorLog.warn({ err }, 'a pooled PostgreSQL connection was lost while idle; the next query opens a new one');
+}
+let idleErrorLog: pino.Logger | undefined;
+
+export function openDatabase(url: string, options: OpenOptions = {}): DatabaseHandle {
   const dialect = dialectOf(url);
   if (dialect === 'sqlite') {
     const path = url.slice('sqlite:'.length);
@@ -38,6 +52,9 @@ export function openDatabase(url: string, options: { sqliteSynchronous?: 'NORMAL
     // int8 (ids, counts, minor units) fits in a double below 2^53; every such column here stays far below it.
     types: { getTypeParser: (oid: number, format?: 'text' | 'binary') => (oid === PG_INT8_OID ? Number : pg.types.getTypeParser(oid, format)) } as pg.CustomTypesConfig,
   });
+  // node-postgres reports an idle client's failure as the pool's 'error' event; unheard, that event
+  // throws and ends the process (a database restart would take every instance down with it).
+  pool.on('error', options.onIdleConnectionError ?? logIdleConnectionError);
   return { dialect, db: new Kysely<Database>({ dialect: new CurrentSchemaPostgresDialect({ pool }) }) };
 }
 

@@ -52,6 +52,9 @@ export function openInboxDatabase(url: string): InboxDatabase {
     // seq is bigserial (int8); it stays far below 2^53, so a JS number is exact.
     types: { getTypeParser: (oid: number, format?: 'text' | 'binary') => (oid === PG_INT8_OID ? Number : pg.types.getTypeParser(oid, format)) } as pg.CustomTypesConfig,
   });
+  // An idle client's failure (database restart, failover) is the pool's 'error' event; unheard, it would
+  // end the receiver. The pool has dropped the client already; the next query opens a new one.
+  pool.on('error', (err) => process.emitWarning(`inbox database: a pooled connection was lost while idle (${err.message})`, 'SignetReceiverWarning'));
   return { dialect: 'postgres', db: new Kysely<InboxTables>({ dialect: new CurrentSchemaPostgresDialect({ pool }) }) };
 }
 
