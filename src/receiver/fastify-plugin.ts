@@ -2,8 +2,8 @@
 // JSON parser is removed in this plugin's scope, because verifying re-serialized JSON is the classic
 // webhook bug (contract "Authentication" 8: the HMAC is over the exact raw body bytes).
 // Not wrapped in fastify-plugin on purpose: the parser and error handler stay inside this scope.
-import type { FastifyError, FastifyPluginAsync, FastifyReply } from 'fastify';
-import { acceptDelivery, acceptedBody, DEFAULT_MAX_BODY_BYTES, type IntakeOptions, type IntakeResult } from './intake.ts';
+import type { FastifyError, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
+import { acceptDelivery, acceptedBody, DEFAULT_MAX_BODY_BYTES, distinctHeaders, type IntakeOptions, type IntakeResult } from './intake.ts';
 import { problem, PROBLEM_CONTENT_TYPE, type Problem } from './problems.ts';
 import type { InboxWorker } from './worker.ts';
 
@@ -29,7 +29,11 @@ export const receiverPlugin: FastifyPluginAsync<ReceiverPluginOptions> = async (
   const bodyLimit = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
   fastify.removeAllContentTypeParsers();
   // Any media type: the contract sends JSON, but the signature, not the Content-Type, is what is trusted.
+  // Even a malformed one (`;;`), which Fastify would refuse before any parser ran.
   fastify.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit }, (_request, body, done) => done(null, body));
+  fastify.addHook('onRequest', async (request) => {
+    if (request.method === 'POST') request.headers['content-type'] = 'application/octet-stream';
+  });
 
   fastify.setErrorHandler((error: FastifyError, request, reply) => {
     if ((error.statusCode ?? 500) >= 500) request.log.error({ err: error }, 'receiver intake failed');
@@ -38,8 +42,25 @@ export const receiverPlugin: FastifyPluginAsync<ReceiverPluginOptions> = async (
 
   fastify.post<{ Params: { source: string } }>('/webhooks/:source', { bodyLimit }, async (request, reply) => {
     const rawBody = Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0);
-    const result = await acceptDelivery(options, { source: request.params.source, rawBody, headers: request.headers });
+    const result = await acceptDelivery(options, { source: request.params.source, rawBody, headers: distinctHeaders(request.raw) });
     if (result.status === 200 && !result.duplicate) options.worker?.wake();
     return sendResult(reply, result);
   });
+
+  // RFC 9110 §15.5.6: the path exists, the method does not (GET brings HEAD along).
+  fastify.route({
+    method: ['GET', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'],
+    url: '/webhooks/:source',
+    handler: async (request, reply) => sendProblem(reply.header('allow', 'POST'), problem('method-not-allowed', `${request.method} is not allowed; webhooks are POSTed`)),
+  });
 };
+
+/** The not-found handler of a server that hosts only the receiver (the standalone one). */
+export function strayRequestProblem(request: FastifyRequest, reply: FastifyReply): FastifyReply {
+  return sendProblem(reply, problem('not-found', `no route for ${request.method} ${request.url.split('?')[0]}; webhooks are POSTed to /webhooks/<source>`));
+}
+
+/** Fastify's `frameworkErrors` option: a URL it cannot decode, as a problem. */
+export function frameworkErrorProblem(error: FastifyError, _request: unknown, reply: FastifyReply): void {
+  void sendProblem(reply, problem(error.code === 'FST_ERR_BAD_URL' ? 'not-found' : 'bad-request', error.code === 'FST_ERR_BAD_URL' ? 'the path is not valid percent-encoding' : error.message));
+}

@@ -28,7 +28,23 @@ export interface IntakeResult {
 export interface IntakeRequest {
   source: string;
   rawBody: Buffer;
+  /**
+   * Pass Node's `req.headersDistinct` (every header as an array of its lines): `req.headers` joins a
+   * repeated X-… header into one "a, b" string, which would pass for a delivery id of its own.
+   */
   headers: Record<string, string | string[] | undefined>;
+}
+
+/**
+ * Every header as the list of its lines. Node's `headersDistinct`, or the same built from `rawHeaders`
+ * where a request object (an injected test request) lacks it.
+ */
+export function distinctHeaders(req: { headers: IntakeRequest['headers']; headersDistinct?: Record<string, string[] | undefined>; rawHeaders?: string[] }): IntakeRequest['headers'] {
+  if (req.headersDistinct) return req.headersDistinct;
+  if (!req.rawHeaders?.length) return req.headers;
+  const lines: Record<string, string[]> = {};
+  for (let i = 0; i + 1 < req.rawHeaders.length; i += 2) (lines[req.rawHeaders[i]!.toLowerCase()] ??= []).push(req.rawHeaders[i + 1]!);
+  return lines;
 }
 
 export const DEFAULT_HEADER_NAME = 'Service';
@@ -41,16 +57,21 @@ const RFC3339 = /^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:
 interface Payload {
   id: string;
   timestampMs: number;
+  /** The signed `Type`, when the producer puts one in the body (Signet does). */
+  type: string | undefined;
 }
 
 function rejected(p: Problem): IntakeResult {
   return { status: p.status as IntakeResult['status'], problem: p };
 }
 
-/** Node lowercases incoming header names; a repeated header arrives as an array and is not trusted. */
-function header(headers: IntakeRequest['headers'], name: string): string | undefined {
+const REPEATED = Symbol('repeated');
+
+/** Node lowercases incoming header names; a header sent more than once is not trusted. */
+function header(headers: IntakeRequest['headers'], name: string): string | undefined | typeof REPEATED {
   const value = headers[name.toLowerCase()];
-  return typeof value === 'string' ? value : undefined;
+  if (Array.isArray(value)) return value.length > 1 ? REPEATED : value[0];
+  return value;
 }
 
 function hasOwn(record: Record<string, unknown>, key: string): boolean {
@@ -65,22 +86,29 @@ function parsePayload(rawBody: Buffer): Payload | string {
     return 'the body is not JSON';
   }
   if (typeof body !== 'object' || body === null || Array.isArray(body)) return 'the body is not a JSON object';
-  const { Id: id, Timestamp: timestamp } = body as Record<string, unknown>;
+  const { Id: id, Timestamp: timestamp, Type: type } = body as Record<string, unknown>;
   if (typeof id !== 'string' || id === '') return 'Id is missing or not a non-empty string';
   if (typeof timestamp !== 'string' || !RFC3339.test(timestamp) || Number.isNaN(Date.parse(timestamp))) return 'Timestamp is missing or not an RFC 3339 date-time';
-  return { id, timestampMs: Date.parse(timestamp) };
+  if (type !== undefined && typeof type !== 'string') return 'Type is not a string';
+  return { id, timestampMs: Date.parse(timestamp), type };
 }
 
 function checkHeaders(options: IntakeOptions, request: IntakeRequest, secrets: readonly string[]): IntakeResult | { deliveryId: string; eventType: string } {
   const name = options.headerName ?? DEFAULT_HEADER_NAME;
   const signatureHeader = `X-${name}-Signature-256`;
-  const check = verifySignature(request.rawBody, header(request.headers, signatureHeader), secrets);
+  const signature = header(request.headers, signatureHeader);
+  if (signature === REPEATED) return rejected(problem('invalid-signature', `${signatureHeader} appears more than once`));
+  const check = verifySignature(request.rawBody, signature, secrets);
   if (!check.ok) return rejected(problem('invalid-signature', `${signatureHeader}: ${check.reason.replace('_', ' ')}`));
   // Identifiers are read only after the signature: an unauthenticated caller learns nothing more.
-  const deliveryId = header(request.headers, `X-${name}-Delivery`);
-  if (!deliveryId) return rejected(problem('missing-delivery-id', `X-${name}-Delivery is missing or empty`));
-  const eventType = header(request.headers, `X-${name}-Event`);
-  if (!eventType) return rejected(problem('missing-event-type', `X-${name}-Event is missing or empty`));
+  const ids = { deliveryId: `X-${name}-Delivery`, eventType: `X-${name}-Event` };
+  const deliveryId = header(request.headers, ids.deliveryId);
+  const eventType = header(request.headers, ids.eventType);
+  for (const [headerName, value] of [[ids.deliveryId, deliveryId], [ids.eventType, eventType]] as const) {
+    if (value === REPEATED) return rejected(problem('repeated-header', `${headerName} appears more than once`));
+  }
+  if (!deliveryId || deliveryId === REPEATED) return rejected(problem('missing-delivery-id', `${ids.deliveryId} is missing or empty`));
+  if (!eventType || eventType === REPEATED) return rejected(problem('missing-event-type', `${ids.eventType} is missing or empty`));
   return { deliveryId, eventType };
 }
 
@@ -95,6 +123,11 @@ export async function acceptDelivery(options: IntakeOptions, request: IntakeRequ
   if ('status' in headers) return headers;
   const payload = parsePayload(request.rawBody);
   if (typeof payload === 'string') return rejected(problem('invalid-payload', payload));
+  // The header is not signed; the body's Type is. A relabelled delivery (a paid one passed off as
+  // deleted) is refused rather than handed to the consumer under the wrong type.
+  if (payload.type !== undefined && payload.type !== headers.eventType) {
+    return rejected(problem('event-type-mismatch', `X-${options.headerName ?? DEFAULT_HEADER_NAME}-Event says ${JSON.stringify(headers.eventType)} but the signed body's Type is ${JSON.stringify(payload.type)}`));
+  }
 
   // Contract "Authentication" 9: the Timestamp is inside the signed bytes, so a captured delivery
   // cannot be replayed once it is older than the tolerance; a far-future one is refused too.

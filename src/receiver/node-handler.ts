@@ -2,7 +2,7 @@
 // body itself, or takes the bytes a framework already read (req.rawBody, or a Buffer req.body);
 // a parsed JSON object is refused rather than re-serialized, since its signature could not be checked.
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { acceptDelivery, acceptedBody, DEFAULT_MAX_BODY_BYTES, type IntakeOptions } from './intake.ts';
+import { acceptDelivery, acceptedBody, DEFAULT_MAX_BODY_BYTES, distinctHeaders, type IntakeOptions } from './intake.ts';
 import { problem, PROBLEM_CONTENT_TYPE, type Problem } from './problems.ts';
 import type { InboxWorker } from './worker.ts';
 
@@ -76,7 +76,7 @@ async function handle(options: IntakeOptions & { worker?: InboxWorker }, req: Ma
       throw error;
     }
   }
-  const result = await acceptDelivery(options, { source: target.source, rawBody, headers: req.headers });
+  const result = await acceptDelivery(options, { source: target.source, rawBody, headers: distinctHeaders(req) });
   if (result.problem) return sendProblem(res, result.problem);
   if (!result.duplicate) options.worker?.wake();
   send(res, 200, acceptedBody(result), 'application/json; charset=utf-8');

@@ -17,6 +17,8 @@ const CATALOGUE = {
   'invalid-payload': { status: 400, title: 'The webhook body is not a valid event' },
   'missing-delivery-id': { status: 400, title: 'The delivery identifier header is missing or empty' },
   'missing-event-type': { status: 400, title: 'The event type header is missing or empty' },
+  'repeated-header': { status: 400, title: 'A webhook header appears more than once' },
+  'event-type-mismatch': { status: 400, title: 'The event type header disagrees with the signed body' },
   'bad-request': { status: 400, title: 'Bad request' },
   'invalid-signature': { status: 401, title: 'The webhook signature is missing or invalid' },
   'stale-timestamp': { status: 401, title: 'The webhook timestamp is outside the accepted window' },

@@ -6,7 +6,7 @@ import pino from 'pino';
 import type { AddressInfo } from 'node:net';
 import type { EventHandler, ReceivedEvent } from './event.ts';
 import { openInbox, type Inbox } from './inbox.ts';
-import { receiverPlugin } from './fastify-plugin.ts';
+import { frameworkErrorProblem, receiverPlugin, strayRequestProblem } from './fastify-plugin.ts';
 import { Reconciler } from './reconciler.ts';
 import { InboxWorker, type WorkerLog } from './worker.ts';
 
@@ -54,7 +54,8 @@ export async function startStandaloneReceiver(options: StandaloneOptions): Promi
   // Fastify logs each request at info; at warn it does not: a request log would record the headers
   // (signatures) of every delivery. Faults still reach the logger through the plugin's error handler,
   // without the body.
-  const app = Fastify({ loggerInstance: logger.child({}, { level: logger.level === 'silent' ? 'silent' : 'warn' }) });
+  const app = Fastify({ loggerInstance: logger.child({}, { level: logger.level === 'silent' ? 'silent' : 'warn' }), frameworkErrors: frameworkErrorProblem });
+  app.setNotFoundHandler(strayRequestProblem);
   await app.register(receiverPlugin, { sources: options.sources, inbox, worker, headerName: options.headerName, toleranceMs: options.toleranceMs });
   try {
     await app.listen({ port: options.port, host: options.host ?? '127.0.0.1' });

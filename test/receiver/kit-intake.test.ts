@@ -2,6 +2,7 @@
 // test dialect: each request gets its documented status and a problem+json body, and the consumer's
 // handler runs exactly once per accepted event and never for a rejected request.
 import assert from 'node:assert/strict';
+import { request as httpRequest } from 'node:http';
 import { after, before, describe, test } from 'node:test';
 import { createTestDatabase, testDialects, type TestDatabase } from '../helpers/databases.ts';
 import { waitUntil } from '../helpers/webhook-receiver.ts';
@@ -47,8 +48,27 @@ const REJECTIONS: Case[] = [
   { name: 'unknown source', status: 404, problem: 'unknown-source', build: () => ({ d: delivery(), source: 'nobody' }) },
   { name: 'source named like an Object.prototype member', status: 404, problem: 'unknown-source', build: () => ({ d: delivery(), source: 'constructor' }) },
   { name: 'signed body that is not an event', status: 400, problem: 'invalid-payload', build: () => { const d = delivery(); const body = '{"Hello":"world"}'; return { d, body, headers: withHeader(d, 'x-service-signature-256', signBody(body, SECRET)) }; } },
+  { name: 'event type header that disagrees with the signed body (relabelled delivery)', status: 400, problem: 'event-type-mismatch', detail: /order\.deleted.*order\.paid/, build: () => { const d = delivery({ type: 'order.paid' }); return { d, headers: withHeader(d, 'x-service-event', 'order.deleted') }; } },
   { name: 'body larger than the limit', status: 413, problem: 'payload-too-large', build: () => { const d = delivery({ data: { Pad: 'x'.repeat(5000) } }); return { d }; } },
 ];
+
+/** A POST with header lines exactly as given (fetch would join repeated ones into a single line). */
+function postRawHeaders(url: string, body: string, headers: [string, string][]): Promise<Answer> {
+  return new Promise((resolve, reject) => {
+    // An array of header lines gets no Host added by Node (RFC 9112 §3.2 requires one).
+    const lines = [['host', new URL(url).host], ...headers, ['content-length', String(Buffer.byteLength(body))]];
+    const request = httpRequest(url, { method: 'POST', headers: lines.flat() }, (response) => {
+      const chunks: Buffer[] = [];
+      response.on('data', (chunk: Buffer) => chunks.push(chunk));
+      response.on('end', () => {
+        const text = Buffer.concat(chunks).toString('utf8');
+        resolve({ status: response.statusCode ?? 0, contentType: response.headers['content-type'] ?? null, json: text ? (JSON.parse(text) as Record<string, unknown>) : undefined });
+      });
+    });
+    request.on('error', reject);
+    request.end(body);
+  });
+}
 
 function assertProblem(answer: Answer, expected: Case): void {
   assert.equal(answer.status, expected.status, expected.name);
@@ -115,6 +135,14 @@ for (const dialect of testDialects()) {
         assert.equal((await inbox.list()).filter((e) => rejectedIds.includes(e.eventId)).length, 0);
       });
 
+      test('a validly signed delivery is accepted whatever its Content-Type says, even a malformed one', async () => {
+        for (const contentType of [';;', 'text/plain', 'application/json; charset=utf-8']) {
+          const d = delivery();
+          const answer = await post(url(), d.body, withHeader(d, 'content-type', contentType));
+          assert.equal(answer.status, 200, `${contentType}: ${JSON.stringify(answer.json)}`);
+        }
+      });
+
       test('a redelivery under the same delivery id gets 200 again and the handler still runs once', async () => {
         const d = delivery();
         const first = await post(url(), d.body, d.headers);
@@ -156,17 +184,34 @@ for (const dialect of testDialects()) {
       });
 
       if (adapter === 'node') {
-        test('answers 404 for other paths and 405 for other methods, as problem+json', async () => {
+        test('answers 404 for other paths as problem+json', async () => {
           const other = await fetch(`${receiver.url}/elsewhere`, { method: 'POST', body: '{}' });
           assert.equal(other.status, 404);
           assert.match(other.headers.get('content-type') ?? '', /^application\/problem\+json/);
           assert.ok(String(((await other.json()) as { type: string }).type).endsWith('/not-found'));
-          const get = await fetch(url(), { method: 'GET' });
-          assert.equal(get.status, 405);
-          assert.equal(get.headers.get('allow'), 'POST');
-          assert.ok(String(((await get.json()) as { type: string }).type).endsWith('/method-not-allowed'));
         });
       }
+
+      test('answers 405 with Allow: POST for every other method on the webhook path, as problem+json', async () => {
+        for (const method of ['GET', 'HEAD', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']) {
+          const answer = await fetch(url(), { method });
+          assert.equal(answer.status, 405, method);
+          assert.equal(answer.headers.get('allow'), 'POST', method);
+          assert.match(answer.headers.get('content-type') ?? '', /^application\/problem\+json/, method);
+          if (method !== 'HEAD') assert.ok(String(((await answer.json()) as { type: string }).type).endsWith('/method-not-allowed'), method);
+        }
+      });
+
+      test('a repeated delivery id, event type or signature header is refused, never glued into one value', async () => {
+        for (const [name, extra, expected] of [['x-service-delivery', 'dlv_other', 'repeated-header'], ['x-service-event', 'order.deleted', 'repeated-header'], ['x-service-signature-256', 'sha256=' + '0'.repeat(64), 'invalid-signature']] as const) {
+          const d = delivery();
+          const answer = await postRawHeaders(url(), d.body, [...Object.entries(d.headers), [name, extra]]);
+          assert.equal(answer.status, expected === 'repeated-header' ? 400 : 401, name);
+          assert.ok(String(answer.json?.type).endsWith(`/${expected}`), `${name}: ${String(answer.json?.type)}`);
+          assert.match(String(answer.json?.detail), /more than once/, name);
+          assert.equal(seen.count(d.eventId), 0, name);
+        }
+      });
     });
   }
 }

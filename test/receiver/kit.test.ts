@@ -74,3 +74,19 @@ test('the standalone receiver acknowledges a signed delivery and writes the even
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test('the standalone receiver answers stray requests with problem+json: other paths 404, undecodable URLs 404', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'signet-kit-stray-'));
+  const receiver = await startStandaloneReceiver({ port: 0, sources: { orders: [SECRET] }, database: `sqlite:${join(dir, 'inbox.db')}`, logLevel: 'silent' });
+  try {
+    for (const [method, path] of [['POST', '/webhooks/orders/'], ['GET', '/'], ['POST', '/webhooks/%zz'], ['POST', '/webhooks']]) {
+      const answer = await fetch(`${receiver.url}${path}`, { method, body: method === 'POST' ? '{}' : undefined });
+      assert.equal(answer.status, 404, `${method} ${path}`);
+      assert.match(answer.headers.get('content-type') ?? '', /^application\/problem\+json/, `${method} ${path}`);
+      assert.ok(String(((await answer.json()) as { type: string }).type).endsWith('/not-found'), `${method} ${path}`);
+    }
+  } finally {
+    await receiver.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
