@@ -15,13 +15,15 @@ export const RECEIVER_USAGE = `usage:
   signet receiver --port <port> --source <name> --secret <secret> [--secret <previous>]...
                   [--secret-stdin] [--database sqlite:./signet-receiver.db|postgres://…]
                   [--handler ./handler.js] [--out events.jsonl] [--header-name Service]
-                  [--reconcile-from https://producer --client-id <id> --client-secret-stdin]
+                  [--reconcile-from https://producer --client-id <id> --client-secret-stdin
+                   [--reconcile-types order.paid,order.cancelled]]
                   [--host 127.0.0.1]
     Receives POST /webhooks/<source>. Several secrets (newest first) accept signatures during a rotation;
     --secret-stdin reads them one per line, SIGNET_RECEIVER_SECRET takes a comma list. The handler
     module's default export receives each event; without one, each event is one JSON line on stdout
     (or appended to --out). With --reconcile-from, events missed while down are read from the
-    producer's /api/events with a client-credentials token (secret: stdin or SIGNET_RECEIVER_CLIENT_SECRET).
+    producer's /api/events with a client-credentials token (secret: stdin or SIGNET_RECEIVER_CLIENT_SECRET),
+    all the types the client may read unless --reconcile-types names those the endpoint subscribes to.
 ${DEAD_LETTER_USAGE.replace(/^usage:\n/, '')}`;
 
 const SOURCE = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
@@ -51,6 +53,7 @@ export function parseReceiverArgs(args: string[], env: Record<string, string | u
       'reconcile-from': { type: 'string' },
       'client-id': { type: 'string' },
       'client-secret-stdin': { type: 'boolean' },
+      'reconcile-types': { type: 'string' },
     },
   });
   if (positionals.length > 0) throw new UsageError(`unexpected argument ${JSON.stringify(positionals[0])}\n\n${RECEIVER_USAGE}`);
@@ -98,11 +101,21 @@ export function parseReceiverArgs(args: string[], env: Record<string, string | u
     const clientSecret = values['client-secret-stdin'] ? (stdinText ?? '').replace(/\r?\n$/, '') : (env.SIGNET_RECEIVER_CLIENT_SECRET ?? '');
     if (!clientSecret.trim()) throw new UsageError('--reconcile-from needs the client secret: --client-secret-stdin (pipe it in) or SIGNET_RECEIVER_CLIENT_SECRET');
     options.reconcile = { from: from.replace(/\/+$/, ''), clientId: values['client-id'], clientSecret: clientSecret.trim(), source: values.source };
-  } else if (values['client-id'] !== undefined || values['client-secret-stdin']) {
-    throw new UsageError('--client-id and --client-secret-stdin only apply with --reconcile-from <producer URL>');
+    if (values['reconcile-types'] !== undefined) options.reconcile.types = eventTypes(values['reconcile-types']);
+  } else if (values['client-id'] !== undefined || values['client-secret-stdin'] || values['reconcile-types'] !== undefined) {
+    throw new UsageError('--client-id, --client-secret-stdin and --reconcile-types only apply with --reconcile-from <producer URL>');
   }
 
   return { options, handlerPath: values.handler, outPath: values.out };
+}
+
+const EVENT_TYPE = /^[a-z][a-z0-9_]*(?:\.[a-z0-9_]+)+$/;
+
+function eventTypes(list: string): string[] {
+  const types = list.split(',').map((t) => t.trim());
+  const bad = types.filter((t) => !EVENT_TYPE.test(t));
+  if (bad.length > 0) throw new UsageError(`--reconcile-types takes event types separated by commas, such as order.paid,order.cancelled (not ${bad.map((t) => JSON.stringify(t)).join(', ')})`);
+  return [...new Set(types)];
 }
 
 export async function receiverCommand(args: string[]): Promise<number> {

@@ -15,6 +15,11 @@ export interface ReconcilerOptions {
   /** The inbox source name the producer's webhooks arrive under, so event ids dedupe across both. */
   source: string;
   inbox: Inbox;
+  /**
+   * Only these event types (the producer's `type=` filter), e.g. the ones the webhook endpoint
+   * subscribes to; every type the client may read when absent (pings to other endpoints included).
+   */
+  types?: readonly string[];
   intervalMs?: number;
   onEnqueued?: () => void;
   log?: WorkerLog;
@@ -119,6 +124,7 @@ export class Reconciler {
   async #fetchPage(cursor: string | undefined): Promise<EventPage> {
     const url = new URL(`${this.#options.from.replace(/\/+$/, '')}/api/events`);
     url.searchParams.set('limit', String(PAGE_SIZE));
+    if (this.#options.types?.length) url.searchParams.set('type', this.#options.types.join(','));
     if (cursor !== undefined) url.searchParams.set('after', cursor);
     let response = await this.#get(url);
     if (response.status === 401) {

@@ -21,7 +21,7 @@ export interface StandaloneOptions {
   headerName?: string;
   toleranceMs?: number;
   retryScheduleMs?: readonly number[];
-  reconcile?: { from: string; clientId: string; clientSecret: string; source: string; intervalMs?: number };
+  reconcile?: { from: string; clientId: string; clientSecret: string; source: string; types?: string[]; intervalMs?: number };
   /** pino level of the receiver's own log on stderr (default info; `silent` for embedding, as the demo does). */
   logLevel?: pino.LevelWithSilent;
 }

@@ -107,7 +107,7 @@ describe('signet receiver', () => {
     assert.equal(await new Promise((resolve) => (child.exitCode !== null ? resolve(child.exitCode) : child.once('exit', resolve))), 0);
   });
 
-  test('--reconcile-from reads the producer’s missed events with a client-credentials token from stdin', async () => {
+  test('--reconcile-from reads the producer’s missed events of --reconcile-types with a client-credentials token from stdin', async () => {
     const producer = await startAuthServer('sqlite');
     const child = { current: undefined as ChildProcess | undefined };
     try {
@@ -119,15 +119,22 @@ describe('signet receiver', () => {
         assert.equal(created.status, 201);
         orderIds.push(Number(created.json.Id));
       }
+      const paid = await call(producer.url, 'POST', `/api/orders/${orderIds[0]}/pay`, { token: String(issued.body.access_token) });
+      assert.equal(paid.status, 200);
       const reader = await producer.createClient({ grantTypes: ['client_credentials'], redirectUris: [], scopes: ['events:read'] });
 
       const out = join(dir, 'reconciled.jsonl');
       const args = ['receiver', '--port', '0', '--source', 'orders', '--secret', SECRET, '--database', `sqlite:${join(dir, 'reconciled.db')}`, '--out', out];
-      child.current = spawn(process.execPath, [BIN, ...args, '--reconcile-from', producer.url, '--client-id', reader.clientId, '--client-secret-stdin'], { stdio: ['pipe', 'pipe', 'pipe'] });
+      child.current = spawn(process.execPath, [BIN, ...args, '--reconcile-from', producer.url, '--client-id', reader.clientId, '--client-secret-stdin', '--reconcile-types', 'order.created'], { stdio: ['pipe', 'pipe', 'pipe'] });
       child.current.stdin!.end(`${reader.clientSecret}\n`);
       const waitFor = stderrWatcher(child.current);
       await waitFor(new RegExp(`reconciling from ${producer.url.replace(/[.]/g, '\\.')}`));
       await waitUntil(() => existsSync(out) && readFileSync(out, 'utf8').trim().split('\n').length >= 2, 20_000, () => 'two reconciled events in --out');
+      // The order.paid event is not one of --reconcile-types: the receiver's inbox never sees it.
+      const inbox = await openInbox(`sqlite:${join(dir, 'reconciled.db')}`);
+      await waitUntil(async () => (await inbox.list({ state: 'pending' })).length === 0, 20_000, () => 'nothing pending');
+      assert.deepEqual((await inbox.list()).map((e) => e.eventType), ['order.created', 'order.created']);
+      await inbox.close();
       const events = readFileSync(out, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { type: string; via: string; data: { Id: number } });
       assert.deepEqual(events.map((e) => [e.type, e.via, e.data.Id]), orderIds.map((id) => ['order.created', 'reconciliation', id]));
     } finally {
@@ -154,11 +161,13 @@ describe('signet receiver', () => {
       [[...base, '--secret', SECRET, '--reconcile-from', 'ftp://producer.example', '--client-id', 'cl_1'], /--reconcile-from must be/],
       [[...base, '--secret', SECRET, '--reconcile-from', 'https://producer.example', '--client-id', 'cl_1'], /needs the client secret/],
       [[...base, '--secret', SECRET, '--client-id', 'cl_1'], /only apply with --reconcile-from/],
+      [[...base, '--secret', SECRET, '--reconcile-types', 'order.paid'], /only apply with --reconcile-from/],
+      [[...base, '--secret', SECRET, '--reconcile-from', 'https://producer.example', '--client-id', 'cl_1', '--reconcile-types', 'order.paid,,PAID'], /--reconcile-types takes event types/, { SIGNET_RECEIVER_CLIENT_SECRET: 'x' }],
       [[...base, '--secret-stdin', '--client-secret-stdin'], /cannot both read standard input/],
       [[...base, '--secret', SECRET, '--bogus'], /Unknown option '--bogus'/],
     ];
-    for (const [args, message] of cases) {
-      const result = run(args);
+    for (const [args, message, env] of cases) {
+      const result = run(args, { env });
       assert.equal(result.status, 2, `${args.join(' ')}: ${result.stderr}`);
       assert.match(result.stderr, message, args.join(' '));
     }

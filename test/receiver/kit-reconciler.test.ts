@@ -17,16 +17,16 @@ interface FakeProducer {
   url: string;
   events: { Id: string; Type: string; OccurredAtUtc: string; Data: unknown }[];
   tokensIssued: number;
-  eventRequests: { authorization: string | undefined; after: string | null; limit: string | null }[];
+  eventRequests: { authorization: string | undefined; after: string | null; limit: string | null; type: string | null }[];
   tokenRequests: { form: URLSearchParams; authorization: string | undefined }[];
   close(): Promise<void>;
 }
 
-function addEvents(producer: FakeProducer, count: number): string[] {
+function addEvents(producer: FakeProducer, count: number, type = 'order.created'): string[] {
   const ids: string[] = [];
   for (let i = 0; i < count; i++) {
     const id = `evt_${producer.events.length + 1}`;
-    producer.events.push({ Id: id, Type: 'order.created', OccurredAtUtc: new Date().toISOString(), Data: { OrderId: producer.events.length + 1 } });
+    producer.events.push({ Id: id, Type: type, OccurredAtUtc: new Date().toISOString(), Data: { OrderId: producer.events.length + 1 } });
     ids.push(id);
   }
   return ids;
@@ -59,10 +59,13 @@ async function startFakeProducer(): Promise<FakeProducer> {
       return json(res, 200, { access_token: `token-${producer.tokensIssued}`, token_type: 'Bearer', expires_in: 900, scope: form.get('scope') });
     }
     if (url.pathname === '/api/events') {
-      producer.eventRequests.push({ authorization: req.headers.authorization, after: url.searchParams.get('after'), limit: url.searchParams.get('limit') });
+      const type = url.searchParams.get('type');
+      producer.eventRequests.push({ authorization: req.headers.authorization, after: url.searchParams.get('after'), limit: url.searchParams.get('limit'), type });
       if (!req.headers.authorization?.startsWith('Bearer token-')) return json(res, 401, { title: 'no token' });
       const start = Number(url.searchParams.get('after')?.replace('c', '') ?? 0);
-      const items = producer.events.slice(start, start + PAGE).map((e) => ({ ...e, _links: { self: { href: `${producer.url}/api/events/${e.Id}` } } }));
+      // Like the real producer's `type=a,b`: only those types (positions here count the filtered list).
+      const listed = type === null ? producer.events : producer.events.filter((e) => type.split(',').includes(e.Type));
+      const items = listed.slice(start, start + PAGE).map((e) => ({ ...e, _links: { self: { href: `${producer.url}/api/events/${e.Id}` } } }));
       // Like the real producer: NextCursor always names where to resume, even on an empty page.
       return json(res, 200, { Items: items, NextCursor: `c${start + items.length}` });
     }
@@ -118,6 +121,20 @@ for (const dialect of testDialects()) {
       assert.equal(producer.eventRequests[before]?.after, 'c5', 'the next pass resumes from the stored cursor');
       assert.equal(producer.tokensIssued, 1, 'the token is cached until shortly before it expires');
       assert.equal((await inbox.list({ source: 'orders' })).length, 5);
+    });
+
+    test('with `types`, asks the producer for those event types only', async () => {
+      const own = await startFakeProducer(); // its own event list: the other tests count the shared one
+      try {
+        addEvents(own, 2, 'webhook.ping');
+        const paid = addEvents(own, 3, 'order.paid');
+        const reconciler = new Reconciler({ from: own.url, clientId: CLIENT_ID, clientSecret: CLIENT_SECRET, source: 'typed', inbox, types: ['order.paid', 'order.deleted'] });
+        assert.equal(await reconciler.runOnce(), 3);
+        assert.deepEqual((await inbox.list({ source: 'typed' })).map((e) => e.eventId), paid);
+        assert.ok(own.eventRequests.length > 0 && own.eventRequests.every((r) => r.type === 'order.paid,order.deleted'));
+      } finally {
+        await own.close();
+      }
     });
 
     test('does not enqueue again an event that already arrived by webhook', async () => {
