@@ -11,9 +11,12 @@ import { DEFAULT_VARIANT, minimalResponse, orderResponse, preconditionsOf, sendO
 import type { OrderEventSink } from './orders.events.ts';
 import { applyJsonPatchToOrder } from './orders.patching.ts';
 import { parseVariant, toRepresentation } from './orders.representation.ts';
-import { CreateOrderBody, ListQuery, Order, OrderIdParams, OrderList, OrderQuery, PatchBody, ReplaceOrderBody } from './orders.schemas.ts';
+import {
+  ActionHeaders, CreateHeaders, CreateOrderBody, DeleteHeaders, ListQuery, Order, OrderIdParams, OrderList, OrderQuery, PatchBody, ReadHeaders, ReplaceHeaders, ReplaceOrderBody, UUID_PATTERN,
+} from './orders.schemas.ts';
 import * as service from './orders.service.ts';
-import { ORDER_ACTIONS, type OrderStatus } from './orders.states.ts';
+import { isOrderStatus, ORDER_ACTIONS, type OrderStatus } from './orders.states.ts';
+import { ordersValidatorCompiler, patchValidatorCompiler } from './orders.validation.ts';
 
 export interface OrdersRouteOptions {
   db: Db;
@@ -34,12 +37,13 @@ function principalOf(request: FastifyRequest): Principal {
 export async function ordersRoutes(fastify: FastifyInstance, options: OrdersRouteOptions): Promise<void> {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
   const { db, idempotency, events } = options;
+  app.setValidatorCompiler(ordersValidatorCompiler); // this plugin's routes only (encapsulation)
 
-  app.post('/api/orders', { config: write, schema: { tags: TAGS, summary: 'Create an order', body: CreateOrderBody, response: { 201: Order } } }, async (request, reply) =>
+  app.post('/api/orders', { config: write, schema: { tags: TAGS, summary: 'Create an order', headers: CreateHeaders, body: CreateOrderBody, response: { 201: Order } } }, async (request, reply) =>
     runIdempotent(request, reply, db, idempotency, async (trx) => orderResponse(request, await service.createOrder(trx, principalOf(request), request.body, new Date(), events), 201)),
   );
 
-  app.get('/api/orders/:id', { config: read, schema: { tags: TAGS, summary: 'Read an order', params: OrderIdParams, querystring: OrderQuery, response: { 200: Order } } }, async (request, reply) => {
+  app.get('/api/orders/:id', { config: read, schema: { tags: TAGS, summary: 'Read an order', headers: ReadHeaders, params: OrderIdParams, querystring: OrderQuery, response: { 200: Order } } }, async (request, reply) => {
     const variant = parseVariant(request.query.fields, request.query.include);
     const order = await service.getVisibleOrder(db, principalOf(request), Number(request.params.id));
     return sendOrderRead(request, reply, order, variant, () => service.getHistory(db, order));
@@ -68,7 +72,7 @@ export async function ordersRoutes(fastify: FastifyInstance, options: OrdersRout
     return reply.header('cache-control', 'private, no-cache').header('vary', 'Authorization, Origin').send({ Items: items, _links: links });
   });
 
-  app.put('/api/orders/:id', { config: write, schema: { tags: TAGS, summary: 'Replace an order from its full representation', params: OrderIdParams, body: ReplaceOrderBody, response: { 200: Order } } }, async (request, reply) => {
+  app.put('/api/orders/:id', { config: write, schema: { tags: TAGS, summary: 'Replace an order from its full representation', headers: ReplaceHeaders, params: OrderIdParams, body: ReplaceOrderBody, response: { 200: Order } } }, async (request, reply) => {
     const next = request.body;
     const order = await db.transaction().execute((trx) =>
       service.replaceOrder(trx, principalOf(request), Number(request.params.id), next, { statusIsReadOnly: true, check: preconditionsOf(request), now: new Date(), events }),
@@ -78,20 +82,24 @@ export async function ordersRoutes(fastify: FastifyInstance, options: OrdersRout
 
   app.patch(
     '/api/orders/:id',
-    { config: write, schema: { tags: TAGS, summary: 'Change an order with JSON Merge Patch (RFC 7396) or JSON Patch (RFC 6902)', params: OrderIdParams, body: PatchBody, response: { 200: Order } } },
+    {
+      config: write,
+      validatorCompiler: patchValidatorCompiler,
+      schema: { tags: TAGS, summary: 'Change an order with JSON Merge Patch (RFC 7396) or JSON Patch (RFC 6902)', headers: ReplaceHeaders, params: OrderIdParams, body: PatchBody, response: { 200: Order } },
+    },
     async (request, reply) => {
       const order = await db.transaction().execute((trx) => applyJsonPatchToOrder(trx, principalOf(request), Number(request.params.id), request, events));
       return sendStored(reply, wantsMinimal(request) ? minimalResponse(request, order) : orderResponse(request, order, 200));
     },
   );
 
-  app.delete('/api/orders/:id', { config: write, schema: { tags: TAGS, summary: 'Delete a pending or cancelled order', params: OrderIdParams, response: { 204: { type: 'null', description: 'Deleted' } } } }, async (request, reply) => {
+  app.delete('/api/orders/:id', { config: write, schema: { tags: TAGS, summary: 'Delete a pending or cancelled order', headers: DeleteHeaders, params: OrderIdParams, response: { 204: { type: 'null', description: 'Deleted' } } } }, async (request, reply) => {
     await db.transaction().execute((trx) => service.deleteOrder(trx, principalOf(request), Number(request.params.id), preconditionsOf(request), new Date(), events));
     return reply.code(204).send(null);
   });
 
   for (const action of ORDER_ACTIONS) {
-    app.post(`/api/orders/:id/${action}`, { config: write, schema: { tags: TAGS, summary: `Transition: ${action}`, params: OrderIdParams, response: { 200: Order } } }, async (request, reply) =>
+    app.post(`/api/orders/:id/${action}`, { config: write, schema: { tags: TAGS, summary: `Transition: ${action}`, headers: ActionHeaders, params: OrderIdParams, response: { 200: Order } } }, async (request, reply) =>
       runIdempotent(request, reply, db, idempotency, async (trx) => {
         const order = await service.transitionOrder(trx, principalOf(request), Number(request.params.id), action, preconditionsOf(request), new Date(), events);
         return orderResponse(request, order, 200, DEFAULT_VARIANT);
@@ -106,15 +114,28 @@ interface ListFilter {
   customerId?: string;
 }
 
+const UUID = new RegExp(UUID_PATTERN);
+
 /** The cursor carries the filters it was made for, so a page can never mix two different queries. */
 function listFilter(query: { cursor?: string; Status?: OrderStatus; CustomerId?: string }): ListFilter {
   if (query.cursor === undefined) return { status: query.Status, customerId: query.CustomerId?.toLowerCase() };
-  const decoded = decodeCursor(query.cursor, { b: 'number', s: 'string', c: 'string' });
-  const status = (decoded?.s || undefined) as OrderStatus | undefined;
-  const customerId = (decoded?.c || undefined) as string | undefined;
-  const conflicting = (query.Status !== undefined && query.Status !== status) || (query.CustomerId !== undefined && query.CustomerId.toLowerCase() !== customerId);
-  if (!decoded || conflicting || !Number.isSafeInteger(decoded.b)) {
+  const filter = fromCursor(query.cursor);
+  const conflicting = (query.Status !== undefined && query.Status !== filter?.status) || (query.CustomerId !== undefined && query.CustomerId.toLowerCase() !== filter?.customerId);
+  if (!filter || conflicting) {
     throw new Problem('invalidParameter', 'cursor is not one this service issued for these filters; start again without it', { errors: [{ pointer: '/cursor', detail: 'invalid cursor' }] });
   }
-  return { beforeId: decoded.b as number, status, customerId };
+  return filter;
+}
+
+/**
+ * A cursor is not tamper-proof (src/http/cursor.ts), so its values are held to the rules of the
+ * parameters they stand for: a forged CustomerId would reach SQL (a 500 on PostgreSQL's uuid column),
+ * a forged Status would quietly match nothing. Null when it is not one this service could have issued.
+ */
+function fromCursor(cursor: string): ListFilter | null {
+  const decoded = decodeCursor(cursor, { b: 'number', s: 'string', c: 'string' });
+  if (!decoded) return null;
+  const { b, s, c } = decoded as { b: number; s: string; c: string }; // types checked by the shape
+  if (!Number.isSafeInteger(b) || b < 1 || (s !== '' && !isOrderStatus(s)) || (c !== '' && !UUID.test(c))) return null;
+  return { beforeId: b, status: s === '' ? undefined : (s as OrderStatus), customerId: c === '' ? undefined : c.toLowerCase() };
 }

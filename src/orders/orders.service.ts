@@ -112,7 +112,10 @@ function diff(order: OrderRecord, valid: { customerId: string; totalMinor: numbe
   return changes;
 }
 
-export interface Replacement extends OrderFields, ReadOnlyMembers {}
+export interface Replacement extends OrderFields, ReadOnlyMembers {
+  /** Always stated: only a new order defaults to USD. */
+  Currency: string;
+}
 
 /** The new full state, or how to compute it from the current one (a PATCH applies to the state it replaces). */
 export type NextState = Replacement | ((current: OrderRecord) => Replacement);
@@ -126,7 +129,7 @@ const MAX_WRITE_ATTEMPTS = 50;
  * a Status change must be one allowed transition.
  *
  * Optimistic read-modify-write: the write is guarded by the version just read. When a concurrent
- * writer got there first, the whole step (preconditions, state rules, computing `next`) is repeated
+ * writer got there first, the whole step (computing `next`, state rules, preconditions) is repeated
  * on the new state: a client that sent If-Match then gets 412 because its tag is now stale, an
  * unconditional write is applied to the current state instead of failing with a 412 for a
  * precondition it never sent, and a patch is never written back over a change it did not see.
@@ -138,7 +141,6 @@ export async function replaceOrder(db: Executor, principal: Principal, id: numbe
     checkReadOnly(order, wanted, options.statusIsReadOnly);
     const changes = diff(order, validateFields(principal, wanted));
     const nextStatus = wanted.Status ?? order.status;
-    options.check(order);
     const fieldsChange = Object.keys(changes).length > 0;
     if (fieldsChange && !isEditable(order.status)) throw invalidState(order, 'change CustomerId, Total or Currency');
     if (nextStatus !== order.status) {
@@ -146,6 +148,9 @@ export async function replaceOrder(db: Executor, principal: Principal, id: numbe
       if (!action) throw invalidState(order, `move to ${nextStatus}`);
       changes.status = nextStatus;
     }
+    // After the state rules, as in transitionOrder and deleteOrder: a change the state forbids is 409
+    // whatever the preconditions say (README: preconditions are ignored when the answer would be 409).
+    options.check(order);
     if (Object.keys(changes).length === 0) return order;
     const updated = await repo.updateOrderIf(db, id, { status: order.status, version: order.version }, changes, options.now);
     if (updated) {

@@ -10,6 +10,10 @@
 export const ORDER_STATUSES = ['pending', 'paid', 'cancelled', 'shipped', 'delivered'] as const;
 export type OrderStatus = (typeof ORDER_STATUSES)[number];
 
+export function isOrderStatus(value: string): value is OrderStatus {
+  return (ORDER_STATUSES as readonly string[]).includes(value);
+}
+
 export const ORDER_ACTIONS = ['pay', 'cancel', 'ship', 'deliver'] as const;
 export type OrderAction = (typeof ORDER_ACTIONS)[number];
 

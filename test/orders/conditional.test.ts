@@ -116,7 +116,7 @@ for (const dialect of testDialects()) {
 
       const seen = new Set(tags);
       const writes: [string, string, unknown, string?][] = [
-        ['PUT', path, { CustomerId: CUSTOMER, Total: 11 }],
+        ['PUT', path, { CustomerId: CUSTOMER, Currency: 'USD', Total: 11 }],
         ['PATCH', path, { Total: 12 }, MERGE],
         ['PATCH', path, [{ op: 'replace', path: '/Currency', value: 'EUR' }], 'application/json-patch+json'],
         ['POST', `${path}/pay`, undefined],
@@ -143,7 +143,7 @@ for (const dialect of testDialects()) {
       assert.equal(fresh.status, 200);
       const current = etagOf(fresh);
       const attempts: [string, string, unknown, string?][] = [
-        ['PUT', path, { CustomerId: CUSTOMER, Total: 30 }],
+        ['PUT', path, { CustomerId: CUSTOMER, Currency: 'USD', Total: 30 }],
         ['PATCH', path, { Total: 30 }, MERGE],
         ['DELETE', path, undefined],
         ['POST', `${path}/pay`, undefined],
@@ -166,7 +166,7 @@ for (const dialect of testDialects()) {
     test('a write with the current If-Match succeeds: PUT, PATCH, pay, DELETE', async () => {
       const a = await create();
       const path = `/api/orders/${a.json.Id}`;
-      const put = await call(server.url, 'PUT', path, { token, body: { CustomerId: CUSTOMER, Total: 30 }, headers: { 'if-match': etagOf(a) } });
+      const put = await call(server.url, 'PUT', path, { token, body: { CustomerId: CUSTOMER, Currency: 'USD', Total: 30 }, headers: { 'if-match': etagOf(a) } });
       assert.equal(put.status, 200);
       const patch = await call(server.url, 'PATCH', path, { token, body: { Total: 31 }, contentType: MERGE, headers: { 'if-match': `"other", ${etagOf(put)}` } });
       assert.equal(patch.status, 200);
@@ -188,7 +188,7 @@ for (const dialect of testDialects()) {
         Array.from({ length: 20 }, (_, i) =>
           i % 2 === 0
             ? call(server.url, 'PATCH', path, { token, body: { Total: 100 + i }, contentType: MERGE, headers: { 'if-match': etag } })
-            : call(server.url, 'PUT', path, { token, body: { CustomerId: CUSTOMER, Total: 100 + i }, headers: { 'if-match': etag } }),
+            : call(server.url, 'PUT', path, { token, body: { CustomerId: CUSTOMER, Currency: 'USD', Total: 100 + i }, headers: { 'if-match': etag } }),
         ),
       );
       const ok = responses.filter((r) => r.status === 200);
@@ -207,7 +207,7 @@ for (const dialect of testDialects()) {
         totals.map((total, i) =>
           i % 2 === 0
             ? call(server.url, 'PATCH', path, { token, body: { Total: total }, contentType: MERGE })
-            : call(server.url, 'PUT', path, { token, body: { CustomerId: CUSTOMER, Total: total } }),
+            : call(server.url, 'PUT', path, { token, body: { CustomerId: CUSTOMER, Currency: 'USD', Total: total } }),
         ),
       );
       assert.deepEqual(responses.map((r) => r.status), totals.map(() => 200), 'a 412 needs a precondition the client sent (RFC 9110 §15.5.13)');
@@ -245,7 +245,7 @@ for (const dialect of testDialects()) {
       const a = await create();
       const path = `/api/orders/${a.json.Id}`;
       const star = { 'if-match': '*' };
-      assert.equal((await call(server.url, 'PUT', path, { token, body: { CustomerId: CUSTOMER, Total: 40 }, headers: star })).status, 200);
+      assert.equal((await call(server.url, 'PUT', path, { token, body: { CustomerId: CUSTOMER, Currency: 'USD', Total: 40 }, headers: star })).status, 200);
       assert.equal((await call(server.url, 'PATCH', path, { token, body: { Total: 41 }, contentType: MERGE, headers: star })).status, 200);
       assert.equal((await call(server.url, 'POST', `${path}/pay`, { token, headers: star })).status, 200);
       const b = await create();
@@ -258,7 +258,7 @@ for (const dialect of testDialects()) {
       const etag = etagOf(created);
       assert.equal((await call(server.url, 'DELETE', path, { token })).status, 204);
       const missing = [
-        ['PUT', path, { CustomerId: CUSTOMER, Total: 1 }],
+        ['PUT', path, { CustomerId: CUSTOMER, Currency: 'USD', Total: 1 }],
         ['PATCH', path, { Total: 1 }, MERGE],
         ['DELETE', path, undefined],
         ['POST', `${path}/pay`, undefined],
@@ -277,9 +277,18 @@ for (const dialect of testDialects()) {
       const created = await create();
       const path = `/api/orders/${created.json.Id}`;
       assert.equal((await call(server.url, 'POST', `${path}/pay`, { token })).status, 200);
-      const res = await call(server.url, 'POST', `${path}/pay`, { token, headers: { 'if-match': etagOf(created) } });
-      assert.equal(res.status, 409);
-      assert.equal(res.json.currentStatus, 'paid');
+      const forbidden: [string, string, unknown, string?][] = [
+        ['POST', `${path}/pay`, undefined],
+        ['PUT', path, { CustomerId: CUSTOMER, Total: 11, Currency: 'USD' }], // a paid order's fields cannot change
+        ['PATCH', path, { Total: 11 }, MERGE],
+        ['PATCH', path, { Status: 'pending' }, MERGE], // no way back
+        ['PATCH', path, [{ op: 'replace', path: '/Status', value: 'cancelled' }], 'application/json-patch+json'],
+      ];
+      for (const [method, target, body, contentType] of forbidden) {
+        const res = await call(server.url, method, target, { token, body, contentType, headers: { 'if-match': etagOf(created) } });
+        assert.equal(res.status, 409, `${method} ${JSON.stringify(body)}: ${res.text}`);
+        assert.equal(res.json.currentStatus, 'paid');
+      }
     });
 
     test('If-Unmodified-Since in the past is 412; at or after Last-Modified the write proceeds', async () => {
@@ -289,7 +298,7 @@ for (const dialect of testDialects()) {
       const lastModified = full.headers.get('last-modified')!;
       const past = formatHttpDate(new Date(Date.parse(full.json.UpdatedAtUtc) - 60_000));
       for (const [method, target, body, contentType] of [
-        ['PUT', path, { CustomerId: CUSTOMER, Total: 2 }],
+        ['PUT', path, { CustomerId: CUSTOMER, Currency: 'USD', Total: 2 }],
         ['PATCH', path, { Total: 2 }, MERGE],
         ['POST', `${path}/pay`, undefined],
         ['DELETE', path, undefined],
