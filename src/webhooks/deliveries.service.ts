@@ -24,7 +24,20 @@ export async function redeliver(db: Executor, outbox: Outbox, owner: string, id:
   return (await repo.findDelivery(db, id))!;
 }
 
+/** Years 1 to 9999: what both databases store (PostgreSQL refuses year 0 and the ±YYYYYY forms beyond). */
+const EARLIEST = Date.parse('0001-01-01T00:00:00.000Z');
+const LATEST = Date.parse('9999-12-31T23:59:59.999Z');
+
+/** False for NaN too: ajv's date-time takes a leap second (`23:59:60`), which Date cannot represent. */
+export function isStorableTime(ms: number): boolean {
+  return ms >= EARLIEST && ms <= LATEST;
+}
+
 export async function recover(db: Executor, outbox: Outbox, owner: string, endpointId: string, since: Date, now: Date): Promise<number> {
+  if (!isStorableTime(since.getTime())) {
+    const detail = 'must be a time from year 0001 to 9999, without a leap second';
+    throw new Problem('validation', `Since: ${detail}`, { errors: [{ pointer: '/Since', detail }] });
+  }
   const endpoint = await getOwnedEndpoint(db, owner, endpointId);
   if (!endpoint.enabled) throw new Problem('webhookState', `endpoint ${endpointId} is disabled; enable it with PATCH {"Enabled": true} first`);
   if (since > now) throw new Problem('validation', 'Since: must not be in the future', { errors: [{ pointer: '/Since', detail: 'must not be in the future' }] });

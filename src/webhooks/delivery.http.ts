@@ -88,17 +88,29 @@ export class CallbackClient {
   }
 }
 
+/** The statuses that redirect (RFC 9110 §15.4); 304 Not Modified and the rest of 3xx are just failures. */
+const REDIRECTS = new Set([301, 302, 303, 307, 308]);
+
 function fromStatus(response: Dispatcher.ResponseData, excerpt: string, durationMs: number): AttemptResult {
   const status = response.statusCode;
   const ok = status >= 200 && status < 300;
-  const kind: ErrorKind | null = ok ? null : status >= 300 && status < 400 ? 'redirect' : 'status';
+  const kind: ErrorKind | null = ok ? null : REDIRECTS.has(status) ? 'redirect' : 'status';
   const retryAfterMs = status === 429 || status === 503 ? parseRetryAfter(response.headers['retry-after'], new Date()) : undefined;
   const detail = kind === 'redirect' ? `redirect to ${String(response.headers.location ?? '(no location)')} not followed` : kind ? `HTTP ${status}` : null;
-  return { ok, statusCode: status, durationMs, errorKind: kind, errorDetail: detail, responseExcerpt: excerpt, retryAfterMs, gone: status === 410 };
+  return { ok, statusCode: status, durationMs, errorKind: kind, errorDetail: detail && storableText(detail), responseExcerpt: storableText(excerpt), retryAfterMs, gone: status === 410 };
 }
 
 function failure(kind: ErrorKind, detail: string, durationMs: number): AttemptResult {
-  return { ok: false, statusCode: null, durationMs, errorKind: kind, errorDetail: detail, responseExcerpt: null, retryAfterMs: undefined, gone: false };
+  return { ok: false, statusCode: null, durationMs, errorKind: kind, errorDetail: storableText(detail), responseExcerpt: null, retryAfterMs: undefined, gone: false };
+}
+
+/**
+ * What the receiver sent (its body, its Location) is arbitrary text, and PostgreSQL refuses U+0000 in
+ * text and jsonb, and lone surrogates in jsonb (the batched outcomes travel as one jsonb parameter):
+ * one such reply made a whole batch unrecordable. Both become U+FFFD, as undecodable bytes already do.
+ */
+export function storableText(text: string): string {
+  return text.toWellFormed().replaceAll('\u0000', '\uFFFD');
 }
 
 const TIMEOUT_CODES = new Set(['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'UND_ERR_CONNECT_TIMEOUT', 'ETIMEDOUT']);

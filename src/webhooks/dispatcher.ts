@@ -224,10 +224,32 @@ export class Dispatcher {
       try {
         await this.#record(batch);
       } catch (err) {
-        // The leases expire and the deliveries are attempted again: at least once, never lost.
-        this.#deps.log.error({ err, deliveries: batch.length }, 'could not record webhook delivery outcomes');
-        return;
+        // One row the database refuses must not sink the others (they would all be sent again when
+        // their leases expire): record them one at a time instead.
+        this.#deps.log.warn({ err, deliveries: batch.length }, 'could not record a batch of webhook delivery outcomes; recording them one at a time');
+        for (const outcome of batch) await this.#recordAlone(outcome);
       }
+    }
+  }
+
+  /**
+   * Without what the receiver sent, if need be: the attempt and the delivery's progress matter more
+   * than the excerpt, and a delivery whose outcome is never recorded would be re-sent every lease, forever.
+   * Should even that fail (the database is down), the lease expires and it is attempted again: at least once.
+   */
+  async #recordAlone(outcome: Outcome): Promise<void> {
+    const { log } = this.#deps;
+    try {
+      return await this.#record([outcome]);
+    } catch (err) {
+      log.warn({ err, deliveryId: outcome.deliveryId }, 'could not record a webhook delivery outcome; recording it without the response excerpt and error detail');
+    }
+    const { result } = outcome;
+    const bare = { ...outcome, result: { ...result, responseExcerpt: null, errorDetail: result.errorDetail && '(not recordable)' } };
+    try {
+      await this.#record([bare]);
+    } catch (err) {
+      log.error({ err, deliveryId: outcome.deliveryId }, 'could not record a webhook delivery outcome; its lease will expire and it will be attempted again');
     }
   }
 

@@ -99,7 +99,7 @@ export async function endpointRoutes(fastify: FastifyInstance, options: Endpoint
 
   app.get(
     '/api/webhooks/:id/deliveries',
-    { config: manage, schema: { tags: TAGS, summary: 'Deliveries to this endpoint, newest first', params: schemas.EndpointIdParams, querystring: schemas.DeliveryListQuery, response: { 200: schemas.DeliveryList } } },
+    { config: manage, preValidation: requireDecimalLimit, schema: { tags: TAGS, summary: 'Deliveries to this endpoint, newest first', params: schemas.EndpointIdParams, querystring: schemas.DeliveryListQuery, response: { 200: schemas.DeliveryList } } },
     async (request, reply) => {
       const { State, limit, cursor } = request.query;
       const before = cursor === undefined ? undefined : decodeDeliveryCursor(cursor);
@@ -131,8 +131,25 @@ export async function endpointRoutes(fastify: FastifyInstance, options: Endpoint
   );
 }
 
+const DELIVERY_ID = new RegExp(schemas.DELIVERY_ID);
+
+/** The cursor is not signed: its time and id are checked as strictly as any input before they reach SQL. */
 function decodeDeliveryCursor(cursor: string): { createdAt: Date; id: string } {
   const decoded = decodeCursor(cursor, { t: 'number', i: 'string' });
-  if (!decoded) throw new Problem('invalidParameter', 'cursor is not one this service issued; start again without it', { errors: [{ pointer: '/cursor', detail: 'invalid cursor' }] });
-  return { createdAt: new Date(decoded.t as number), id: decoded.i as string };
+  const t = decoded?.t as number;
+  if (!decoded || !Number.isInteger(t) || !deliveryService.isStorableTime(t) || !DELIVERY_ID.test(decoded.i as string)) {
+    throw new Problem('invalidParameter', 'cursor is not one this service issued; start again without it', { errors: [{ pointer: '/cursor', detail: 'invalid cursor' }] });
+  }
+  return { createdAt: new Date(t), id: decoded.i as string };
+}
+
+/**
+ * `limit` in decimal digits only: query strings are coerced with Number(), which also reads `0x10`,
+ * `1e2` or ` 5`. Runs before the schema coerces it.
+ */
+export async function requireDecimalLimit(request: FastifyRequest): Promise<void> {
+  const { limit } = request.query as { limit?: unknown };
+  if (typeof limit === 'string' && !/^\d+$/.test(limit)) {
+    throw new Problem('invalidParameter', 'limit must be written in decimal digits', { errors: [{ pointer: '/limit', detail: 'decimal digits only' }] });
+  }
 }

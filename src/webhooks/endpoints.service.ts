@@ -1,14 +1,15 @@
 // Endpoint rules: ownership (an endpoint belongs to the client that registered it and is invisible to
 // others), callback URL and event-type validation, secrets (generated or chosen, rotated with an
 // overlap), enabling and disabling. Knows nothing of HTTP.
-import type { Executor } from '../db/database.ts';
+import { sql } from 'kysely';
+import type { Db, Dialect, Executor } from '../db/database.ts';
 import { Problem, type FieldError } from '../http/problems.ts';
 import * as deliveries from './deliveries.repository.ts';
 import * as repo from './endpoints.repository.ts';
 import type { DisabledReason, EndpointRecord } from './endpoints.repository.ts';
 import { ALL_EVENTS, isEventType, newId } from './events.catalogue.ts';
 import type { Outbox, RecordedEvent } from './events.outbox.ts';
-import { callbackUrlProblem, type UrlRules } from './network.ts';
+import { callbackUrl, callbackUrlProblem, type UrlRules } from './network.ts';
 import { generateSecret, secretProblem, type SecretBox } from './secrets.ts';
 
 /** Stripe allows 16 endpoints per account; a client that needs more than this is doing something else. */
@@ -16,6 +17,7 @@ export const MAX_ENDPOINTS_PER_OWNER = 50;
 const MAX_URL_LENGTH = 2048;
 
 export interface EndpointContext {
+  dialect: Dialect;
   box: SecretBox;
   outbox: Outbox;
   urlRules: UrlRules;
@@ -33,9 +35,19 @@ function validationError(errors: FieldError[]): Problem {
   return new Problem('validation', errors.map((e) => `${e.pointer.slice(1)}: ${e.detail}`).join('; '), { errors });
 }
 
-function checkUrl(url: string, rules: UrlRules, errors: FieldError[]): void {
-  const problem = url.length > MAX_URL_LENGTH ? `must be at most ${MAX_URL_LENGTH} characters` : callbackUrlProblem(url, rules);
-  if (problem) errors.push({ pointer: '/Url', detail: problem });
+/** The URL to store (the parser's serialisation, which is what gets called), or undefined after pushing the problem. */
+function checkUrl(raw: string, rules: UrlRules, errors: FieldError[]): string | undefined {
+  const problem = callbackUrlProblem(raw, rules);
+  if (problem) return void errors.push({ pointer: '/Url', detail: problem });
+  const url = callbackUrl(raw);
+  // Measured as stored: percent-encoding can lengthen what was sent.
+  if (url.length > MAX_URL_LENGTH) return void errors.push({ pointer: '/Url', detail: `must be at most ${MAX_URL_LENGTH} characters` });
+  return url;
+}
+
+/** Control characters have no place in a label, and PostgreSQL refuses U+0000 in text outright (a 500 otherwise). */
+function checkDescription(description: string | null | undefined, errors: FieldError[]): void {
+  if (description && /\p{Cc}/u.test(description)) errors.push({ pointer: '/Description', detail: 'must not contain control characters' });
 }
 
 /** `*` alone, or known types without repeats. */
@@ -49,20 +61,39 @@ function checkEvents(events: string[], errors: FieldError[]): string[] {
   return unique;
 }
 
-export async function createEndpoint(db: Executor, ctx: EndpointContext, owner: string, input: EndpointInput, now: Date): Promise<{ endpoint: EndpointRecord; secret: string }> {
+export async function createEndpoint(db: Db, ctx: EndpointContext, owner: string, input: EndpointInput, now: Date): Promise<{ endpoint: EndpointRecord; secret: string }> {
   const errors: FieldError[] = [];
-  checkUrl(input.Url, ctx.urlRules, errors);
+  const url = checkUrl(input.Url, ctx.urlRules, errors);
   const eventTypes = checkEvents(input.Events, errors);
+  checkDescription(input.Description, errors);
   const secretIssue = input.Secret === undefined ? undefined : secretProblem(input.Secret);
   if (secretIssue) errors.push({ pointer: '/Secret', detail: secretIssue });
-  if (errors.length > 0) throw validationError(errors);
-  if ((await repo.countEndpoints(db, owner)) >= MAX_ENDPOINTS_PER_OWNER) {
-    throw new Problem('limitReached', `a client may register at most ${MAX_ENDPOINTS_PER_OWNER} endpoints; delete one first`);
-  }
+  if (errors.length > 0 || url === undefined) throw validationError(errors);
   const id = newId('whep');
   const secret = input.Secret ?? generateSecret();
-  const endpoint = await repo.insertEndpoint(db, { id, owner, url: input.Url, description: input.Description ?? '', eventTypes, sealedSecret: ctx.box.seal(id, secret), now });
+  // Insert, then count with the new row, in one transaction that one owner's registrations take in
+  // turn: counting first outside of that, concurrent requests all counted 49 and all inserted.
+  const endpoint = await db.transaction().execute(async (trx) => {
+    await takeOwnersTurn(trx, ctx.dialect, owner);
+    const inserted = await repo.insertEndpoint(trx, { id, owner, url, description: input.Description ?? '', eventTypes, sealedSecret: ctx.box.seal(id, secret), now });
+    if ((await repo.countEndpoints(trx, owner)) > MAX_ENDPOINTS_PER_OWNER) {
+      throw new Problem('limitReached', `a client may register at most ${MAX_ENDPOINTS_PER_OWNER} endpoints; delete one first`);
+    }
+    return inserted;
+  });
   return { endpoint, secret };
+}
+
+/** The key space of this lock (pg_advisory_xact_lock's first key), so it meets no other advisory lock. */
+const ENDPOINT_LIMIT_LOCK = 0x77686570; // "whep"
+
+/**
+ * PostgreSQL (READ COMMITTED) lets concurrent transactions miss each other's new rows, so they queue on a
+ * per-owner advisory lock until commit. SQLite needs nothing: the INSERT, the transaction's first
+ * statement, takes the database's single write lock before the count reads, even across processes.
+ */
+async function takeOwnersTurn(trx: Executor, dialect: Dialect, owner: string): Promise<void> {
+  if (dialect === 'postgres') await sql`select pg_advisory_xact_lock(${ENDPOINT_LIMIT_LOCK}, hashtext(${owner}))`.execute(trx);
 }
 
 /** Another client's endpoint answers 404: its existence is not revealed. */
@@ -82,10 +113,11 @@ export interface EndpointPatch {
 export async function changeEndpoint(db: Executor, ctx: EndpointContext, owner: string, id: string, patch: EndpointPatch, now: Date): Promise<EndpointRecord> {
   const endpoint = await getOwnedEndpoint(db, owner, id);
   const errors: FieldError[] = [];
-  if (patch.Url !== undefined) checkUrl(patch.Url, ctx.urlRules, errors);
+  const url = patch.Url === undefined ? undefined : checkUrl(patch.Url, ctx.urlRules, errors);
   const eventTypes = patch.Events === undefined ? undefined : checkEvents(patch.Events, errors);
+  checkDescription(patch.Description, errors);
   if (errors.length > 0) throw validationError(errors);
-  const changes: repo.EndpointChanges = { url: patch.Url, eventTypes, description: patch.Description === null ? '' : patch.Description };
+  const changes: repo.EndpointChanges = { url, eventTypes, description: patch.Description === null ? '' : patch.Description };
   if (patch.Enabled === true && !endpoint.enabled) Object.assign(changes, { enabled: true, disabledReason: null, failingSince: null });
   if (patch.Enabled === false && endpoint.enabled) {
     Object.assign(changes, { enabled: false, disabledReason: 'manual' });

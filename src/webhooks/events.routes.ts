@@ -8,7 +8,7 @@ import { publicBaseUrl } from '../http/origin.ts';
 import { Problem } from '../http/problems.ts';
 import { ALL_EVENTS, isEventType } from './events.catalogue.ts';
 import { findEvent, listEvents, START, type EventPosition, type EventReader } from './events.repository.ts';
-import { ownerOf } from './endpoints.routes.ts';
+import { ownerOf, requireDecimalLimit } from './endpoints.routes.ts';
 import { eventView } from './webhooks.representation.ts';
 import { Event, EventIdParams, EventList, EventListQuery } from './webhooks.schemas.ts';
 
@@ -45,7 +45,7 @@ export async function eventRoutes(fastify: FastifyInstance, options: { db: Db; d
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
   const { db, dialect } = options;
 
-  app.get('/api/events', { config: read, schema: { tags: TAGS, summary: 'Events in commit order, for reconciliation', querystring: EventListQuery, response: { 200: EventList } } }, async (request, reply) => {
+  app.get('/api/events', { config: read, preValidation: requireDecimalLimit, schema: { tags: TAGS, summary: 'Events in commit order, for reconciliation', querystring: EventListQuery, response: { 200: EventList } } }, async (request, reply) => {
     const after = parsePosition(request.query.after);
     const types = parseTypes(request.query.type);
     const { limit } = request.query;

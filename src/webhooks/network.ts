@@ -60,7 +60,18 @@ export interface UrlRules {
   policy: AddressPolicy;
 }
 
-/** Why a callback URL is refused at registration, or undefined. Host names are checked again at every connection. */
+/** Spaces, control characters and backslashes: the URL parser drops or rewrites them, so what was typed is not what is called. */
+const SILENTLY_REPAIRED = /[\s\p{Cc}\\]/u;
+/** RFC 1035 §2.3.4: 63 octets a label, 253 a name (without the root's trailing dot). */
+const MAX_LABEL = 63;
+const MAX_HOST = 253;
+
+/**
+ * Why a callback URL is refused at registration, or undefined. Host names are checked again at every
+ * connection. Input the WHATWG parser would silently repair (whitespace, a missing `//`, an empty
+ * `@` or `#`) is refused rather than guessed at; what it merely normalises (case, a default port, an
+ * empty path) is stored as `callbackUrl` returns it, so the URL shown is the URL called.
+ */
 export function callbackUrlProblem(raw: string, rules: UrlRules): string | undefined {
   let url: URL;
   try {
@@ -68,8 +79,26 @@ export function callbackUrlProblem(raw: string, rules: UrlRules): string | undef
   } catch {
     return 'must be an absolute URL';
   }
+  if (SILENTLY_REPAIRED.test(raw)) return 'must not contain spaces, control characters or backslashes';
   if (url.protocol !== 'https:' && !(url.protocol === 'http:' && rules.allowHttp)) return rules.allowHttp ? 'must use https or http' : 'must use https (http is allowed only with WEBHOOK_ALLOW_HTTP, for development)';
-  if (url.username || url.password) return 'must not contain credentials; the signature authenticates the sender';
-  if (url.hash) return 'must not contain a fragment';
-  return literalAddressProblem(url, rules.policy);
+  if (!/^https?:\/\/[^/]/i.test(raw)) return `must start with ${url.protocol}// and the host`;
+  // Even an empty `user:@` or `@`: the parser drops it, so it could only be a mistake.
+  if (url.username || url.password || /^https?:\/\/[^/?#]*@/i.test(raw)) return 'must not contain credentials; the signature authenticates the sender';
+  if (raw.includes('#')) return 'must not contain a fragment';
+  if (url.port === '0') return 'must not use port 0';
+  return hostNameProblem(url.hostname) ?? literalAddressProblem(url, rules.policy);
+}
+
+/** A name no resolver would answer for; IP literals are judged by the address policy. */
+function hostNameProblem(hostname: string): string | undefined {
+  if (hostname.startsWith('[') || isIP(hostname)) return undefined;
+  const name = hostname.endsWith('.') ? hostname.slice(0, -1) : hostname;
+  if (name.length > MAX_HOST) return `host name must be at most ${MAX_HOST} characters`;
+  if (name.split('.').some((label) => label.length === 0 || label.length > MAX_LABEL)) return `each label of the host name must be 1 to ${MAX_LABEL} characters`;
+  return undefined;
+}
+
+/** The form stored and called, of a URL callbackUrlProblem accepted: the parser's own serialisation. */
+export function callbackUrl(raw: string): string {
+  return new URL(raw).href;
 }

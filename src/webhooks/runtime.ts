@@ -26,7 +26,7 @@ export function createWebhookRuntime(config: Readonly<Config>, database: Databas
   const box = new SecretBox(resolveSecretKey(config.webhookSecretKey, config.databaseUrl));
   const outbox = new Outbox(database.dialect, () => running?.dispatcher.wake());
   const policy = new AddressPolicy(config.webhookAllowedNetworks);
-  const context: EndpointContext = { box, outbox, urlRules: { allowHttp: config.webhookAllowHttp, policy }, secretOverlapMs: config.webhookSecretOverlapMs };
+  const context: EndpointContext = { dialect: database.dialect, box, outbox, urlRules: { allowHttp: config.webhookAllowHttp, policy }, secretOverlapMs: config.webhookSecretOverlapMs };
   const running = options.dispatch ? createDispatcher(config, database, log, { box, outbox, policy }) : undefined;
   if (!running) return { context, dispatcher: undefined, start: () => {}, stop: async () => {} };
   let listener: CommitListener | undefined;

@@ -12,12 +12,18 @@ const eventTypeList = EVENT_TYPES.map((t) => `\`${t}\`: ${EVENT_DESCRIPTIONS[t]}
 const EventTypeName = Type.String({ minLength: 1, maxLength: 100, description: `An event type, or \`*\` for all of them:\n${eventTypeList}` });
 
 export const EndpointIdParams = Type.Object({ id: Type.String({ pattern: '^whep_[0-9a-f]{32}$', description: 'Endpoint id (`whep_…`).' }) });
-export const DeliveryIdParams = Type.Object({ id: Type.String({ pattern: '^dlv_[0-9a-f]{32}$', description: 'Delivery id (`dlv_…`), the X-Service-Delivery header value.' }) });
+/** A delivery id (also checked inside the deliveries cursor). */
+export const DELIVERY_ID = '^dlv_[0-9a-f]{32}$';
+export const DeliveryIdParams = Type.Object({ id: Type.String({ pattern: DELIVERY_ID, description: 'Delivery id (`dlv_…`), the X-Service-Delivery header value.' }) });
 export const EventIdParams = Type.Object({ id: Type.String({ pattern: '^evt_[0-9a-f]{32}$', description: 'Event id (`evt_…`).' }) });
 
-const Url = Type.String({ minLength: 1, maxLength: 2048, description: 'Callback URL: https (http only in development mode); public addresses only unless the operator allows a network.' });
+const Url = Type.String({
+  minLength: 1,
+  maxLength: 2048,
+  description: 'Callback URL: https (http only in development mode); public addresses only unless the operator allows a network. No spaces, control characters, credentials or fragment; stored (and shown) as the URL parser serialises it, e.g. `https://example.com` as `https://example.com/`.',
+});
 const Events = Type.Array(EventTypeName, { minItems: 1, maxItems: 50, description: 'Event types to receive, or `["*"]` for every type.' });
-const Description = Type.String({ maxLength: 500 });
+const Description = Type.String({ maxLength: 500, description: 'A label of one line: no control characters.' });
 const Secret = Type.String({ minLength: 1, maxLength: 200, description: '`whsec_` + base64 of 24–64 random bytes. Omit it to have one generated.' });
 
 export const CreateEndpointBody = Type.Object({ Url, Events, Description: Type.Optional(Description), Secret: Type.Optional(Secret) }, { additionalProperties: false });

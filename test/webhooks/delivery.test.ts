@@ -145,7 +145,8 @@ for (const dialect of testDialects()) {
       assert.equal(header(headers, 'x-service-delivery'), deliveryId);
       assert.match(deliveryId, /^dlv_/);
       assert.equal(header(headers, 'x-service-event'), (JSON.parse(body) as Body).Type);
-      assert.deepEqual((JSON.parse(body) as Body).Data, { EndpointId: id, Url: r.url });
+      // The URL as stored and called: the parser's serialisation, with the empty path as `/`.
+      assert.deepEqual((JSON.parse(body) as Body).Data, { EndpointId: id, Url: `${r.url}/` });
     });
 
     test('WEBHOOK_HEADER_NAME=Acme names the headers X-Acme-Signature-256, X-Acme-Delivery and X-Acme-Event', async () => {
@@ -264,6 +265,48 @@ for (const dialect of testDialects()) {
       assert.equal(r.received.length, 3, 'exactly one request per attempt');
       assert.deepEqual(paths, ['POST /hook', 'POST /hook', 'POST /hook'], 'never a request to the Location');
       assert.ok(r.received.every((d) => d.headers['x-service-delivery'] === deliveryId));
+    });
+
+    test('a 304 is a failed attempt with ErrorKind "status", not a redirect', async () => {
+      const r = await receiver();
+      r.answer = () => ({ status: 304 });
+      const { id } = await register(r.url);
+      const done = await settled(await ping(id), 'failed');
+      assert.deepEqual(
+        done.Attempts.map((a) => [a.StatusCode, a.ErrorKind, a.ErrorDetail]),
+        Array.from({ length: 3 }, () => [304, 'status', 'HTTP 304']),
+      );
+    });
+
+    test('a reply body holding U+0000 is logged (as U+FFFD) with its one attempt, and the endpoints answered alongside it are recorded once', async () => {
+      // Every receiver holds its answer until all have a request, so the outcomes finish together and
+      // are recorded in one batch: PostgreSQL once refused the whole batch over the one NUL.
+      const healthy = 5;
+      const gate = Promise.withResolvers<void>();
+      let arrived = 0;
+      const answerTogether = (answer: { status: number; body: string }) => async () => {
+        if (++arrived === healthy + 1) gate.resolve();
+        await gate.promise;
+        return answer;
+      };
+      const nul = await receiver();
+      nul.answer = answerTogether({ status: 200, body: 'ok\u0000' });
+      const fine = await Promise.all(Array.from({ length: healthy }, () => receiver()));
+      for (const r of fine) r.answer = answerTogether({ status: 200, body: 'fine' });
+      const endpoints = await Promise.all([nul, ...fine].map((r) => register(r.url)));
+      const deliveries = await Promise.all(endpoints.map((e) => ping(e.id)));
+
+      const [nulDone, ...fineDone] = await Promise.all(deliveries.map((d) => settled(d, 'succeeded')));
+      assert.equal(nulDone!.AttemptCount, 1);
+      assert.deepEqual(
+        nulDone!.Attempts.map((a) => [a.StatusCode, a.ResponseExcerpt]),
+        [[200, 'ok\uFFFD']],
+      );
+      for (const d of fineDone) {
+        assert.equal(d.AttemptCount, 1, d.Id);
+        assert.deepEqual(d.Attempts.map((a) => a.ResponseExcerpt), ['fine']);
+      }
+      for (const r of [nul, ...fine]) assert.equal(r.received.length, 1, 'each delivered exactly once');
     });
 
     test('when every attempt of the schedule fails the delivery is "failed" after exactly 3 attempts and is not tried again', async () => {

@@ -185,6 +185,86 @@ for (const dialect of testDialects()) {
       assert.equal((await call(server.url, 'GET', '/api/webhooks', { token })).json.Items.length, before, 'nothing was registered');
     });
 
+    test('U+0000 and other control characters in Description or Url are a 422 at the member, not a database error', async () => {
+      const url = `${receiver.url}/control`;
+      assertValidation(await register({ Url: url, Events: ['*'], Description: 'a\u0000b' }), '/Description', 'NUL in Description');
+      assertValidation(await register({ Url: url, Events: ['*'], Description: 'line\u001bline' }), '/Description', 'ESC in Description');
+      assertValidation(await register({ Url: 'https://example.com/x\u0000', Events: ['*'] }), '/Url', 'NUL in Url');
+      const created = await registerEndpoint(server, token, url, ['*'], { Description: 'plain' });
+      const patch = (body: unknown) => call(server.url, 'PATCH', `/api/webhooks/${created.json.Id}`, { token, body, contentType: MERGE });
+      assertValidation(await patch({ Description: '\u0000' }), '/Description', 'PATCH Description NUL');
+      assertValidation(await patch({ Url: `${url}\u0000` }), '/Url', 'PATCH Url NUL');
+      assert.equal((await call(server.url, 'GET', `/api/webhooks/${created.json.Id}`, { token })).json.Description, 'plain', 'unchanged');
+      assert.equal((await patch({ Description: 'ünïcode — fine' })).json.Description, 'ünïcode — fine');
+    });
+
+    test('a Url the URL parser would repair or that can never be reached is a 422; one it only normalises is stored as called', async () => {
+      const port = new URL(receiver.url).port;
+      const refused = [
+        `  http://127.0.0.1:${port}/ok-ws  `,
+        `http://127.0.0.1:${port}/o\nk-nl`,
+        `http://127.0.0.1:${port}/o\tk-tab`,
+        `http://exa\tmple.com/x`,
+        `http:127.0.0.1:${port}/ok-noslash`,
+        `http://@127.0.0.1:${port}/ok-emptyuser`,
+        'https://:@example.com/x',
+        `http://127.0.0.1:${port}/ok-emptyfrag#`,
+        'https://example.com:0/x',
+        `https://${'a'.repeat(300)}.example/x`,
+        `https://${'a'.repeat(70)}.example/x`,
+      ];
+      for (const Url of refused) assertValidation(await register({ Url, Events: ['*'] }), '/Url', JSON.stringify(Url));
+
+      const created = await register({ Url: `HTTP://127.0.0.1:${port}/Other/../normalised`, Events: ['*'] });
+      assert.equal(created.status, 201, created.text);
+      assert.equal(created.json.Url, `http://127.0.0.1:${port}/normalised`, 'stored as the parser serialises it');
+      assert.equal((await call(server.url, 'GET', `/api/webhooks/${created.json.Id}`, { token })).json.Url, created.json.Url);
+      const delivery = await pingAndReceive(created.json.Id);
+      assert.equal(JSON.parse(delivery.body).Data.Url, created.json.Url);
+      assert.equal(receiver.at('/normalised').length, 1, 'and that is the URL called');
+    });
+
+    test('a deliveries cursor this service did not issue is a 400 invalid-parameter, whatever it holds', async () => {
+      const created = await registerEndpoint(server, token, `${receiver.url}/cursor`, ['*']);
+      const id = created.json.Id as string;
+      await ping(id);
+      await ping(id);
+      const list = (query: string) => call(server.url, 'GET', `/api/webhooks/${id}/deliveries?${query}`, { token });
+      const first = await list('limit=1');
+      assert.equal(first.status, 200, first.text);
+      const next = new URL(first.json._links.next.href);
+      const issued = JSON.parse(Buffer.from(next.searchParams.get('cursor')!, 'base64url').toString()) as { t: number; i: string };
+      assert.equal((await list(`limit=1&cursor=${next.searchParams.get('cursor')}`)).status, 200, 'an issued cursor works');
+
+      const forged = (payload: unknown) => Buffer.from(JSON.stringify(payload)).toString('base64url');
+      for (const payload of [{ t: 1, i: 'a\u0000' }, { t: issued.t, i: 'x' }, { t: issued.t, i: `${issued.i}\u0000` }, { t: 1e300, i: issued.i }, { t: -1e20, i: issued.i }, { t: issued.t + 0.5, i: issued.i }]) {
+        const res = await list(`cursor=${forged(payload)}`);
+        assert.equal(res.status, 400, `${JSON.stringify(payload)}: ${res.text}`);
+        assert.equal(problemType(res), 'invalid-parameter');
+      }
+    });
+
+    test('recover refuses a Since that passes date-time but no database can store (a leap second, year 0000) with a 422 at /Since', async () => {
+      const created = await registerEndpoint(server, token, `${receiver.url}/recover-dates`, ['*']);
+      const recover = (Since: string) => call(server.url, 'POST', `/api/webhooks/${created.json.Id}/recover`, { token, body: { Since } });
+      for (const since of ['2016-12-31T23:59:60Z', '2026-06-30T22:59:60-01:00', '0000-01-01T00:00:00Z', '0001-01-01T00:00:00+01:00']) assertValidation(await recover(since), '/Since', since);
+      const fine = await recover('0001-01-01T00:00:00Z');
+      assert.equal(fine.status, 202, fine.text);
+      assert.deepEqual(fine.json, { Requeued: 0 });
+    });
+
+    test('limit takes decimal digits only on the deliveries and event lists (0x10, 1e2 are a 400)', async () => {
+      const created = await registerEndpoint(server, token, `${receiver.url}/limits`, ['*']);
+      for (const path of [`/api/webhooks/${created.json.Id}/deliveries`, '/api/events']) {
+        for (const limit of ['0x10', '1e2', '+5', ' 5', '5.0']) {
+          const res = await call(server.url, 'GET', `${path}?limit=${encodeURIComponent(limit)}`, { token });
+          assert.equal(res.status, 400, `${path} limit=${limit}: ${res.text}`);
+          assert.equal(problemType(res), 'invalid-parameter');
+        }
+        assert.equal((await call(server.url, 'GET', `${path}?limit=10`, { token })).status, 200, path);
+      }
+    });
+
     test('a body that is not JSON is a 400 problem', async () => {
       const res = await call(server.url, 'POST', '/api/webhooks', { token, rawBody: '{"Url": ' });
       assert.equal(res.status, 400);
@@ -502,11 +582,16 @@ for (const dialect of testDialects()) {
       assert.notEqual(row.secret, row.previous_secret);
     });
 
-    test(`a client may register at most ${MAX_ENDPOINTS_PER_OWNER} endpoints (409 limit-reached)`, async () => {
+    test(`a client may register at most ${MAX_ENDPOINTS_PER_OWNER} endpoints (409 limit-reached), however many requests race`, async () => {
       const busy = await server.issuer.clientToken(WEBHOOK_SCOPES, 'busy-client');
       const body = { Url: 'https://example.com/hook', Events: ['order.deleted'] };
-      const created = await Promise.all(Array.from({ length: MAX_ENDPOINTS_PER_OWNER }, () => register(body, busy)));
-      assert.deepEqual([...new Set(created.map((r) => r.status))], [201]);
+      const raced = await Promise.all(Array.from({ length: 80 }, () => register(body, busy)));
+      const statuses = raced.map((r) => r.status);
+      assert.equal(statuses.filter((s) => s === 201).length, MAX_ENDPOINTS_PER_OWNER, JSON.stringify(statuses));
+      assert.equal(statuses.filter((s) => s === 409).length, 80 - MAX_ENDPOINTS_PER_OWNER, JSON.stringify(statuses));
+      assert.ok(raced.filter((r) => r.status === 409).every((r) => problemType(r) === 'limit-reached'));
+      assert.equal((await call(server.url, 'GET', '/api/webhooks', { token: busy })).json.Items.length, MAX_ENDPOINTS_PER_OWNER);
+      const created = raced.filter((r) => r.status === 201);
       const refused = await register(body, busy);
       assert.equal(refused.status, 409, refused.text);
       assert.equal(problemType(refused), 'limit-reached');

@@ -9,7 +9,8 @@ import { after, describe, test } from 'node:test';
 import { sign as githubSign, verify as githubVerify } from '@octokit/webhooks-methods';
 import { Webhook } from 'standardwebhooks';
 import { loadConfig } from '../../src/config/config.ts';
-import { AddressPolicy, callbackUrlProblem, guardedLookup, literalAddressProblem } from '../../src/webhooks/network.ts';
+import { AddressPolicy, callbackUrl, callbackUrlProblem, guardedLookup, literalAddressProblem } from '../../src/webhooks/network.ts';
+import { storableText } from '../../src/webhooks/delivery.http.ts';
 import { firstDelay, jittered, nextRetryDelay, parseRetryAfter } from '../../src/webhooks/retry-policy.ts';
 import { generateSecret, resolveSecretKey, SecretBox, SecretKeyError, secretProblem, standardWebhooksKey } from '../../src/webhooks/secrets.ts';
 import { deliveryBody, githubSignature, signatureHeaders, SigningSecret, standardSignature } from '../../src/webhooks/signing.ts';
@@ -90,12 +91,66 @@ describe('callbackUrlProblem', () => {
     assert.match(callbackUrlProblem('ftp://example.com/x', dev)!, /https or http/);
   });
 
+  test('refuses what the URL parser would silently repair, so the URL stored is the one typed', () => {
+    const cases: [string, RegExp][] = [
+      ['  http://127.0.0.1:8080/ok-ws  ', /spaces/],
+      ['http://127.0.0.1:8080/o\nk-nl', /control characters/],
+      ['http://127.0.0.1:8080/\tx', /control characters/],
+      ['https://exa\tmple.com/x', /control characters/],
+      ['https://example.com/x\u0000', /control characters/],
+      ['https://example.com/a b', /spaces/],
+      ['https://example.com\\@evil.example/', /backslashes/],
+      ['http:127.0.0.1:8080/x', /must start with http:\/\//],
+      ['https:/example.com/x', /must start with https:\/\//],
+      ['https:///example.com/x', /must start with https:\/\//],
+      ['http://@127.0.0.1:8080/x', /credentials/],
+      ['https://:@example.com/x', /credentials/],
+      ['https://example.com/x#', /fragment/],
+    ];
+    for (const [url, problem] of cases) assert.match(callbackUrlProblem(url, dev) ?? '(accepted)', problem, JSON.stringify(url));
+  });
+
+  test('refuses hosts and ports that can never be reached: port 0, names over 253 characters or labels over 63', () => {
+    const label = (n: number) => 'a'.repeat(n);
+    assert.match(callbackUrlProblem('https://example.com:0/x', strict) ?? '(accepted)', /port 0/);
+    assert.match(callbackUrlProblem(`https://${label(64)}.example.com/x`, strict) ?? '(accepted)', /label/);
+    assert.match(callbackUrlProblem('https://a..example.com/x', strict) ?? '(accepted)', /label/);
+    const long = Array.from({ length: 5 }, () => label(60)).join('.'); // 304 characters
+    assert.match(callbackUrlProblem(`https://${long}/x`, strict) ?? '(accepted)', /at most 253/);
+    for (const url of [`https://${label(63)}.example.com/x`, `https://${Array.from({ length: 4 }, () => label(62)).join('.')}/x`, 'https://example.com./x', 'https://example.com:1/x']) {
+      assert.equal(callbackUrlProblem(url, strict), undefined, url);
+    }
+  });
+
+  test('what the parser only normalises is accepted and stored as it serialises it, which is what is called', () => {
+    const cases: [string, string][] = [
+      ['https://example.com/hook', 'https://example.com/hook'],
+      ['https://example.com', 'https://example.com/'],
+      ['HTTPS://Example.COM:443/a/../hook', 'https://example.com/hook'],
+      ['https://bücher.example/hook', 'https://xn--bcher-kva.example/hook'],
+      ['https://example.com/a%20b?x=1', 'https://example.com/a%20b?x=1'],
+    ];
+    for (const [raw, stored] of cases) {
+      assert.equal(callbackUrlProblem(raw, strict), undefined, raw);
+      assert.equal(callbackUrl(raw), stored, raw);
+    }
+  });
+
   test('refuses literal non-public addresses in every spelling the URL parser normalizes', () => {
     const hosts = ['127.0.0.1', '2130706433', '0x7f.1', '127.1', '0177.0.0.1', '[::1]', '[::ffff:127.0.0.1]', '[0:0:0:0:0:0:0:1]', '169.254.169.254', '[fd00:ec2::254]', '10.0.0.1', '0.0.0.0', '[::]'];
     for (const host of hosts) assert.match(callbackUrlProblem(`https://${host}/hook`, strict) ?? '(accepted)', /not a public address/, host);
     assert.equal(callbackUrlProblem('https://[::1]:8443/hook', { allowHttp: false, policy: new AddressPolicy(['loopback']) }), undefined);
     assert.equal(literalAddressProblem(new URL('https://example.com/'), strict.policy), undefined);
     assert.match(literalAddressProblem(new URL('https://[::1]/'), strict.policy)!, /::1/);
+  });
+});
+
+describe('storableText', () => {
+  test('replaces U+0000 and lone surrogates (which PostgreSQL text and jsonb refuse) with U+FFFD, and nothing else', () => {
+    assert.equal(storableText('ok\u0000'), 'ok\uFFFD');
+    assert.equal(storableText('a\ud800b\udc00'), 'a\uFFFDb\uFFFD');
+    const fine = 'tab\there, new\nline, \u{1F600}, ünïcode';
+    assert.equal(storableText(fine), fine);
   });
 });
 
