@@ -9,6 +9,7 @@ import { isActiveCurrency, toMinorUnits } from './orders.money.ts';
 import * as repo from './orders.repository.ts';
 import type { OrderChanges, OrderRecord, StatusChangeRecord } from './orders.repository.ts';
 import { actionBetween, isDeletable, isEditable, TRANSITIONS, type OrderAction, type OrderStatus } from './orders.states.ts';
+import { UUID_PATTERN } from './orders.schemas.ts';
 
 /** Throws 412 when the request's preconditions fail; returns true when the write must also match the version. */
 export type PreconditionCheck = (order: OrderRecord) => boolean;
@@ -182,8 +183,13 @@ export interface ListRequest {
   customerId?: string;
 }
 
+const UUID = new RegExp(UUID_PATTERN);
+
 /** One page plus whether another follows (one extra row is read to know). */
 export async function listOrders(db: Executor, principal: Principal, request: ListRequest): Promise<{ orders: OrderRecord[]; hasMore: boolean }> {
+  // Every CustomerId is a UUID; a subject that is not one (another issuer's user) owns nothing, and
+  // PostgreSQL's uuid column would refuse it as a query parameter.
+  if (!principal.isClient && !UUID.test(principal.subject)) return { orders: [], hasMore: false };
   const customerId = principal.isClient ? request.customerId?.toLowerCase() : principal.subject.toLowerCase();
   const rows = await repo.listOrders(db, { customerId, status: request.status, beforeId: request.beforeId, limit: request.limit + 1 });
   return { orders: rows.slice(0, request.limit), hasMore: rows.length > request.limit };
