@@ -107,6 +107,21 @@ export async function updateEndpoint(db: Executor, id: string, changes: Endpoint
   return row && toRecord(row);
 }
 
+/**
+ * Swaps in a new secret, keeping the current one as the previous, unless a previous one is still in
+ * its overlap or another rotation got there first; true when it did.
+ */
+export async function rotateSecret(db: Executor, id: string, rotation: { sealedSecret: string; sealedCurrent: string; previousExpiresAt: Date }, now: Date): Promise<boolean> {
+  const result = await db
+    .updateTable('webhook_endpoints')
+    .set({ secret: rotation.sealedSecret, previous_secret: rotation.sealedCurrent, previous_secret_expires_at: toDbTime(rotation.previousExpiresAt), updated_at: toDbTime(now) })
+    .where('id', '=', id)
+    .where('secret', '=', rotation.sealedCurrent)
+    .where((eb) => eb.or([eb('previous_secret_expires_at', 'is', null), eb('previous_secret_expires_at', '<=', toDbTime(now))]))
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows) === 1;
+}
+
 export async function deleteEndpoint(db: Executor, id: string): Promise<void> {
   await db.deleteFrom('webhook_endpoints').where('id', '=', id).execute();
 }

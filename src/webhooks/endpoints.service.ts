@@ -139,10 +139,19 @@ export async function rotateSecret(db: Executor, ctx: EndpointContext, owner: st
   const endpoint = await getOwnedEndpoint(db, owner, id);
   const issue = chosen === undefined ? undefined : secretProblem(chosen);
   if (issue) throw validationError([{ pointer: '/Secret', detail: issue }]);
+  // One previous secret at a time: a second rotation during the overlap would silently end the first
+  // one's (consumers still on the oldest secret would fail), so it waits for the overlap to run out.
+  const overlapEnds = endpoint.previousSecretExpiresAt;
+  if (overlapEnds && overlapEnds > now) throw overlapRunning(id, overlapEnds);
   const secret = chosen ?? generateSecret();
   const previousExpiresAt = new Date(now.getTime() + ctx.secretOverlapMs);
-  await repo.updateEndpoint(db, id, { sealedSecret: ctx.box.seal(id, secret), sealedPreviousSecret: endpoint.sealedSecret, previousSecretExpiresAt: previousExpiresAt }, now);
+  const rotated = await repo.rotateSecret(db, id, { sealedSecret: ctx.box.seal(id, secret), sealedCurrent: endpoint.sealedSecret, previousExpiresAt }, now);
+  if (!rotated) throw overlapRunning(id, previousExpiresAt); // a concurrent rotation won
   return { secret, previousExpiresAt };
+}
+
+function overlapRunning(id: string, until: Date): Problem {
+  return new Problem('webhookState', `webhook endpoint ${id} is in a secret rotation's overlap until ${until.toISOString()}: both secrets sign until then; rotate again after it`);
 }
 
 export async function ping(db: Executor, ctx: EndpointContext, owner: string, id: string, now: Date): Promise<RecordedEvent> {

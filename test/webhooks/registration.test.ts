@@ -492,20 +492,31 @@ for (const dialect of testDialects()) {
       assert.ok(standardVerifies(oldSecret, delivery), 'and, during the overlap, with the old one');
       assert.equal(standardVerifies(chosenSecret(77), delivery), false, 'but not with any secret');
 
-      const chosen = chosenSecret(3);
-      const again = await call(server.url, 'POST', `/api/webhooks/${id}/rotate-secret`, { token, body: { Secret: chosen } });
-      assert.equal(again.status, 200, again.text);
-      assert.equal(again.json.Secret, chosen, 'a consumer-chosen secret is taken as it is');
-      const second = await pingAndReceive(id);
-      assert.ok(await githubVerify(chosen, second.body, headerOf(second, 'x-service-signature-256')));
-      assert.ok(standardVerifies(chosen, second));
-      assert.ok(standardVerifies(newSecret, second), 'the secret it replaced signs during the overlap');
-      assert.equal(standardVerifies(oldSecret, second), false, 'a secret two rotations back no longer signs');
+      // A second rotation during the overlap would end it early for whoever still holds the oldest secret.
+      const early = await call(server.url, 'POST', `/api/webhooks/${id}/rotate-secret`, { token, body: { Secret: chosenSecret(3) } });
+      assert.equal(early.status, 409, early.text);
+      assert.match(early.json.type, /\/webhook-state$/);
+      assert.match(early.json.detail, new RegExp(`overlap until ${rotated.json.PreviousSecretExpiresAtUtc.replace(/[.]/g, '\\.')}`));
+      const unchanged = await pingAndReceive(id);
+      assert.ok(await githubVerify(newSecret, unchanged.body, headerOf(unchanged, 'x-service-signature-256')), 'a refused rotation changed nothing');
+      assert.ok(standardVerifies(oldSecret, unchanged), 'and the overlap still runs');
 
       assertValidation(await call(server.url, 'POST', `/api/webhooks/${id}/rotate-secret`, { token, body: { Secret: 'whsec_short' } }), '/Secret', 'an invalid chosen secret');
       assert.equal((await call(server.url, 'POST', `/api/webhooks/${id}/rotate-secret`, { token, body: { Other: 1 } })).status, 422);
-      const third = await pingAndReceive(id);
-      assert.ok(await githubVerify(chosen, third.body, headerOf(third, 'x-service-signature-256')), 'a refused rotation changed nothing');
+    });
+
+    test('a consumer-chosen secret is taken as it is; concurrent rotations: one wins, the others are 409', async () => {
+      const created = await registerEndpoint(server, token, `${receiver.url}/rotate-chosen`, ['order.created']);
+      const id = created.json.Id as string;
+      const attempts = await Promise.all([3, 4, 5, 6, 7].map((n) => call(server.url, 'POST', `/api/webhooks/${id}/rotate-secret`, { token, body: { Secret: chosenSecret(n) } })));
+      assert.deepEqual(attempts.map((a) => a.status).sort(), [200, 409, 409, 409, 409]);
+      const winner = attempts.find((a) => a.status === 200)!;
+      const chosen = winner.json.Secret as string;
+      assert.ok([3, 4, 5, 6, 7].map((n) => chosenSecret(n)).includes(chosen), 'a consumer-chosen secret is taken as it is');
+      const delivery = await pingAndReceive(id);
+      assert.ok(await githubVerify(chosen, delivery.body, headerOf(delivery, 'x-service-signature-256')));
+      assert.ok(standardVerifies(created.json.Secret, delivery), 'the secret it replaced signs during the overlap');
+      for (const loser of [3, 4, 5, 6, 7].map((n) => chosenSecret(n)).filter((s) => s !== chosen)) assert.equal(standardVerifies(loser, delivery), false, 'a refused rotation’s secret never signs');
     });
 
     test('with WEBHOOK_SECRET_OVERLAP=0s the previous secret stops signing at the rotation', async () => {
@@ -524,6 +535,8 @@ for (const dialect of testDialects()) {
         assert.ok(standardVerifies(rotated.json.Secret, delivery!));
         assert.equal(standardVerifies(created.json.Secret, delivery!), false, 'the old secret no longer verifies');
         assert.ok(await githubVerify(rotated.json.Secret, delivery!.body, headerOf(delivery!, 'x-service-signature-256')));
+        const again = await call(noOverlap.url, 'POST', `/api/webhooks/${created.json.Id}/rotate-secret`, { token: t, body: {} });
+        assert.equal(again.status, 200, 'with no overlap running, rotating again at once is allowed');
       } finally {
         await noOverlap.close();
       }
