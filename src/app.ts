@@ -12,6 +12,7 @@ import { registerErrorHandler, sendProblem } from './http/errors.ts';
 import { registerHealth } from './http/health.ts';
 import { purgeExpiredKeys } from './http/idempotency.ts';
 import { registerJsonBody } from './http/json-body.ts';
+import { clientErrorHandler, frameworkErrors, registerHostCheck } from './http/malformed.ts';
 import { registerNotFound } from './http/not-found.ts';
 import { registerOpenApi } from './http/openapi.ts';
 import { registerOrigin, requestIdGenerator } from './http/origin.ts';
@@ -19,6 +20,7 @@ import { compileTrust } from './http/forwarded.ts';
 import { Problem } from './http/problems.ts';
 import { registerRateLimit } from './http/rate-limit.ts';
 import { registerSecurityHeaders } from './http/security-headers.ts';
+import { registerShutdownResponses } from './http/shutdown.ts';
 import { createTokenVerifier } from './http/token-verifier.ts';
 import { validatorCompiler } from './http/validation.ts';
 import { ordersRoutes } from './orders/orders.routes.ts';
@@ -50,7 +52,11 @@ export async function buildApp(config: Readonly<Config>, options: { logger?: boo
     genReqId: requestIdGenerator(trust),
     requestIdHeader: false,
     bodyLimit: config.bodyLimitBytes,
-    return503OnClosing: true,
+    // Both answered by registerShutdownResponses and registerHostCheck, as problem+json.
+    return503OnClosing: false,
+    http: { requireHostHeader: false },
+    clientErrorHandler,
+    frameworkErrors,
     routerOptions: { maxParamLength: 200 },
   });
   app.decorate('database', database);
@@ -58,6 +64,8 @@ export async function buildApp(config: Readonly<Config>, options: { logger?: boo
   registerErrorHandler(app); // first, or plugins keep Fastify's default error format
   registerNotFound(app);
   registerOrigin(app, { trustProxy: config.trustProxy, publicUrl: config.publicUrl, fallbackHost: `${hostForUrl(config.host)}:${config.port}` });
+  registerShutdownResponses(app); // right after the request id, before every other onRequest hook
+  registerHostCheck(app);
   registerJsonBody(app);
   registerSecurityHeaders(app, { https: Boolean(config.publicUrl?.startsWith('https://')) });
   await registerCors(app, config);
@@ -89,7 +97,6 @@ export async function buildApp(config: Readonly<Config>, options: { logger?: boo
   const orderEvents = await registerWebhooks(app, config, database);
   await app.register(ordersRoutes, { db: database.db, events: orderEvents, idempotency: { ttlSeconds: config.idempotencyKeyTtlSeconds, lockSeconds: config.idempotencyLockSeconds, singleWriter: database.dialect === 'sqlite' } });
 
-  closeKeepAliveOnShutdown(app);
   const purge = setInterval(() => {
     purgeExpiredKeys(database.db, new Date()).catch((err) => app.log.warn({ err }, 'idempotency key purge failed'));
   }, PURGE_INTERVAL_MS).unref();
@@ -113,18 +120,6 @@ function registerAuthServerFor(app: FastifyInstance, config: Readonly<Config>, d
     secureCookies: config.oauthIssuer.startsWith('https://'),
     keyEncryptionKey: config.keyEncryptionKey,
     loginMaxFailures: config.loginMaxFailures,
-  });
-}
-
-/** Responses finished during shutdown tell the client to drop the connection, so close() need not wait for keep-alive timeouts. */
-function closeKeepAliveOnShutdown(app: FastifyInstance): void {
-  let closing = false;
-  app.addHook('preClose', async () => {
-    closing = true;
-  });
-  app.addHook('onSend', (_request, reply, payload, done) => {
-    if (closing) reply.header('connection', 'close');
-    done(null, payload);
   });
 }
 

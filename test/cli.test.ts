@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
 import { existsSync, mkdtempSync } from 'node:fs';
-import { request } from 'node:http';
+import { createServer, request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
@@ -110,5 +111,25 @@ describe('signet command', () => {
     assert.equal(await response, 201);
     const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
     assert.equal(code, 0);
+  });
+
+  test('serve exits non-zero with a clear message when its port is already taken', { timeout: 60_000 }, async (t) => {
+    const holder = createServer();
+    await new Promise<void>((resolve) => holder.listen(0, '127.0.0.1', resolve));
+    const { port } = holder.address() as { port: number };
+    const dir = mkdtempSync(join(tmpdir(), 'signet-cli-'));
+    const child = spawn(process.execPath, [BIN, 'serve'], {
+      env: { ...process.env, PORT: String(port), LOG_LEVEL: 'silent', DATABASE_URL: `sqlite:${join(dir, 'signet.db')}` },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    t.after(() => {
+      child.kill('SIGKILL'); // only if it is still there (the bug: it stayed, serving nothing)
+      holder.close();
+    });
+    let stderr = '';
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const [code] = await once(child, 'exit');
+    assert.equal(code, 1, stderr);
+    assert.match(stderr, new RegExp(`signet: cannot listen on 127\\.0\\.0\\.1:${port}: the address is already in use`));
   });
 });

@@ -23,6 +23,17 @@ describe('configuration', () => {
     assert.equal(config.apiResource, 'https://api.example.com/api');
   });
 
+  test('refuses a PUBLIC_URL with a path, since /api and /oauth are served at the root', () => {
+    for (const value of ['https://gw.example.com/signet', 'https://gw.example.com/signet/', 'http://127.0.0.1:3000/a/b']) {
+      assert.throws(
+        () => loadConfig({ PUBLIC_URL: value }),
+        (err: Error) => err.name === 'ConfigError' && /^PUBLIC_URL: expected scheme:\/\/host\[:port\] without a path/.test(err.message),
+        value,
+      );
+    }
+    assert.equal(loadConfig({ PUBLIC_URL: 'https://gw.example.com:8443/' }).publicUrl, 'https://gw.example.com:8443');
+  });
+
   test('parses TRUST_PROXY as off, a hop count or an address list', () => {
     assert.equal(loadConfig({ TRUST_PROXY: 'false' }).trustProxy, false);
     assert.equal(loadConfig({ TRUST_PROXY: '2' }).trustProxy, 2);

@@ -33,11 +33,16 @@ function url(raw: string): string {
   return raw.replace(/\/+$/, '');
 }
 
-/** A base URL: no query, no fragment; a trailing slash is dropped so paths can be appended. */
+/**
+ * A base URL: scheme and authority only (a trailing slash is dropped so paths can be appended). No
+ * path: the routes are fixed (/api, /oauth, /docs …), so under a path prefix the links would name one
+ * tree while the issuer and the API sat in another, and no gateway rule could serve both.
+ */
 function baseUrl(raw: string): string {
   const value = url(raw);
   const parsed = new URL(value);
-  if (parsed.search || parsed.hash || parsed.username) throw new Error('expected a base URL without query, fragment or credentials');
+  if (parsed.search || parsed.hash || parsed.username || parsed.password) throw new Error('expected a base URL without query, fragment or credentials');
+  if (parsed.pathname !== '/') throw new Error(`expected scheme://host[:port] without a path ("${parsed.pathname}"); Signet serves /api and /oauth at the root, so a gateway must forward the host's root to it`);
   return value;
 }
 

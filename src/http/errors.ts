@@ -1,20 +1,36 @@
 // One error handler for the whole app: every error leaves as application/problem+json (RFC 9457).
 // Registered before any plugin or route, or those would keep Fastify's default error format.
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { Problem, pointerSegment, type FieldError } from './problems.ts';
+import { clip, Problem, pointerSegment, type FieldError } from './problems.ts';
 import { publicBaseUrl } from './origin.ts';
+import { isDatabaseOutage } from './outage.ts';
 
 export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
 const PATCH_TYPES = 'application/merge-patch+json, application/json-patch+json';
+/** Seconds a client should wait after a database outage before retrying (the /readyz hint too). */
+const OUTAGE_RETRY_AFTER = '5';
+/** Pointers listed in a validation problem's detail; `errors` has them all. */
+const DETAIL_POINTERS = 10;
+
+/**
+ * The path of the request, absolute like `type` and the resources' links: one base (PUBLIC_URL or the
+ * trusted origin) for every URL the service writes. An absolute-form target (RFC 9112 §3.2.2) keeps
+ * only its path, so a client-chosen authority is never echoed.
+ */
+function instanceOf(request: FastifyRequest, base: string): string {
+  const path = /^(?:[a-z][a-z0-9+.-]*:\/\/[^/?#]*)?(\/[^?#]*)/i.exec(request.url)?.[1] ?? '/';
+  return `${base}${path}`;
+}
 
 export function sendProblem(request: FastifyRequest, reply: FastifyReply, problem: Problem): FastifyReply {
   const { type, detail, options } = problem;
+  const base = publicBaseUrl(request);
   const body: Record<string, unknown> = {
-    type: `${publicBaseUrl(request)}/problems/${type.slug}`,
+    type: `${base}/problems/${type.slug}`,
     title: type.title,
     status: type.status,
     detail,
-    instance: request.url.split('?')[0],
+    instance: instanceOf(request, base),
     requestId: request.id,
     ...options.extensions,
   };
@@ -30,17 +46,28 @@ interface AjvError {
   params: Record<string, unknown>;
 }
 
-/** Maps schema-validation errors to one entry per bad field, addressed by JSON pointer. */
+/**
+ * Maps schema-validation errors to one entry per bad field, addressed by JSON pointer. Member names
+ * come from the client: a pointer is clipped (ECHO_LIMIT, with an ellipsis) so a 60,000-character
+ * unknown member cannot make the error body larger than the request.
+ */
 export function fieldErrors(validation: AjvError[]): FieldError[] {
   return validation.map((e) => {
     if (e.keyword === 'additionalProperties') {
-      return { pointer: `${e.instancePath}/${pointerSegment(String(e.params.additionalProperty))}`, detail: 'unknown field' };
+      return { pointer: clip(`${e.instancePath}/${pointerSegment(String(e.params.additionalProperty))}`), detail: 'unknown field' };
     }
     if (e.keyword === 'required') {
-      return { pointer: `${e.instancePath}/${pointerSegment(String(e.params.missingProperty))}`, detail: 'is required' };
+      return { pointer: clip(`${e.instancePath}/${pointerSegment(String(e.params.missingProperty))}`), detail: 'is required' };
     }
-    return { pointer: e.instancePath, detail: e.message ?? e.keyword };
+    return { pointer: clip(e.instancePath), detail: e.message ?? e.keyword };
   });
+}
+
+/** "3 field(s) did not validate: /a, /b, /c", naming at most DETAIL_POINTERS of them. */
+function validationDetail(errors: FieldError[]): string {
+  const named = errors.slice(0, DETAIL_POINTERS).map((e) => e.pointer || '(body)');
+  const more = errors.length > DETAIL_POINTERS ? ` and ${errors.length - DETAIL_POINTERS} more` : '';
+  return `${errors.length} field(s) did not validate: ${named.join(', ')}${more}`;
 }
 
 function fromFastifyError(error: FastifyError & { validation?: AjvError[]; validationContext?: string }, request: FastifyRequest): Problem {
@@ -50,9 +77,9 @@ function fromFastifyError(error: FastifyError & { validation?: AjvError[]; valid
   if (error.validation) {
     const errors = fieldErrors(error.validation);
     if (error.validationContext === 'body') {
-      return new Problem('validation', `${errors.length} field(s) did not validate: ${errors.map((e) => e.pointer || '(body)').join(', ')}`, { errors });
+      return new Problem('validation', validationDetail(errors), { errors });
     }
-    return new Problem('invalidParameter', `invalid ${error.validationContext ?? 'request'} parameter: ${errors.map((e) => `${e.pointer.slice(1) || 'value'} ${e.detail}`).join('; ')}`, { errors });
+    return new Problem('invalidParameter', `invalid ${error.validationContext ?? 'request'} parameter: ${errors.slice(0, DETAIL_POINTERS).map((e) => `${e.pointer.slice(1) || 'value'} ${e.detail}`).join('; ')}`, { errors });
   }
   switch (error.code) {
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
@@ -67,8 +94,11 @@ function fromFastifyError(error: FastifyError & { validation?: AjvError[]; valid
     case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
       return new Problem('badRequest', 'Content-Length does not match the body');
   }
+  if (isDatabaseOutage(error)) {
+    return new Problem('temporarilyUnavailable', 'the service cannot complete requests right now; retry after the Retry-After delay', { headers: { 'retry-after': OUTAGE_RETRY_AFTER } });
+  }
   if (error.statusCode === 413) return new Problem('payloadTooLarge', 'the request body exceeds the configured limit');
-  if (error.statusCode && error.statusCode >= 400 && error.statusCode < 500) return new Problem('badRequest', error.message);
+  if (error.statusCode && error.statusCode >= 400 && error.statusCode < 500) return new Problem('badRequest', clip(error.message));
   return new Problem('internal', 'an unexpected error occurred; quote the requestId when reporting it');
 }
 

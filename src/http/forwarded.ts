@@ -160,9 +160,14 @@ function pick<T>(hops: Hop[], used: number, read: (hop: Hop) => T | null): T | n
   return null;
 }
 
+/**
+ * The Host header under the same rule as forwarded hosts. In the app a request with a missing,
+ * repeated or invalid Host never gets here (malformed.ts answers 400, RFC 9112 §3.2; Node would
+ * keep only the first of several lines); null stays the answer for callers without that check.
+ */
 function directHost(headers: Headers): string | null {
   const host = headers.host;
-  return typeof host === 'string' ? normalizeHost(host) : null; // several Host lines: invalid (RFC 9112 §3.2)
+  return typeof host === 'string' ? normalizeHost(host) : null;
 }
 
 function direct(req: PeerRequest, ip: string): ClientOrigin {

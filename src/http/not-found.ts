@@ -4,7 +4,7 @@
 import FindMyWay, { type HTTPMethod } from 'find-my-way';
 import type { FastifyInstance } from 'fastify';
 import { sendProblem } from './errors.ts';
-import { Problem } from './problems.ts';
+import { clip, Problem } from './problems.ts';
 
 const METHODS: HTTPMethod[] = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'];
 
@@ -22,8 +22,8 @@ export function registerNotFound(app: FastifyInstance): void {
     const path = request.url.split('?')[0] ?? '/';
     const allowed = METHODS.filter((m) => m !== request.method && router.find(m, path));
     if (allowed.length > 0) {
-      return sendProblem(request, reply, new Problem('methodNotAllowed', `${request.method} is not supported on ${path}; use ${allowed.join(', ')}`, { headers: { allow: allowed.join(', ') } }));
+      return sendProblem(request, reply, new Problem('methodNotAllowed', `${request.method} is not supported on ${clip(path)}; use ${allowed.join(', ')}`, { headers: { allow: allowed.join(', ') } }));
     }
-    return sendProblem(request, reply, new Problem('notFound', `no resource at ${path}`));
+    return sendProblem(request, reply, new Problem('notFound', `no resource at ${clip(path)}`));
   });
 }

@@ -15,6 +15,8 @@ declare module 'fastify' {
   interface FastifyInstance {
     publicUrlSetting: string | undefined;
     fallbackHost: string;
+    /** Resolves a raw request's origin; for requests built outside the routing (frameworkErrors), which lack `clientOrigin`. */
+    originOf: (raw: IncomingMessage) => ClientOrigin;
   }
 }
 
@@ -30,15 +32,15 @@ export function requestIdGenerator(trust: TrustFn): (req: IncomingMessage) => st
 
 export function registerOrigin(app: FastifyInstance, options: { trustProxy: false | number | string[]; publicUrl: string | undefined; fallbackHost: string }): TrustFn {
   const trust = compileTrust(options.trustProxy);
+  const originOf = (raw: IncomingMessage) =>
+    resolveClientOrigin({ remoteAddress: raw.socket.remoteAddress ?? '', encrypted: Boolean((raw.socket as TLSSocket).encrypted), headers: raw.headers }, trust);
   app.decorate('publicUrlSetting', options.publicUrl);
   app.decorate('fallbackHost', options.fallbackHost);
+  app.decorate('originOf', originOf);
   app.decorateRequest('originCache', undefined);
   app.decorateRequest('clientOrigin', {
     getter(this: FastifyRequest) {
-      this.originCache ??= resolveClientOrigin(
-        { remoteAddress: this.raw.socket.remoteAddress ?? '', encrypted: Boolean((this.raw.socket as TLSSocket).encrypted), headers: this.headers },
-        trust,
-      );
+      this.originCache ??= originOf(this.raw);
       return this.originCache;
     },
   });
@@ -53,6 +55,7 @@ export function registerOrigin(app: FastifyInstance, options: { trustProxy: fals
 export function publicBaseUrl(request: FastifyRequest): string {
   const configured = request.server.publicUrlSetting;
   if (configured) return configured;
-  const origin = request.clientOrigin;
+  // Fastify builds the request of a frameworkErrors call from its base class, without our decorations.
+  const origin = (request.clientOrigin as ClientOrigin | undefined) ?? request.server.originOf(request.raw);
   return `${origin.protocol}://${origin.host ?? request.server.fallbackHost}`;
 }

@@ -22,6 +22,7 @@ export const PROBLEM_TYPES = {
   forbidden: problemType('forbidden', 403, 'Not allowed'),
   notFound: problemType('not-found', 404, 'Not found'),
   methodNotAllowed: problemType('method-not-allowed', 405, 'Method not allowed'),
+  requestTimeout: problemType('request-timeout', 408, 'The request was not received in time'),
   invalidTransition: problemType('invalid-state', 409, 'The order is not in a state that allows this'),
   idempotencyKeyReused: problemType('idempotency-key-reused', 409, 'This Idempotency-Key was used with a different request'),
   idempotencyKeyInFlight: problemType('idempotency-key-in-flight', 409, 'A request with this Idempotency-Key is still being processed'),
@@ -30,13 +31,18 @@ export const PROBLEM_TYPES = {
   patchConflict: problemType('patch-conflict', 409, 'The patch cannot be applied to the current representation'),
   preconditionFailed: problemType('precondition-failed', 412, 'A precondition failed'),
   payloadTooLarge: problemType('payload-too-large', 413, 'The request body is too large'),
+  uriTooLong: problemType('uri-too-long', 414, 'The request target is too long'),
   unsupportedMediaType: problemType('unsupported-media-type', 415, 'Unsupported media type'),
   validation: problemType('validation-error', 422, 'The request body did not validate'),
   rateLimited: problemType('rate-limited', 429, 'Too many requests'),
+  headerFieldsTooLarge: problemType('header-fields-too-large', 431, 'The request header fields are too large'),
   internal: problemType('internal-error', 500, 'Internal server error'),
+  notImplemented: problemType('not-implemented', 501, 'The request method is not implemented'),
   issuerUnavailable: problemType('issuer-unavailable', 503, 'The token issuer could not be reached'),
   unavailable: problemType('service-unavailable', 503, 'The service is temporarily overloaded'),
   notReady: problemType('not-ready', 503, 'The service is not ready to serve requests'),
+  temporarilyUnavailable: problemType('temporarily-unavailable', 503, 'The service is temporarily unavailable'),
+  shuttingDown: problemType('shutting-down', 503, 'The service is shutting down'),
 } as const;
 
 export type ProblemKey = keyof typeof PROBLEM_TYPES;
@@ -74,6 +80,16 @@ export class Problem extends Error {
   get status(): number {
     return this.type.status;
   }
+}
+
+/** Client input echoed in a problem (member names, values) is cut to this many characters, so an error body stays small whatever was sent. */
+export const ECHO_LIMIT = 100;
+
+/** `text` cut to ECHO_LIMIT characters, with an ellipsis when something was cut. */
+export function clip(text: string, limit = ECHO_LIMIT): string {
+  if (text.length <= limit) return text;
+  const end = /[\uD800-\uDBFF]/.test(text[limit - 1]!) ? limit - 1 : limit; // never split a surrogate pair
+  return `${text.slice(0, end)}…`;
 }
 
 /** Escapes one property name for a JSON pointer (RFC 6901 §3). */

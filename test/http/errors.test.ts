@@ -6,6 +6,7 @@ import { after, before, describe, test } from 'node:test';
 import { testDialects } from '../helpers/databases.ts';
 import { call, CUSTOMER, type CallResult } from '../helpers/http.ts';
 import { startServer, startWithClientToken, type TestServer } from '../helpers/server.ts';
+import { rawRequest } from './raw-http.ts';
 
 const PROBLEM_JSON = 'application/problem+json; charset=utf-8';
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
@@ -20,7 +21,8 @@ function assertProblem(res: CallResult, status: number, path: string): Record<st
   assert.equal(typeof body.title, 'string');
   assert.ok(String(body.title).length > 0);
   assert.equal(typeof body.detail, 'string');
-  assert.equal(body.instance, path.split('?')[0]);
+  // Absolute, on the same base as `type` and the resources' links (one base for every URL written).
+  assert.equal(body.instance, `${new URL(String(body.type)).origin}${path.split('?')[0]}`);
   assert.equal(body.requestId, res.headers.get('x-request-id'), 'the body names the request id the header carries');
   assert.ok(String(body.requestId).length > 0);
   return body;
@@ -156,6 +158,26 @@ for (const dialect of testDialects()) {
         assert.match(res.headers.get('x-request-id') ?? '', UUID, JSON.stringify(bad));
         assert.equal(res.json.requestId, res.headers.get('x-request-id'));
       }
+    });
+  });
+
+  describe(`problem instance [${dialect}]`, () => {
+    let server: TestServer;
+    let token: string;
+    before(async () => ({ server, token } = await startWithClientToken(dialect, { PUBLIC_URL: 'https://public.example.org' })));
+    after(() => server.close());
+
+    test('is absolute on the same base as the links, whatever the request target says', async () => {
+      const created = await call(server.url, 'POST', '/api/orders', { token, body: { CustomerId: CUSTOMER, Total: 1 } });
+      assert.equal(created.json._links.self.href, `https://public.example.org/api/orders/${created.json.Id}`);
+      const missing = await call(server.url, 'GET', '/api/orders/999999?fields=Id', { token });
+      assert.equal(missing.json.instance, 'https://public.example.org/api/orders/999999');
+      assert.equal(missing.json.type, 'https://public.example.org/problems/not-found');
+      // Absolute-form target (RFC 9112 §3.2.2): its authority is the client's, never echoed.
+      const port = Number(new URL(server.url).port);
+      const res = await rawRequest(port, `GET http://evil.example/api/orders/999999 HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${token}\r\n\r\n`);
+      assert.equal(res.status, 404, res.body);
+      assert.equal(res.json.instance, 'https://public.example.org/api/orders/999999');
     });
   });
 
