@@ -90,7 +90,7 @@ function answerUnanswered(ctx: KoaContextWithOIDC, methods: Map<string, string[]
     title: type.title,
     status: type.status,
     detail: allowed ? `${ctx.method} is not supported on ${path}; use ${allowed.join(', ')}` : `no resource at ${path}`,
-    instance: path,
+    instance: `${origin}${path}`, // absolute, like the API's problems
     requestId: requestIdOf(ctx),
   });
 }

@@ -19,6 +19,7 @@ export interface DatabaseHandle {
 }
 
 const PG_INT8_OID = 20;
+const CONNECT_TIMEOUT_MS = 10_000;
 const SQLITE_SYNCHRONOUS_NORMAL = 1;
 
 export function dialectOf(url: string): Dialect {
@@ -27,6 +28,8 @@ export function dialectOf(url: string): Dialect {
 
 export interface OpenOptions {
   sqliteSynchronous?: 'NORMAL' | 'FULL';
+  /** How long a query waits for a PostgreSQL connection (a new one or a free one in the pool). */
+  connectTimeoutMs?: number;
   /** A pooled PostgreSQL connection failed while idle (server restart, failover, idle timeout). */
   onIdleConnectionError?: (err: Error) => void;
 }
@@ -34,7 +37,9 @@ export interface OpenOptions {
 /** Default for onIdleConnectionError: the pool has already dropped the connection; say so, once per loss. */
 function logIdleConnectionError(err: Error): void {
   idleErrorLog ??= pino({ name: 'signet-db' });
-  idleErrorLog.warn({ err }, 'a pooled PostgreSQL connection was lost while idle; the next query opens a new one');
+  // The message and code only: pg-pool attaches the whole client to the error.
+  const { message, code } = err as Error & { code?: string };
+  idleErrorLog.warn({ err: { message, code } }, 'a pooled PostgreSQL connection was lost while idle; the next query opens a new one');
 }
 let idleErrorLog: pino.Logger | undefined;
 
@@ -49,6 +54,9 @@ export function openDatabase(url: string, options: OpenOptions = {}): DatabaseHa
   const pool = new pg.Pool({
     connectionString: url,
     max: 10,
+    // A server that accepts TCP but never answers would otherwise hold requests forever; after this
+    // the request is a 503 with Retry-After (src/http/outage.ts), like a refused connection.
+    connectionTimeoutMillis: options.connectTimeoutMs ?? CONNECT_TIMEOUT_MS,
     // int8 (ids, counts, minor units) fits in a double below 2^53; every such column here stays far below it.
     types: { getTypeParser: (oid: number, format?: 'text' | 'binary') => (oid === PG_INT8_OID ? Number : pg.types.getTypeParser(oid, format)) } as pg.CustomTypesConfig,
   });

@@ -114,7 +114,7 @@ for (const dialect of testDialects()) {
       assert.equal(missing.headers.get('content-type'), 'application/problem+json');
       const problem = (await missing.json()) as Record<string, unknown>;
       assert.equal(problem.status, 404);
-      assert.equal(problem.instance, '/oauth/nope');
+      assert.equal(problem.instance, `${server.url}/oauth/nope`);
       assert.ok(problem.requestId);
       assert.equal(missing.headers.get('x-request-id'), problem.requestId);
 

@@ -5,8 +5,10 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { sql } from 'kysely';
+import { createServer, type AddressInfo, type Socket } from 'node:net';
 import pg from 'pg';
 import { openDatabase } from '../../src/db/database.ts';
+import { isDatabaseOutage } from '../../src/http/outage.ts';
 import { openInbox } from '../../src/receiver/index.ts';
 import { createTestDatabase, testDialects, type TestDatabase } from '../helpers/databases.ts';
 
@@ -28,6 +30,22 @@ function named(url: string): { url: string; applicationName: string } {
   withName.searchParams.set('application_name', applicationName);
   return { url: withName.toString(), applicationName };
 }
+
+test('a PostgreSQL that accepts connections but never answers is an outage after the connect timeout, not a hang', async () => {
+  const sockets = new Set<Socket>();
+  const silent = createServer((socket) => void sockets.add(socket)); // accepts, then says nothing
+  await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+  const handle = openDatabase(`postgres://nobody@127.0.0.1:${(silent.address() as AddressInfo).port}/none`, { connectTimeoutMs: 200 });
+  try {
+    const failure = await sql`select 1`.execute(handle.db).then(() => undefined, (err: unknown) => err);
+    assert.ok(failure instanceof Error, 'the query fails');
+    assert.equal(isDatabaseOutage(failure), true, failure.message);
+  } finally {
+    for (const socket of sockets) socket.destroy();
+    await handle.db.destroy();
+    await new Promise<void>((resolve) => silent.close(() => resolve()));
+  }
+});
 
 if (testDialects().includes('postgres')) describe('a pooled PostgreSQL connection lost while idle', () => {
   let database: TestDatabase;
