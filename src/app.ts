@@ -39,6 +39,26 @@ declare module 'fastify' {
 }
 
 const PURGE_INTERVAL_MS = 10 * 60 * 1000;
+const REDIS_CONNECT_WAIT_MS = 3000;
+
+/**
+ * Without an offline queue, a command sent before Redis is connected fails and the request goes
+ * uncounted: wait for the connection (or its first failure, or a few seconds) before serving, so an
+ * instance that just started counts from its first request.
+ */
+function firstConnection(redis: Redis): Promise<void> {
+  return new Promise((resolve) => {
+    const done = (): void => {
+      clearTimeout(timer);
+      redis.off('ready', done);
+      redis.off('error', done);
+      resolve();
+    };
+    const timer = setTimeout(done, REDIS_CONNECT_WAIT_MS);
+    redis.once('ready', done);
+    redis.once('error', done);
+  });
+}
 
 const CORS_ALLOWED_HEADERS = ['Authorization', 'Content-Type', 'If-Match', 'If-None-Match', 'If-Modified-Since', 'If-Unmodified-Since', 'Idempotency-Key', 'Prefer', 'X-Request-Id'];
 const CORS_EXPOSED_HEADERS = ['ETag', 'Location', 'Link', 'Last-Modified', 'Retry-After', 'RateLimit', 'RateLimit-Policy', 'Idempotent-Replayed', 'X-Request-Id', 'WWW-Authenticate', 'Accept-Patch', 'Preference-Applied'];
@@ -88,6 +108,7 @@ export async function buildApp(config: Readonly<Config>, options: { logger?: boo
   }));
   const redis = config.redisUrl ? new Redis(config.redisUrl, { maxRetriesPerRequest: 1, enableOfflineQueue: false, lazyConnect: false }) : undefined;
   redis?.on('error', (err) => app.log.warn({ err }, 'redis error; rate limits fall back to allowing requests'));
+  if (redis) await firstConnection(redis);
   await registerRateLimit(app, { max: config.rateLimitMax, windowSeconds: config.rateLimitWindowSeconds, redis });
   registerScopeCheck(app, { resourceMetadataUrl: resourceMetadataUrl(config.apiResource) });
   registerResourceMetadata(app, { resource: config.apiResource, authorizationServers: [config.authIssuer], scopes: ORDERS_SCOPES });

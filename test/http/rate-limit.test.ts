@@ -3,6 +3,7 @@
 // counters shared between instances through Redis.
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
+import { connect, createServer as createNetServer, type AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { createTestDatabase, testDialects, type TestDatabase } from '../helpers/databases.ts';
 import { call, type CallResult } from '../helpers/http.ts';
@@ -128,6 +129,37 @@ for (const dialect of testDialects()) {
       assertRateLimited(await call(first.url, 'GET', '/api/orders', { token }), 3, 'first instance');
       const other = await first.issuer.clientToken('orders:read', `redis-other-${randomUUID()}`);
       assert.equal((await call(second.url, 'GET', '/api/orders', { token: other })).status, 200);
+    });
+  });
+
+  describe(`rate limits with a Redis slow to connect [${dialect}]`, () => {
+    test('an instance counts from its very first request: it waits for Redis before serving', async () => {
+      // A relay that holds each connection for 300 ms before reaching Redis, like a Redis across a network.
+      const target = new URL(REDIS_URL);
+      const relay = createNetServer((client) => {
+        client.pause();
+        setTimeout(() => {
+          const upstream = connect(Number(target.port || 6379), target.hostname, () => {
+            client.pipe(upstream).pipe(client);
+            client.resume();
+          });
+          upstream.on('error', () => client.destroy());
+          client.on('error', () => upstream.destroy());
+          client.on('close', () => upstream.destroy());
+        }, 300);
+      });
+      await new Promise<void>((resolve) => relay.listen(0, '127.0.0.1', resolve));
+      const server = await startServer(dialect, { RATE_LIMIT_MAX: '3', REDIS_URL: `redis://127.0.0.1:${(relay.address() as AddressInfo).port}` });
+      try {
+        const token = await server.issuer.clientToken('orders:read', `slow-${randomUUID()}`);
+        const res = await call(server.url, 'GET', '/api/orders', { token });
+        assert.equal(res.status, 200, res.text);
+        assert.equal(rateLimitOf(res, 3).remaining, 2, 'the first request is counted');
+      } finally {
+        await server.close();
+        relay.close();
+        relay.unref();
+      }
     });
   });
 
