@@ -1,6 +1,8 @@
 // Opaque pagination cursors: base64url (RFC 4648 §5, unpadded) of compact JSON.
 // Opaque to clients, not secret or tamper-proof: the decoded values must be treated as untrusted input.
 import { TextDecoder } from 'node:util';
+import type { FastifyRequest } from 'fastify';
+import { Problem } from './problems.ts';
 
 export type CursorShape = Record<string, 'string' | 'number'>;
 export type CursorPayload = Record<string, string | number>;
@@ -58,4 +60,15 @@ export function decodeCursor(cursor: string, shape: CursorShape): CursorPayload 
   if (bytes === null) return null;
   const value = parseJson(bytes);
   return isPlainObject(value) ? matchShape(value, shape) : null;
+}
+
+/**
+ * `limit` in decimal digits only: query strings are coerced with Number(), which also reads `0x10`,
+ * `1e2` or ` 5`. Runs before the schema coerces it.
+ */
+export async function requireDecimalLimit(request: FastifyRequest): Promise<void> {
+  const { limit } = request.query as { limit?: unknown };
+  if (typeof limit === 'string' && !/^\d+$/.test(limit)) {
+    throw new Problem('invalidParameter', 'limit must be written in decimal digits', { errors: [{ pointer: '/limit', detail: 'decimal digits only' }] });
+  }
 }

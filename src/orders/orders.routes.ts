@@ -2,7 +2,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { Db } from '../db/database.ts';
-import { decodeCursor, encodeCursor } from '../http/cursor.ts';
+import { decodeCursor, encodeCursor, requireDecimalLimit } from '../http/cursor.ts';
 import { runIdempotent, sendStored, type IdempotencySettings } from '../http/idempotency.ts';
 import { publicBaseUrl } from '../http/origin.ts';
 import { Problem } from '../http/problems.ts';
@@ -49,7 +49,7 @@ export async function ordersRoutes(fastify: FastifyInstance, options: OrdersRout
     return sendOrderRead(request, reply, order, variant, () => service.getHistory(db, order));
   });
 
-  app.get('/api/orders', { config: read, schema: { tags: TAGS, summary: 'List orders, newest first', querystring: ListQuery, response: { 200: OrderList } } }, async (request, reply) => {
+  app.get('/api/orders', { config: read, preValidation: requireDecimalLimit, schema: { tags: TAGS, summary: 'List orders, newest first', querystring: ListQuery, response: { 200: OrderList } } }, async (request, reply) => {
     const { limit, fields, include } = request.query;
     const variant = parseVariant(fields, include);
     const filter = listFilter(request.query);

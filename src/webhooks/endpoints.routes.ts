@@ -3,7 +3,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { Db } from '../db/database.ts';
-import { decodeCursor, encodeCursor } from '../http/cursor.ts';
+import { decodeCursor, encodeCursor, requireDecimalLimit } from '../http/cursor.ts';
 import { publicBaseUrl } from '../http/origin.ts';
 import { Problem } from '../http/problems.ts';
 import * as deliveryService from './deliveries.service.ts';
@@ -141,15 +141,4 @@ function decodeDeliveryCursor(cursor: string): { createdAt: Date; id: string } {
     throw new Problem('invalidParameter', 'cursor is not one this service issued; start again without it', { errors: [{ pointer: '/cursor', detail: 'invalid cursor' }] });
   }
   return { createdAt: new Date(t), id: decoded.i as string };
-}
-
-/**
- * `limit` in decimal digits only: query strings are coerced with Number(), which also reads `0x10`,
- * `1e2` or ` 5`. Runs before the schema coerces it.
- */
-export async function requireDecimalLimit(request: FastifyRequest): Promise<void> {
-  const { limit } = request.query as { limit?: unknown };
-  if (typeof limit === 'string' && !/^\d+$/.test(limit)) {
-    throw new Problem('invalidParameter', 'limit must be written in decimal digits', { errors: [{ pointer: '/limit', detail: 'decimal digits only' }] });
-  }
 }

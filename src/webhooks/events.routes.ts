@@ -3,12 +3,12 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { Db, Dialect } from '../db/database.ts';
-import { decodeCursor, encodeCursor } from '../http/cursor.ts';
+import { decodeCursor, encodeCursor, requireDecimalLimit } from '../http/cursor.ts';
 import { publicBaseUrl } from '../http/origin.ts';
 import { Problem } from '../http/problems.ts';
 import { ALL_EVENTS, isEventType } from './events.catalogue.ts';
 import { findEvent, listEvents, START, type EventPosition, type EventReader } from './events.repository.ts';
-import { ownerOf, requireDecimalLimit } from './endpoints.routes.ts';
+import { ownerOf } from './endpoints.routes.ts';
 import { eventView } from './webhooks.representation.ts';
 import { Event, EventIdParams, EventList, EventListQuery } from './webhooks.schemas.ts';
 

@@ -41,6 +41,15 @@ for (const dialect of testDialects()) {
       }
     });
 
+    test('limit takes decimal digits only: 0x10, 1e1, +5 and " 5" are 400, not read as numbers', async () => {
+      for (const limit of ['0x10', '1e1', '%2B5', '%205', '5.0']) {
+        const res = await list(`limit=${limit}`);
+        assert.equal(res.status, 400, `${limit}: ${res.text}`);
+        assert.deepEqual(res.json.errors, [{ pointer: '/limit', detail: 'decimal digits only' }]);
+      }
+      assert.equal((await list('limit=5')).status, 200);
+    });
+
     test('a well-formed cursor is honoured with the filters it carries', async () => {
       const other = '44444444-4444-4444-8444-444444444444';
       const ids: number[] = [];
