@@ -21,6 +21,27 @@ Types: ${Object.values(PROBLEM_TYPES).map((t) => `\`${t.slug}\` (${t.status})`).
 
 ${WEBHOOKS_DESCRIPTION}`;
 
+/** RFC 9457 problem details, as every error of the service is sent (src/http/errors.ts). */
+const PROBLEM_SCHEMA = {
+  type: 'object',
+  required: ['type', 'title', 'status', 'detail'],
+  properties: {
+    type: { type: 'string', format: 'uri', description: 'Identifies the kind of problem; compare on this.' },
+    title: { type: 'string' },
+    status: { type: 'integer' },
+    detail: { type: 'string', description: 'What went wrong with this request, and what to change.' },
+    instance: { type: 'string', format: 'uri' },
+    requestId: { type: 'string', description: 'Also in X-Request-Id; quote it to find the request in the logs.' },
+    errors: { type: 'array', items: { type: 'object', properties: { pointer: { type: 'string', description: 'RFC 6901 JSON pointer' }, detail: { type: 'string' } } } },
+  },
+};
+
+/** Every operation can fail; the ranges name the body every error has (OpenAPI 3.1 §4.8.16.2). */
+const ERROR_RESPONSES = {
+  '4xx': { description: 'The request cannot be served as sent (see `type` and `detail`); 429 and 409 in flight carry Retry-After.', content: { 'application/problem+json': { schema: PROBLEM_SCHEMA } } },
+  '5xx': { description: 'A fault or a temporary outage; 503 carries Retry-After.', content: { 'application/problem+json': { schema: PROBLEM_SCHEMA } } },
+};
+
 export async function registerOpenApi(app: FastifyInstance, options: { webhookHeaderName: string }): Promise<void> {
   await app.register(swagger, {
     openapi: {
@@ -35,6 +56,7 @@ export async function registerOpenApi(app: FastifyInstance, options: { webhookHe
       const scope = (route.config as { scope?: string } | undefined)?.scope;
       const transformed = { ...(schema ?? {}) } as Record<string, unknown>;
       if (scope) transformed.security = [{ bearer: [scope] }];
+      transformed.response = { ...ERROR_RESPONSES, ...(transformed.response as object | undefined) };
       return { schema: transformed, url };
     },
   });

@@ -44,6 +44,23 @@ describe('OpenAPI document', () => {
     }
   });
 
+  test('every /api operation documents its errors: 4XX and 5XX as application/problem+json', async () => {
+    const doc = (await call(server.url, 'GET', '/openapi.json')).json;
+    let operations = 0;
+    for (const [path, item] of Object.entries(doc.paths as Record<string, Record<string, { responses: Record<string, { content?: Record<string, { schema: { required: string[] } }> }> }>>)) {
+      if (!path.startsWith('/api/')) continue;
+      for (const [method, operation] of Object.entries(item)) {
+        operations++;
+        for (const range of ['4XX', '5XX']) {
+          const schema = operation.responses[range]?.content?.['application/problem+json']?.schema;
+          assert.ok(schema, `${method.toUpperCase()} ${path} documents ${range}`);
+          assert.deepEqual(schema.required, ['type', 'title', 'status', 'detail']);
+        }
+      }
+    }
+    assert.ok(operations >= 20, `${operations} operations`);
+  });
+
   test('serves a reference page at /docs without external assets', async () => {
     const res = await call(server.url, 'GET', '/docs/');
     assert.equal(res.status, 200);
