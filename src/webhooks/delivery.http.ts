@@ -127,21 +127,30 @@ function classify(err: unknown): [ErrorKind, string] {
   return ['connection', code ? `${code}: ${message}` : message];
 }
 
+/**
+ * The first EXCERPT_BYTES of the reply, for the attempt log. The status line has already decided the
+ * outcome (contract "Events" 2: any 2xx confirms receipt), so a body that is slow (the timeout aborts
+ * it) or cut off only shortens the excerpt: failing the attempt would send the delivery again.
+ */
 async function readExcerpt(body: Dispatcher.ResponseData['body']): Promise<string> {
   const parts: Buffer[] = [];
   let kept = 0;
   let read = 0;
-  for await (const chunk of body as AsyncIterable<Buffer>) {
-    if (kept < EXCERPT_BYTES) {
-      const part = chunk.subarray(0, EXCERPT_BYTES - kept);
-      parts.push(part);
-      kept += part.length;
+  try {
+    for await (const chunk of body as AsyncIterable<Buffer>) {
+      if (kept < EXCERPT_BYTES) {
+        const part = chunk.subarray(0, EXCERPT_BYTES - kept);
+        parts.push(part);
+        kept += part.length;
+      }
+      read += chunk.length;
+      if (read > DRAIN_LIMIT_BYTES) {
+        body.destroy();
+        break;
+      }
     }
-    read += chunk.length;
-    if (read > DRAIN_LIMIT_BYTES) {
-      body.destroy();
-      break;
-    }
+  } catch {
+    body.destroy(); // aborted by the timeout, or the connection dropped: keep what arrived
   }
   // A cut may split a UTF-8 sequence; the decoder replaces the partial character.
   return new TextDecoder().decode(Buffer.concat(parts));

@@ -1,0 +1,63 @@
+// What one attempt's outcome is, as the receiver's answer arrives over real HTTP: the status line decides
+// (contract "Events" 2: any 2xx confirms receipt); a body that is slow or cut off afterwards is only a
+// shorter excerpt, never a failed attempt that would send the delivery again.
+import assert from 'node:assert/strict';
+import { createServer, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { after, before, test } from 'node:test';
+import { CallbackClient } from '../../src/webhooks/delivery.http.ts';
+import { AddressPolicy } from '../../src/webhooks/network.ts';
+
+let server: Server;
+let base: string;
+const open = new Set<ServerResponse>();
+const client = new CallbackClient({ timeoutMs: 300, connectionsPerOrigin: 4, policy: new AddressPolicy(['loopback']), userAgent: 'test' });
+
+before(async () => {
+  server = createServer((req, res) => {
+    req.resume();
+    if (req.url === '/slow-body') {
+      res.writeHead(200, { 'content-type': 'text/plain' }).write('got it, now thinking'); // and never ends
+      open.add(res);
+    } else if (req.url === '/cut-body') {
+      res.writeHead(202, { 'content-length': '100' }).write('partial');
+      setTimeout(() => res.destroy(), 20);
+    } else if (req.url === '/slow-error') {
+      res.writeHead(503, { 'retry-after': '7' }).write('busy');
+      open.add(res);
+    } else {
+      res.writeHead(200).end('fine');
+    }
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+});
+
+after(async () => {
+  for (const res of open) res.destroy();
+  await client.close();
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+});
+
+test('a 2xx whose body never ends within the timeout acknowledges the delivery, with the excerpt received so far', async () => {
+  const result = await client.post(`${base}/slow-body`, {}, '{}');
+  assert.equal(result.ok, true, JSON.stringify(result));
+  assert.equal(result.statusCode, 200);
+  assert.equal(result.errorKind, null);
+  assert.equal(result.responseExcerpt, 'got it, now thinking');
+});
+
+test('a 2xx whose connection drops mid-body still acknowledges the delivery', async () => {
+  const result = await client.post(`${base}/cut-body`, {}, '{}');
+  assert.equal(result.ok, true, JSON.stringify(result));
+  assert.equal(result.statusCode, 202);
+  assert.equal(result.responseExcerpt, 'partial');
+});
+
+test('a 503 with a slow body stays a 503 with its Retry-After, not a timeout', async () => {
+  const result = await client.post(`${base}/slow-error`, {}, '{}');
+  assert.equal(result.ok, false);
+  assert.equal(result.statusCode, 503);
+  assert.equal(result.errorKind, 'status');
+  assert.equal(result.retryAfterMs, 7000);
+});
