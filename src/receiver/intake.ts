@@ -78,10 +78,20 @@ function hasOwn(record: Record<string, unknown>, key: string): boolean {
   return Object.prototype.hasOwnProperty.call(record, key);
 }
 
+const UTF8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
+
 function parsePayload(rawBody: Buffer): Payload | string {
+  let text: string;
+  try {
+    // RFC 8259 §8.1: JSON between systems is UTF-8. A lenient decode would store other bytes altered,
+    // and the inbox would no longer hold what was signed.
+    text = UTF8.decode(rawBody);
+  } catch {
+    return 'the body is not UTF-8';
+  }
   let body: unknown;
   try {
-    body = JSON.parse(rawBody.toString('utf8'));
+    body = JSON.parse(text);
   } catch {
     return 'the body is not JSON';
   }

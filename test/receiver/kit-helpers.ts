@@ -36,7 +36,7 @@ export interface Answer {
   json: Record<string, unknown> | undefined;
 }
 
-export async function post(url: string, body: string, headers: Record<string, string>): Promise<Answer> {
+export async function post(url: string, body: string | Buffer, headers: Record<string, string>): Promise<Answer> {
   const response = await fetch(url, { method: 'POST', headers, body });
   const text = await response.text();
   return { status: response.status, contentType: response.headers.get('content-type'), json: text ? (JSON.parse(text) as Record<string, unknown>) : undefined };

@@ -17,7 +17,7 @@ interface Case {
   problem?: string;
   detail?: RegExp;
   /** Builds the request; what it returns is sent to /webhooks/orders unless `source` says otherwise. */
-  build: () => { d: Delivery; body?: string; headers?: Record<string, string>; source?: string };
+  build: () => { d: Delivery; body?: string | Buffer; headers?: Record<string, string>; source?: string };
 }
 
 function without(headers: Record<string, string>, name: string): Record<string, string> {
@@ -49,6 +49,7 @@ const REJECTIONS: Case[] = [
   { name: 'source named like an Object.prototype member', status: 404, problem: 'unknown-source', build: () => ({ d: delivery(), source: 'constructor' }) },
   { name: 'signed body that is not an event', status: 400, problem: 'invalid-payload', build: () => { const d = delivery(); const body = '{"Hello":"world"}'; return { d, body, headers: withHeader(d, 'x-service-signature-256', signBody(body, SECRET)) }; } },
   { name: 'event type header that disagrees with the signed body (relabelled delivery)', status: 400, problem: 'event-type-mismatch', detail: /order\.deleted.*order\.paid/, build: () => { const d = delivery({ type: 'order.paid' }); return { d, headers: withHeader(d, 'x-service-event', 'order.deleted') }; } },
+  { name: 'signed body that is not UTF-8', status: 400, problem: 'invalid-payload', detail: /UTF-8/, build: () => { const d = delivery(); const body = Buffer.from(d.body.replace('"OrderId":1', '"OrderId":"#"')); body[body.indexOf('#')] = 0xff; return { d, body, headers: withHeader(d, 'x-service-signature-256', signBody(body, SECRET)) }; } },
   { name: 'body larger than the limit', status: 413, problem: 'payload-too-large', build: () => { const d = delivery({ data: { Pad: 'x'.repeat(5000) } }); return { d }; } },
 ];
 
