@@ -22,7 +22,7 @@ import type { AuthInstance, AuthInstanceSpec, AuthServerMessage } from './auth-s
 import { forkBenchChild, type ControlMessage } from './child-control.ts';
 import type { Row } from './report.ts';
 import { formatAuthTable, updateAuthDocs, type AuthRow } from './auth-report.ts';
-import { machineBusySeconds, machineInfo } from './report.ts';
+import { finishRun, machineBusySeconds, machineInfo } from './report.ts';
 
 const here = dirname(fileURLToPath(import.meta.url));
 
@@ -293,22 +293,20 @@ export async function runAuthBench(options: AuthBenchOptions): Promise<number> {
   console.log(`${options.seconds} s per scenario after ${options.warmupSeconds} s warm-up; client credentials: autocannon, ${options.connections} connections, pipelining ${options.pipelining}; flows: ${FLOW_CONCURRENCY} at a time${options.profileDir ? `; profiling into ${options.profileDir}` : ''}\n`);
 
   const servers = await startAuthServers(specs.filter((s) => needed.has(s.name)), options);
-  let exitCode = 0;
+  let exitCode: number;
   try {
     const rows: AuthRow[] = [await measureBare('bare', 'GET /bare (bare Fastify)', options)];
     for (const scenario of scenarios) if (wanted(scenario)) rows.push(await measure(servers, scenario, options));
     if (!options.only || options.only.has('bare-end')) rows.push(await measureBare('bare-end', 'GET /bare again (drift check)', options));
     console.log(`\n${formatAuthTable(rows, AUTH_TARGETS)}`);
-    if (rows.some((r) => r.unexpected > 0)) {
-      console.error('\nsome requests or flows failed: see the "!!" lines above');
-      exitCode = 1;
-    }
-    if (options.writeDocs) {
-      const settings = { seconds: options.seconds, warmupSeconds: options.warmupSeconds, connections: options.connections, pipelining: options.pipelining, flowConcurrency: FLOW_CONCURRENCY, requestsPerFlow: REQUESTS_PER_FLOW };
-      updateAuthDocs(options.docsFile, { rows, targets: AUTH_TARGETS, machine, settings, date: new Date() });
-      console.log(`\nwrote ${options.docsFile}`);
-    }
-    if (options.profileDir) console.log(`\nprofiles: ${options.profileDir}\nsummarise: npx node bench/profile-summary.ts ${options.profileDir}`);
+    const settings = { seconds: options.seconds, warmupSeconds: options.warmupSeconds, connections: options.connections, pipelining: options.pipelining, flowConcurrency: FLOW_CONCURRENCY, requestsPerFlow: REQUESTS_PER_FLOW };
+    exitCode = finishRun({
+      failed: rows.some((r) => r.unexpected > 0),
+      failure: 'some requests or flows failed',
+      docsFile: options.docsFile,
+      write: options.writeDocs ? (file) => updateAuthDocs(file, { rows, targets: AUTH_TARGETS, machine, settings, date: new Date() }) : undefined,
+      profileDir: options.profileDir,
+    });
   } catch (err) {
     console.error(err);
     exitCode = 1;

@@ -282,3 +282,17 @@ export function updateDocs(file: string, report: Report): void {
   const markers = { suite: '', latestHeading: '\n', historyHeading: '\n## History\n\n', historyHeader: HISTORY_HEADER };
   writeDocsSections(file, markers, (rev) => ({ latest: latestSection(report, rev), history: historyLines(report, rev).join('\n') }), TEMPLATE);
 }
+
+/**
+ * The end of every benchmark run: failed requests make the exit code 1, the docs are rewritten when
+ * asked (`write` given), and profiles, when taken, are pointed at. Returns the exit code.
+ */
+export function finishRun(run: { failed: boolean; failure: string; docsFile: string; write: ((file: string) => void) | undefined; profileDir: string | undefined }): number {
+  if (run.failed) console.error(`\n${run.failure}: see the "!!" lines above`);
+  if (run.write) {
+    run.write(run.docsFile);
+    console.log(`\nwrote ${run.docsFile}`);
+  }
+  if (run.profileDir) console.log(`\nprofiles: ${run.profileDir}\nsummarise: npx node bench/profile-summary.ts ${run.profileDir}`);
+  return run.failed ? 1 : 0;
+}

@@ -32,7 +32,7 @@ import autocannon, { type AutocannonRequest, type Result } from 'autocannon';
 import type { InstanceSpec, ServerMessage } from './server.ts';
 import { forkBenchChild, type ControlMessage } from './child-control.ts';
 import { createBenchIssuer, type BenchIssuer } from './tokens.ts';
-import { formatTable, machineInfo, updateDocs, type Row } from './report.ts';
+import { finishRun, formatTable, machineInfo, updateDocs, type Row } from './report.ts';
 import { runAuthBench } from './auth.ts';
 import { runWebhooksBench } from './webhooks.ts';
 
@@ -272,7 +272,7 @@ console.log(`Signet benchmark — ${machine.cpus} × ${machine.model}, ${machine
 console.log(`${SECONDS} s per scenario after ${WARMUP_SECONDS} s warm-up, ${CONNECTIONS} connections, pipelining ${PIPELINING}${PROFILE_DIR ? `, profiling into ${PROFILE_DIR}` : ''}\n`);
 
 const servers = await startServers(issuer.jwksFile, specs);
-let exitCode = 0;
+let exitCode: number;
 try {
   const scenarios: Scenario[] = [bareScenario(servers.bare, 'bare', 'GET /bare (bare Fastify)')];
   scenarios.push(...(await scenariosFor('sqlite', servers.instances.sqlite!, issuer, servers.instances['sqlite-nocache'])));
@@ -290,16 +290,13 @@ try {
   }
   const settings = { seconds: SECONDS, warmupSeconds: WARMUP_SECONDS, connections: CONNECTIONS, pipelining: PIPELINING };
   console.log(`\n${formatTable(rows, TARGETS)}`);
-  if (rows.some((r) => r.unexpected > 0)) {
-    console.error('\nsome responses had an unexpected status: see the "!!" lines above');
-    exitCode = 1;
-  }
-  if (WRITE_DOCS) {
-    const file = join(root, 'docs', 'benchmarks.md');
-    updateDocs(file, { rows, targets: TARGETS, machine, settings, date: new Date() });
-    console.log(`\nwrote ${file}`);
-  }
-  if (PROFILE_DIR) console.log(`\nprofiles: ${PROFILE_DIR}\nsummarise: npx node bench/profile-summary.ts ${PROFILE_DIR}`);
+  exitCode = finishRun({
+    failed: rows.some((r) => r.unexpected > 0),
+    failure: 'some responses had an unexpected status',
+    docsFile: join(root, 'docs', 'benchmarks.md'),
+    write: WRITE_DOCS ? (file) => updateDocs(file, { rows, targets: TARGETS, machine, settings, date: new Date() }) : undefined,
+    profileDir: PROFILE_DIR,
+  });
 } catch (err) {
   console.error(err);
   exitCode = 1;

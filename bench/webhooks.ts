@@ -39,7 +39,7 @@ import { newId } from '../src/webhooks/events.catalogue.ts';
 import { USER_AGENT } from '../src/webhooks/runtime.ts';
 import { deliveryBody, signatureHeaders, SigningSecret } from '../src/webhooks/signing.ts';
 import { forkBenchChild, type BenchChild, type MeasuredMessage } from './child-control.ts';
-import { machineBusySeconds, machineInfo } from './report.ts';
+import { finishRun, machineBusySeconds, machineInfo } from './report.ts';
 import { createBenchIssuer } from './tokens.ts';
 import type { GroupStats, LatencySample, ReceiverMessage, ReceiverRequest } from './webhooks-receiver.ts';
 import type { SqlStatements, WebhookInstanceSpec, WebhookServerMessage, WebhookServerRequest } from './webhooks-server.ts';
@@ -570,7 +570,7 @@ export async function runWebhooksBench(options: WebhooksBenchOptions): Promise<n
   const receiverChild = await forkBenchChild<ReceiverMessage, ReceiverRequest>(join(here, 'webhooks-receiver.ts'), { BENCH_PROFILE_DIR: '' }, 'webhook receiver');
   const receiver: Receiver = { ...receiverChild, url: (receiverChild.ready as { url: string }).url };
   const token = await issuer.token('ES256', SCOPES);
-  let exitCode = 0;
+  let exitCode: number;
   try {
     const rows: WebhookRow[] = [await measureBaseline(receiver, 'baseline', 'bare undici POST loop → receiver', options)];
     for (const spec of specs) {
@@ -582,16 +582,14 @@ export async function runWebhooksBench(options: WebhooksBenchOptions): Promise<n
     }
     if (wanted('baseline-end')) rows.push(await measureBaseline(receiver, 'baseline-end', 'the same again (drift check)', options));
     console.log(`\n${formatWebhooksTable(rows)}`);
-    if (rows.some((r) => r.unexpected > 0)) {
-      console.error('\nsome deliveries or requests failed: see the "!!" lines above');
-      exitCode = 1;
-    }
-    if (options.writeDocs) {
-      const settings: WebhookSettings = { seconds: options.seconds, warmupSeconds: options.warmupSeconds, endpoints: ENDPOINTS, orderConnections: ORDER_CONNECTIONS, rate: RATE, concurrency: CONCURRENCY, endpointConcurrency: DEFAULTS.webhookEndpointConcurrency };
-      updateWebhooksDocs(options.docsFile, { rows, targets: WEBHOOK_TARGETS, machine, settings, date: new Date() });
-      console.log(`\nwrote ${options.docsFile}`);
-    }
-    if (options.profileDir) console.log(`\nprofiles: ${options.profileDir}\nsummarise: npx node bench/profile-summary.ts ${options.profileDir}`);
+    const settings: WebhookSettings = { seconds: options.seconds, warmupSeconds: options.warmupSeconds, endpoints: ENDPOINTS, orderConnections: ORDER_CONNECTIONS, rate: RATE, concurrency: CONCURRENCY, endpointConcurrency: DEFAULTS.webhookEndpointConcurrency };
+    exitCode = finishRun({
+      failed: rows.some((r) => r.unexpected > 0),
+      failure: 'some deliveries or requests failed',
+      docsFile: options.docsFile,
+      write: options.writeDocs ? (file) => updateWebhooksDocs(file, { rows, targets: WEBHOOK_TARGETS, machine, settings, date: new Date() }) : undefined,
+      profileDir: options.profileDir,
+    });
   } catch (err) {
     console.error(err);
     exitCode = 1;

@@ -52,7 +52,13 @@ interface AjvError {
  * unknown member cannot make the error body larger than the request.
  */
 export function fieldErrors(validation: AjvError[]): FieldError[] {
-  return validation.map((e) => {
+  // ajv reports a value outside an enum without naming the allowed ones, plus a "must be string" at
+  // the same place when it is not even a string: one entry per field, naming what is allowed.
+  const enumAt = new Set(validation.filter((e) => e.keyword === 'enum').map((e) => e.instancePath));
+  return validation.filter((e) => e.keyword !== 'type' || !enumAt.has(e.instancePath)).map((e) => {
+    if (e.keyword === 'enum') {
+      return { pointer: clip(e.instancePath), detail: clip(`must be one of: ${(e.params.allowedValues as unknown[]).join(', ')}`) };
+    }
     if (e.keyword === 'additionalProperties') {
       return { pointer: clip(`${e.instancePath}/${pointerSegment(String(e.params.additionalProperty))}`), detail: 'unknown field' };
     }

@@ -14,7 +14,6 @@ import type { OrderRecord } from './orders.repository.ts';
 import { ReplaceOrderBody } from './orders.schemas.ts';
 import * as service from './orders.service.ts';
 import { preconditionsOf } from './orders.http.ts';
-import { namingAllowedValues } from './orders.validation.ts';
 
 const validatePatched = compileBodyValidator<service.Replacement>(ReplaceOrderBody);
 export const ACCEPT_PATCH = PATCH_MEDIA_TYPES.join(', ');
@@ -51,7 +50,7 @@ export async function applyJsonPatchToOrder(db: Executor, principal: Principal, 
     const view = writableView(order);
     const document = patched(mediaType === 'application/merge-patch+json' ? applyMergePatch(view, request.body) : applyJsonPatch(view, request.body));
     if (!validatePatched(document)) {
-      const errors = fieldErrors(namingAllowedValues(validatePatched.errors ?? []));
+      const errors = fieldErrors(validatePatched.errors ?? []);
       throw new Problem('validation', `the patched order is not valid: ${errors.map((e) => e.pointer).join(', ')}`, { errors });
     }
     return document;

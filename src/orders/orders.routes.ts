@@ -16,7 +16,7 @@ import {
 } from './orders.schemas.ts';
 import * as service from './orders.service.ts';
 import { isOrderStatus, ORDER_ACTIONS, type OrderStatus } from './orders.states.ts';
-import { ordersValidatorCompiler, patchValidatorCompiler } from './orders.validation.ts';
+import { patchValidatorCompiler } from './orders.validation.ts';
 
 export interface OrdersRouteOptions {
   db: Db;
@@ -37,7 +37,6 @@ function principalOf(request: FastifyRequest): Principal {
 export async function ordersRoutes(fastify: FastifyInstance, options: OrdersRouteOptions): Promise<void> {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
   const { db, idempotency, events } = options;
-  app.setValidatorCompiler(ordersValidatorCompiler); // this plugin's routes only (encapsulation)
 
   app.post('/api/orders', { config: write, schema: { tags: TAGS, summary: 'Create an order', headers: CreateHeaders, body: CreateOrderBody, response: { 201: Order } } }, async (request, reply) =>
     runIdempotent(request, reply, db, idempotency, async (trx) => orderResponse(request, await service.createOrder(trx, principalOf(request), request.body, new Date(), events), 201)),
