@@ -139,11 +139,11 @@ function instance(name: string): Running {
 }
 
 /** What `signet dispatcher` does (src/cli/dispatcher.ts), minus signal handling: its own connection, then start. */
-function startDispatcher(name: string): void {
+async function startDispatcher(name: string): Promise<void> {
   const target = instance(name);
   const config = target.dispatcherConfig;
   const handle = openDatabase(config.databaseUrl, { sqliteSynchronous: config.sqliteSynchronous });
-  target.dispatcher = { runtime: createWebhookRuntime(config, handle, pino({ level: 'silent' }), { dispatch: true }), handle };
+  target.dispatcher = { runtime: await createWebhookRuntime(config, handle, pino({ level: 'silent' }), { dispatch: true }), handle };
   target.dispatcher.runtime.start();
 }
 
@@ -179,7 +179,7 @@ serveChildControl({ requestCount: () => requestCount, shutdown });
 process.on('message', (message: WebhookServerRequest) => {
   const handle = async () => {
     if (message.type === 'start-dispatcher') {
-      startDispatcher(message.instance);
+      await startDispatcher(message.instance);
       sendToParent({ type: 'dispatcher-started' } satisfies WebhookServerMessage);
     } else if (message.type === 'stop-instance') {
       const target = instance(message.instance);

@@ -1,23 +1,25 @@
 // buildApp(config): the whole service as a Fastify instance. It never listens: main.ts does, and
 // tests listen on port 0. Plugin order matters and is spelled out here once.
 import cors from '@fastify/cors';
-import underPressure from '@fastify/under-pressure';
 import Fastify, { type FastifyInstance } from 'fastify';
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import { hostForUrl, type Config } from './config/config.ts';
-import { openDatabase, type DatabaseHandle } from './db/database.ts';
+import { databaseOptions, openDatabase, type DatabaseHandle } from './db/database.ts';
 import { migrateToLatest } from './db/migrate.ts';
 import { registerBearerAuth, registerScopeCheck } from './http/auth.ts';
-import { registerErrorHandler, sendProblem } from './http/errors.ts';
+import { registerErrorHandler } from './http/errors.ts';
 import { registerHealth } from './http/health.ts';
+import { createRedis, redisHealth } from './http/redis.ts';
 import { purgeExpiredKeys } from './http/idempotency.ts';
 import { registerJsonBody } from './http/json-body.ts';
 import { clientErrorHandler, frameworkErrors, registerHostCheck } from './http/malformed.ts';
 import { registerNotFound } from './http/not-found.ts';
+import { registerEarlyResponseClose } from './http/early-response.ts';
+import { registerOverloadGuard } from './http/overload.ts';
+import { capConnections } from './http/connections.ts';
 import { registerOpenApi } from './http/openapi.ts';
 import { registerOrigin, requestIdGenerator } from './http/origin.ts';
 import { compileTrust } from './http/forwarded.ts';
-import { Problem } from './http/problems.ts';
 import { registerRateLimit } from './http/rate-limit.ts';
 import { registerSecurityHeaders } from './http/security-headers.ts';
 import { registerShutdownResponses } from './http/shutdown.ts';
@@ -42,9 +44,9 @@ const PURGE_INTERVAL_MS = 10 * 60 * 1000;
 const REDIS_CONNECT_WAIT_MS = 3000;
 
 /**
- * Without an offline queue, a command sent before Redis is connected fails and the request goes
- * uncounted: wait for the connection (or its first failure, or a few seconds) before serving, so an
- * instance that just started counts from its first request.
+ * Without an offline queue, a command sent before Redis is connected fails and the request is counted
+ * only in this instance's memory: wait for the connection (or its first failure, or a few seconds)
+ * before serving, so an instance that just started shares counts from its first request.
  */
 function firstConnection(redis: Redis): Promise<void> {
   return new Promise((resolve) => {
@@ -64,7 +66,17 @@ const CORS_ALLOWED_HEADERS = ['Authorization', 'Content-Type', 'If-Match', 'If-N
 const CORS_EXPOSED_HEADERS = ['ETag', 'Location', 'Link', 'Last-Modified', 'Retry-After', 'RateLimit', 'RateLimit-Policy', 'Idempotent-Replayed', 'X-Request-Id', 'WWW-Authenticate', 'Accept-Patch', 'Preference-Applied'];
 
 export async function buildApp(config: Readonly<Config>, options: { logger?: boolean } = {}): Promise<FastifyInstance> {
-  const database = openDatabase(config.databaseUrl, { sqliteSynchronous: config.sqliteSynchronous });
+  const database = openDatabase(config.databaseUrl, databaseOptions(config));
+  try {
+    return await assembleApp(config, database, options);
+  } catch (err) {
+    // A refused start (a wrong key, a failed migration) must not wait for the idle pool to time out.
+    await database.db.destroy().catch(() => undefined);
+    throw err;
+  }
+}
+
+async function assembleApp(config: Readonly<Config>, database: DatabaseHandle, options: { logger?: boolean }): Promise<FastifyInstance> {
   await migrateToLatest(database);
   const trust = compileTrust(config.trustProxy);
   const app = Fastify({
@@ -79,6 +91,7 @@ export async function buildApp(config: Readonly<Config>, options: { logger?: boo
     frameworkErrors,
     routerOptions: { maxParamLength: 200 },
   });
+  capConnections(app.server, config.maxConnections, app.log);
   app.decorate('database', database);
   app.setValidatorCompiler(validatorCompiler);
   registerErrorHandler(app); // first, or plugins keep Fastify's default error format
@@ -86,10 +99,11 @@ export async function buildApp(config: Readonly<Config>, options: { logger?: boo
   registerOrigin(app, { trustProxy: config.trustProxy, publicUrl: config.publicUrl, fallbackHost: `${hostForUrl(config.host)}:${config.port}` });
   registerShutdownResponses(app); // right after the request id, before every other onRequest hook
   registerHostCheck(app);
+  registerEarlyResponseClose(app);
   registerJsonBody(app);
   registerSecurityHeaders(app, { https: Boolean(config.publicUrl?.startsWith('https://')) });
   await registerCors(app, config);
-  await registerOverloadGuard(app, config);
+  registerOverloadGuard(app, config.maxEventLoopDelayMs);
   const authServer = config.authServerEnabled ? await registerAuthServerFor(app, config, database) : undefined;
   // The API trusts its issuer by issuer + JWKS like any resource server; when that issuer is the
   // built-in one, the published keys are read in process rather than fetched over HTTP from ourselves.
@@ -105,16 +119,22 @@ export async function buildApp(config: Readonly<Config>, options: { logger?: boo
     jwksFile: config.authJwksFile,
     jwksUrl: config.authJwksUrl,
     localJwks: ownIssuer ? () => authServer.publicJwks() : undefined,
+    remoteKeys: {
+      onStateChange: (state, err) => {
+        if (state === 'failing') app.log.warn({ err }, 'token issuer keys could not be fetched; requests needing them get 503 until a fetch succeeds');
+        else app.log.info('token issuer keys fetched again');
+      },
+    },
   }));
-  const redis = config.redisUrl ? new Redis(config.redisUrl, { maxRetriesPerRequest: 1, enableOfflineQueue: false, lazyConnect: false }) : undefined;
-  redis?.on('error', (err) => app.log.warn({ err }, 'redis error; rate limits fall back to allowing requests'));
+  const redis = config.redisUrl ? createRedis(config.redisUrl, config.redisTimeoutMs) : undefined;
+  redis?.on('error', (err) => app.log.warn({ err }, 'redis connection error'));
   if (redis) await firstConnection(redis);
   await registerRateLimit(app, { max: config.rateLimitMax, windowSeconds: config.rateLimitWindowSeconds, redis });
   registerScopeCheck(app, { resourceMetadataUrl: resourceMetadataUrl(config.apiResource) });
   registerResourceMetadata(app, { resource: config.apiResource, authorizationServers: [config.authIssuer], scopes: ORDERS_SCOPES });
 
   await registerOpenApi(app, { webhookHeaderName: config.webhookHeaderName });
-  registerHealth(app, database);
+  registerHealth(app, database, { redis: redis && (() => redisHealth(redis)) });
   const orderEvents = await registerWebhooks(app, config, database);
   await app.register(ordersRoutes, { db: database.db, events: orderEvents, idempotency: { ttlSeconds: config.idempotencyKeyTtlSeconds, lockSeconds: config.idempotencyLockSeconds, singleWriter: database.dialect === 'sqlite' } });
 
@@ -152,16 +172,5 @@ async function registerCors(app: FastifyInstance, config: Readonly<Config>): Pro
     allowedHeaders: CORS_ALLOWED_HEADERS,
     exposedHeaders: CORS_EXPOSED_HEADERS,
     maxAge: 600,
-  });
-}
-
-async function registerOverloadGuard(app: FastifyInstance, config: Readonly<Config>): Promise<void> {
-  if (config.maxEventLoopDelayMs === 0) return;
-  await app.register(underPressure, {
-    maxEventLoopDelay: config.maxEventLoopDelayMs,
-    retryAfter: 10,
-    pressureHandler: (request, reply, type) => {
-      sendProblem(request, reply, new Problem('unavailable', `the service is overloaded (${type}); retry later`, { headers: { 'retry-after': '10' } }));
-    },
   });
 }

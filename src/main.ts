@@ -1,19 +1,39 @@
-// The process: load config, build the app, listen, and shut down gracefully on SIGTERM/SIGINT
-// (stop accepting, let in-flight requests finish, close the database).
+// The process: load config, build the app, listen, and shut down gracefully on SIGTERM/SIGINT.
+// SIGTERM (an orchestrator, a deploy): drain first, answering every new request 503 while the
+// listener stays open, then stop accepting, let in-flight requests and webhook attempts finish, close
+// the database. SIGINT (Ctrl-C at a terminal) skips the drain. Past the grace the process logs the
+// requests it cuts and exits with code 1 (README, "Failure behaviour").
+import { setTimeout as sleep } from 'node:timers/promises';
 import closeWithGrace from 'close-with-grace';
+import type { FastifyInstance } from 'fastify';
 import { buildApp } from './app.ts';
 import type { Config } from './config/config.ts';
+import { describeCutRequests } from './http/shutdown.ts';
 
 /** Beyond the longest webhook attempt still in flight, which the dispatcher waits for. */
 const GRACE_MS = 5_000;
 
+/** How long shutdown may take before the process exits anyway: the drain, then the longest webhook attempt, then a margin. */
+export function shutdownGraceMs(config: Readonly<Config>): number {
+  return config.shutdownDrainMs + config.webhookTimeoutMs + GRACE_MS;
+}
+
 export async function serve(config: Readonly<Config>): Promise<void> {
   const app = await buildApp(config);
-  const grace = closeWithGrace({ delay: config.webhookTimeoutMs + GRACE_MS }, async ({ signal, err }) => {
-    if (err) app.log.error({ err }, 'shutting down after an error');
-    else app.log.info({ signal }, 'shutting down');
-    await app.close();
-  });
+  const grace = closeWithGrace(
+    { delay: shutdownGraceMs(config), onTimeout: (delay) => logForcedExit(app, delay) },
+    async ({ signal, err }) => {
+      if (err) app.log.error({ err }, 'shutting down after an error');
+      else app.log.info({ signal }, 'shutting down');
+      app.startDraining();
+      if (signal === 'SIGTERM' && !err && config.shutdownDrainMs > 0) {
+        app.log.info({ drainMs: config.shutdownDrainMs }, 'draining: new requests get 503 until the listener closes');
+        await sleep(config.shutdownDrainMs);
+      }
+      app.log.info('closing the listener; finishing the requests in flight');
+      await app.close();
+    },
+  );
   try {
     await app.listen({ host: config.host, port: config.port });
   } catch (err) {
@@ -26,4 +46,10 @@ export async function serve(config: Readonly<Config>): Promise<void> {
     await app.close().catch(() => undefined);
     process.exit(1);
   }
+}
+
+/** close-with-grace exits with code 1 right after this: say why, and which requests never got their answer. */
+function logForcedExit(app: FastifyInstance, delayMs: number): void {
+  const cut = describeCutRequests(app.requestsInFlight());
+  app.log.error({ graceMs: delayMs, cut }, `shutdown did not finish within ${delayMs} ms; exiting with code 1, cutting ${cut.length} request(s)`);
 }

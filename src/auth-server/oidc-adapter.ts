@@ -1,11 +1,30 @@
 // oidc-provider's storage adapter over Kysely: one table for every model it persists (sessions,
 // interactions, grants, authorization codes, refresh tokens …), on SQLite and PostgreSQL alike.
 // Clients are not stored here: they live in oauth_clients (see clients.repository.ts).
+//
+// Codes and opaque tokens are bearer credentials whose value is the row id (oidc-provider looks them up
+// by the value presented). They are stored under its SHA-256, and their payload without `jti` (the
+// value again), so the rows of a leaked database redeem nothing. The values carry 256 random bits
+// (oidc-provider's bitsOfOpaqueRandomness), so an unsalted hash cannot be reversed by guessing.
+import { createHash } from 'node:crypto';
 import { errors, type Adapter, type AdapterPayload } from 'oidc-provider';
 import type { Kysely } from 'kysely';
 import { toDbTime } from '../db/codecs.ts';
 import type { Database } from '../db/schema.ts';
 import { findClientMetadata } from './clients.repository.ts';
+
+/**
+ * The models stored by the hash of their id: every credential this configuration issues that is found
+ * by its value alone. Not DeviceCode (the device flow is off, and oidc-provider also finds a device
+ * code by its user code, where the value could not be given back), nor Session, Interaction and Grant:
+ * their ids are useless without the signed cookies or the login that go with them.
+ * Migration 0004-hashed-token-ids rehashed the rows stored before; it repeats this list and this hash.
+ */
+export const HASHED_MODELS: ReadonlySet<string> = new Set(['AuthorizationCode', 'RefreshToken', 'AccessToken', 'ClientCredentials']);
+
+export function hashTokenId(id: string): string {
+  return createHash('sha256').update(id).digest('base64url');
+}
 
 /** Grant-bound models: revoking a grant deletes every row that carries its id. */
 export async function revokeGrant(db: Kysely<Database>, grantId: string): Promise<void> {
@@ -21,15 +40,23 @@ export async function purgeExpiredPayloads(db: Kysely<Database>, now: Date): Pro
 export class KyselyAdapter implements Adapter {
   readonly #db: Kysely<Database>;
   readonly #model: string;
+  readonly #hashed: boolean;
 
   constructor(db: Kysely<Database>, model: string) {
     this.#db = db;
     this.#model = model;
+    this.#hashed = HASHED_MODELS.has(model);
+  }
+
+  /** The row id for the value oidc-provider hands over: the value itself, or its hash. */
+  #rowId(id: string): string {
+    return this.#hashed ? hashTokenId(id) : id;
   }
 
   async upsert(id: string, payload: AdapterPayload, expiresIn: number): Promise<void> {
+    const stored = this.#hashed ? withoutJti(payload) : payload;
     const row = {
-      payload: JSON.stringify(payload),
+      payload: JSON.stringify(stored),
       grant_id: payload.grantId ?? null,
       client_id: payload.clientId ?? null,
       account_id: payload.accountId ?? null,
@@ -39,13 +66,15 @@ export class KyselyAdapter implements Adapter {
     };
     await this.#db
       .insertInto('oidc_payloads')
-      .values({ model: this.#model, id, consumed_at: null, ...row })
+      .values({ model: this.#model, id: this.#rowId(id), consumed_at: null, ...row })
       .onConflict((oc) => oc.columns(['model', 'id']).doUpdateSet(row))
       .execute();
   }
 
   async find(id: string): Promise<AdapterPayload | undefined> {
-    return this.#findWhere('id', id);
+    const payload = await this.#findWhere('id', this.#rowId(id));
+    // The value was presented, so it can be given back: oidc-provider consumes and destroys by `jti`.
+    return payload && this.#hashed ? { ...payload, jti: id } : payload;
   }
 
   async findByUid(uid: string): Promise<AdapterPayload | undefined> {
@@ -61,7 +90,8 @@ export class KyselyAdapter implements Adapter {
    * cannot both pass. The loser is treated exactly like a reuse (RFC 9700 §4.14.2, §4.5.3): the whole
    * grant is revoked and the request fails with invalid_grant.
    */
-  async consume(id: string): Promise<void> {
+  async consume(presented: string): Promise<void> {
+    const id = this.#rowId(presented);
     const result = await this.#db
       .updateTable('oidc_payloads')
       .set({ consumed_at: toDbTime(new Date()) })
@@ -76,7 +106,7 @@ export class KyselyAdapter implements Adapter {
   }
 
   async destroy(id: string): Promise<void> {
-    await this.#db.deleteFrom('oidc_payloads').where('model', '=', this.#model).where('id', '=', id).execute();
+    await this.#db.deleteFrom('oidc_payloads').where('model', '=', this.#model).where('id', '=', this.#rowId(id)).execute();
   }
 
   async revokeByGrantId(grantId: string): Promise<void> {
@@ -96,6 +126,11 @@ export class KyselyAdapter implements Adapter {
     // oidc-provider reads `consumed` to detect reuse (it then revokes the grant itself).
     return row.consumed_at === null ? payload : { ...payload, consumed: Math.floor(new Date(row.consumed_at).getTime() / 1000) };
   }
+}
+
+function withoutJti(payload: AdapterPayload): AdapterPayload {
+  const { jti: _value, ...rest } = payload;
+  return rest;
 }
 
 /** Read-only: clients are managed by the CLI (`signet client …`), never by the protocol. */

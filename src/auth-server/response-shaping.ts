@@ -4,12 +4,17 @@
 // - a grant type the client is not registered for is unauthorized_client (RFC 6749 §5.2), not
 //   invalid_request.
 // - a server_error body carries the request id; the cause is in the log (provider-holder.ts).
+// - a database outage (a lost connection, a timeout, a held lock) is 503 temporarily_unavailable with
+//   Retry-After, like the API's 503 problem: clients retry it, where server_error says something broke.
+//   (RFC 6749 registers temporarily_unavailable for the authorization endpoint, §4.1.2.1; the token
+//   endpoint has no code of its own for it, and the status is what clients act on.)
 // - a path no route serves is a 404 problem+json, and a route asked with another method a 405 with
 //   Allow (RFC 9110 §15.5.6), as everywhere else in the service, instead of Koa's plain-text 404; a
 //   plain OPTIONS (not a CORS preflight) is 204 with Allow.
 import type { KoaContextWithOIDC } from 'oidc-provider';
 import type Provider from 'oidc-provider';
-import { PROBLEM_CONTENT_TYPE } from '../http/errors.ts';
+import { OUTAGE_RETRY_AFTER, PROBLEM_CONTENT_TYPE } from '../http/errors.ts';
+import { isDatabaseOutage } from '../http/outage.ts';
 import { PROBLEM_TYPES } from '../http/problems.ts';
 import { routeKey } from './request-shaping.ts';
 
@@ -56,13 +61,33 @@ function routeMethods(routes: ProviderRoutes): Map<string, string[]> {
 export function registerResponseShaping(provider: Provider, options: { routes: ProviderRoutes; issuer: string }): void {
   const methods = routeMethods(options.routes);
   const origin = new URL(options.issuer).origin;
+  // oidc-provider answers an error from storage with server_error and emits the cause: note the outages.
+  const outages = new WeakSet<object>();
+  provider.on('server_error', (ctx: object, err: unknown) => isDatabaseOutage(err) && outages.add(ctx));
   provider.use(async (ctx, next) => {
-    await next();
+    try {
+      await next();
+    } catch (err) {
+      // Thrown outside a route's own error handler (saving the session after the route ran).
+      if (!isDatabaseOutage(err)) throw err;
+      provider.emit('server_error', ctx, err); // logged with the request id (provider-holder.ts)
+      ctx.body = { error: 'server_error' };
+    }
+    if (outages.has(ctx)) answerOutage(ctx as KoaContextWithOIDC);
     const body = ctx.body as Partial<OAuthErrorBody> | undefined;
     if (typeof body?.error === 'string') correctOAuthError(ctx as KoaContextWithOIDC, body as OAuthErrorBody);
     // Koa's own 404: nothing answered (no route, another method, or an OPTIONS that is no CORS preflight).
     else if (ctx.status === 404 && ctx.body == null) answerUnanswered(ctx as KoaContextWithOIDC, methods, origin);
   });
+}
+
+function answerOutage(ctx: KoaContextWithOIDC): void {
+  ctx.status = 503;
+  ctx.set('retry-after', OUTAGE_RETRY_AFTER);
+  const body = ctx.body as Partial<OAuthErrorBody> | undefined;
+  if (typeof body?.error !== 'string') return; // an HTML error page keeps its generic text
+  body.error = 'temporarily_unavailable';
+  body.error_description = 'the service cannot complete requests right now; retry after the Retry-After delay';
 }
 
 function correctOAuthError(ctx: KoaContextWithOIDC, body: OAuthErrorBody): void {

@@ -1,14 +1,14 @@
 // Shared plumbing of the administrative subcommands: open and migrate the configured database, print
 // results as text or as JSON (`--json`, for scripts), and report usage errors with exit code 2.
 import { loadConfig, type Config } from '../config/config.ts';
-import { openDatabase, type DatabaseHandle } from '../db/database.ts';
+import { databaseOptions, openDatabase, type DatabaseHandle } from '../db/database.ts';
 import { migrateToLatest } from '../db/migrate.ts';
 
 export class UsageError extends Error {}
 
 export async function withDatabase<T>(run: (handle: DatabaseHandle, config: Readonly<Config>) => Promise<T>): Promise<T> {
   const config = loadConfig();
-  const handle = openDatabase(config.databaseUrl, { sqliteSynchronous: config.sqliteSynchronous });
+  const handle = openDatabase(config.databaseUrl, databaseOptions(config));
   try {
     await migrateToLatest(handle);
     return await run(handle, config);

@@ -6,7 +6,7 @@ import { clientCommand, CLIENT_USAGE } from './clients.ts';
 import { runDispatcher } from './dispatcher.ts';
 import { keysCommand, KEYS_USAGE } from './keys.ts';
 import { userCommand, USER_USAGE } from './users.ts';
-import { openDatabase } from '../db/database.ts';
+import { databaseOptions, openDatabase } from '../db/database.ts';
 import { migrateToLatest } from '../db/migrate.ts';
 import { serve } from '../main.ts';
 import { SecretKeyError } from '../webhooks/secrets.ts';
@@ -33,7 +33,7 @@ Configuration comes from environment variables; see the README.`;
 
 async function migrate(): Promise<void> {
   const config = loadConfig();
-  const handle = openDatabase(config.databaseUrl, { sqliteSynchronous: config.sqliteSynchronous });
+  const handle = openDatabase(config.databaseUrl, databaseOptions(config));
   try {
     const result = await migrateToLatest(handle);
     const applied = result.results?.filter((r) => r.status === 'Success').map((r) => r.migrationName) ?? [];

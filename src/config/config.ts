@@ -1,5 +1,6 @@
 // One schema for every setting. Nothing else in the code base reads process.env:
 // the service gets a frozen Config, and a bad value stops the boot with a message naming the variable.
+import { defaultMaxConnections } from './descriptors.ts';
 import { parsers, ConfigError } from './parsers.ts';
 
 export { ConfigError };
@@ -12,6 +13,16 @@ export interface Config {
   port: number;
   databaseUrl: string;
   sqliteSynchronous: 'NORMAL' | 'FULL';
+  /** How long a SQLite write waits for another process's write lock before a 503. */
+  sqliteBusyTimeoutMs: number;
+  /** How long a query waits for a PostgreSQL connection, new or pooled, before a 503. */
+  databaseConnectTimeoutMs: number;
+  /** PostgreSQL statement_timeout; a query unanswered 2 s after it closes its connection (a stalled network). */
+  databaseStatementTimeoutMs: number;
+  /** PostgreSQL lock_timeout. */
+  databaseLockTimeoutMs: number;
+  /** PostgreSQL idle_in_transaction_session_timeout. */
+  databaseIdleInTransactionTimeoutMs: number;
   publicUrl: string | undefined;
   trustProxy: false | number | string[];
   logLevel: LogLevel;
@@ -36,8 +47,11 @@ export interface Config {
   rateLimitMax: number;
   rateLimitWindowSeconds: number;
   redisUrl: string | undefined;
+  redisTimeoutMs: number;
   bodyLimitBytes: number;
   maxEventLoopDelayMs: number;
+  maxConnections: number;
+  shutdownDrainMs: number;
   webhookHeaderName: string;
   webhookTimeoutMs: number;
   webhookRetryScheduleMs: number[];
@@ -78,6 +92,11 @@ export const SETTINGS = [
   setting({ key: 'port', env: 'PORT', default: '3000', doc: 'TCP port (0 picks a free one).', parse: parsers.integer(0, 65535) }),
   setting({ key: 'databaseUrl', env: 'DATABASE_URL', default: 'sqlite:./data/signet.db', doc: '`sqlite:<file>` (embedded, created on first start) or `postgres://user@host:port/db`.', parse: parsers.databaseUrl }),
   setting({ key: 'sqliteSynchronous', env: 'SQLITE_SYNCHRONOUS', default: 'FULL', doc: 'SQLite durability: `FULL` syncs every commit to disk (survives power loss); `NORMAL` (WAL) survives process crashes but may lose the last commits on power loss, and is faster.', parse: parsers.oneOf(['NORMAL', 'FULL'] as const) }),
+  setting({ key: 'sqliteBusyTimeoutMs', env: 'SQLITE_BUSY_TIMEOUT', default: '3s', doc: 'SQLite: how long a write waits for the write lock another process holds (`signet migrate`, an admin command, a `signet dispatcher`, a backup) before it is answered 503 with Retry-After. The wait does not block other requests; writes queued behind one that gave up fail at once while the lock stays held.', parse: parsers.duration(0, 60_000) }),
+  setting({ key: 'databaseConnectTimeoutMs', env: 'DATABASE_CONNECT_TIMEOUT', default: '5s', doc: 'PostgreSQL: how long a query waits for a connection (a new one, or a free one of the pool of 10) before it is answered 503 with Retry-After.', parse: parsers.duration(100, 120_000) }),
+  setting({ key: 'databaseStatementTimeoutMs', env: 'DATABASE_STATEMENT_TIMEOUT', default: '5s', doc: 'PostgreSQL `statement_timeout` of every connection: a longer statement is cancelled and the request answered 503 with Retry-After. A query with no answer at all 2 s after it (a stalled network or server) closes its connection and is answered 503 too. Migrations run without it.', parse: parsers.duration(100, 3_600_000) }),
+  setting({ key: 'databaseLockTimeoutMs', env: 'DATABASE_LOCK_TIMEOUT', default: '3s', doc: 'PostgreSQL `lock_timeout`: a statement waiting longer for a lock (a table locked by a maintenance job, a row held by a stuck transaction) fails and the request is answered 503 with Retry-After.', parse: parsers.duration(100, 3_600_000) }),
+  setting({ key: 'databaseIdleInTransactionTimeoutMs', env: 'DATABASE_IDLE_IN_TRANSACTION_TIMEOUT', default: '5s', doc: 'PostgreSQL `idle_in_transaction_session_timeout`: the server ends a session whose transaction waits this long between statements (a frozen or cut-off instance), releasing its locks for everyone else.', parse: parsers.duration(100, 3_600_000) }),
   setting({ key: 'publicUrl', env: 'PUBLIC_URL', default: undefined, doc: 'Externally visible base URL, scheme and host only (e.g. `https://api.example.com`; a path is refused). When unset, absolute URLs follow the Host header or trusted forwarding headers.', parse: parsers.baseUrl }),
   setting({ key: 'trustProxy', env: 'TRUST_PROXY', default: 'false', doc: 'Which peers may set `Forwarded`/`X-Forwarded-*`/`X-Request-Id`: `false`, a hop count, or a comma list of addresses/CIDRs (`loopback`, `10.0.0.0/8`).', parse: parsers.trustProxy }),
   setting({ key: 'logLevel', env: 'LOG_LEVEL', default: 'info', doc: `One of ${LOG_LEVELS.join(', ')}.`, parse: parsers.oneOf(LOG_LEVELS) }),
@@ -101,8 +120,11 @@ export const SETTINGS = [
   setting({ key: 'rateLimitMax', env: 'RATE_LIMIT_MAX', default: '1200', doc: 'Requests per caller (token subject, else client address) per window.', parse: parsers.integer(1, 100_000_000) }),
   setting({ key: 'rateLimitWindowSeconds', env: 'RATE_LIMIT_WINDOW_SECONDS', default: '60', doc: 'Rate-limit window.', parse: parsers.integer(1, 86400) }),
   setting({ key: 'redisUrl', env: 'REDIS_URL', default: undefined, doc: 'When set, rate-limit counters live in Redis so every instance shares them.', parse: parsers.redisUrl }),
+  setting({ key: 'redisTimeoutMs', env: 'REDIS_TIMEOUT', default: '1s', doc: 'Longest wait for Redis to connect or answer one command; past it, rate limits fall back to per-instance counters in memory until Redis answers again.', parse: parsers.duration(50, 30_000) }),
   setting({ key: 'bodyLimitBytes', env: 'BODY_LIMIT_BYTES', default: '65536', doc: 'Largest accepted request body (413 above).', parse: parsers.integer(1024, 10 * 1024 * 1024) }),
   setting({ key: 'maxEventLoopDelayMs', env: 'MAX_EVENT_LOOP_DELAY_MS', default: '1000', doc: 'Event-loop delay above which requests get 503 with Retry-After (0 disables).', parse: parsers.integer(0, 60_000) }),
+  setting({ key: 'maxConnections', env: 'MAX_CONNECTIONS', default: undefined, doc: 'Open client connections at most; one more is closed as soon as it is accepted. Default: 80 % of the open-file limit (`ulimit -n`), within 64 and 65,536, leaving descriptors for the database, Redis and webhooks.', parse: parsers.integer(1, 10_000_000) }),
+  setting({ key: 'shutdownDrainMs', env: 'SHUTDOWN_DRAIN', default: '2s', doc: 'On SIGTERM, how long the listener stays open answering every new request 503 (and `/readyz` 503) before it closes, so load balancers stop routing and clients get an answer rather than a reset. SIGINT skips it.', parse: parsers.duration(0, 60_000) }),
   setting({ key: 'webhookHeaderName', env: 'WEBHOOK_HEADER_NAME', default: 'Service', doc: 'The producer word in the webhook headers: `X-<name>-Signature-256`, `X-<name>-Delivery`, `X-<name>-Event`.', parse: parsers.headerWord }),
   setting({ key: 'webhookTimeoutMs', env: 'WEBHOOK_TIMEOUT', default: '15s', doc: 'How long one delivery attempt may take, from connect to response headers and body (5s–30s).', parse: parsers.duration(5000, 30_000) }),
   setting({ key: 'webhookRetryScheduleMs', env: 'WEBHOOK_RETRY_SCHEDULE', default: '0s,5s,5m,30m,2h,5h,10h,10h', doc: 'Delay before each attempt (the first is normally `0s`); each delay gets ±20 % jitter. After the last attempt fails, the delivery is `failed`.', parse: parsers.durationList(0, 7 * 86_400_000, 20) }),
@@ -141,6 +163,7 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
   config.authIssuer ??= config.oauthIssuer;
   config.apiResource ??= `${base}/api`;
   config.baseUrl = base;
+  config.maxConnections ??= defaultMaxConnections();
   const retryWindowMs = config.webhookRetryScheduleMs.reduce((sum, ms) => sum + ms, 0);
   if (config.eventRetentionMs < retryWindowMs) {
     throw new ConfigError(`EVENT_RETENTION: must be at least the retry window of WEBHOOK_RETRY_SCHEDULE (${Math.ceil(retryWindowMs / 3_600_000)} h), or events would be purged while still being retried`);

@@ -2,16 +2,18 @@
 // and their names sort in the order they were written.
 import { sql } from 'kysely';
 import { Migrator, type Migration, type MigrationResultSet } from 'kysely/migration';
-import type { DatabaseHandle } from './database.ts';
+import { withoutTimeouts, type DatabaseHandle } from './database.ts';
 import { ordersMigration } from './migrations/0001-orders.ts';
 import { authServerMigration } from './migrations/0002-auth-server.ts';
 import { webhooksMigration } from './migrations/0003-webhooks.ts';
+import { hashedTokenIdsMigration } from './migrations/0004-hashed-token-ids.ts';
 
 function migrationsFor(handle: DatabaseHandle): Record<string, Migration> {
   return {
     '0001-orders': ordersMigration(handle.dialect),
     '0002-auth-server': authServerMigration(handle.dialect),
     '0003-webhooks': webhooksMigration(handle.dialect),
+    '0004-hashed-token-ids': hashedTokenIdsMigration(),
   };
 }
 
@@ -28,14 +30,31 @@ async function migratorFor(handle: DatabaseHandle): Promise<Migrator> {
   });
 }
 
+/** Without the request timeouts: an index build, or waiting for another instance's migration lock, may take longer. */
 export async function migrateToLatest(handle: DatabaseHandle): Promise<MigrationResultSet> {
-  const result = await (await migratorFor(handle)).migrateToLatest();
+  const result = await withoutTimeouts(handle, async (db) => (await migratorFor({ ...handle, db })).migrateToLatest());
   if (result.error) throw result.error;
   return result;
 }
 
-/** True when every known migration has been applied (the /readyz check). */
+/**
+ * True when every known migration has been applied (the /readyz check). Reads Kysely's bookkeeping
+ * table directly: the Migrator would first introspect every table, which waits for any lock held on
+ * one of them (a maintenance job's LOCK TABLE orders) and would make a reachable database look down.
+ */
 export async function migrationsAreCurrent(handle: DatabaseHandle): Promise<boolean> {
-  const migrations = await (await migratorFor(handle)).getMigrations();
-  return migrations.every((m) => m.executedAt !== undefined);
+  try {
+    const { rows } = await sql<{ name: string }>`select name from kysely_migration`.execute(handle.db);
+    const applied = new Set(rows.map((row) => row.name));
+    return Object.keys(migrationsFor(handle)).every((name) => applied.has(name));
+  } catch (err) {
+    if (isMissingTable(err)) return false; // a database never migrated
+    throw err;
+  }
+}
+
+/** PostgreSQL undefined_table (42P01); SQLite "no such table". */
+function isMissingTable(err: unknown): boolean {
+  const { code, message } = err as { code?: unknown; message?: unknown };
+  return code === '42P01' || (code === 'ERR_SQLITE_ERROR' && typeof message === 'string' && message.startsWith('no such table'));
 }

@@ -1,5 +1,6 @@
 // Adapts the built-in node:sqlite DatabaseSync to the small interface Kysely's SqliteDialect expects
 // (the better-sqlite3 shape), so no native addon has to be compiled against one Node version.
+import { closeSync, openSync } from 'node:fs';
 import { DatabaseSync, type StatementSync, type SQLInputValue } from 'node:sqlite';
 import type { SqliteDatabase, SqliteStatement } from 'kysely';
 
@@ -37,18 +38,28 @@ function toInputs(parameters: ReadonlyArray<unknown>): SQLInputValue[] {
   });
 }
 
+/** The connection as Kysely sees it, plus whether a transaction is open on it (see sqlite-dialect.ts). */
+export interface NodeSqliteDatabase extends SqliteDatabase {
+  readonly inTransaction: boolean;
+}
+
 /**
  * Opens the file with the pragmas a service wants: WAL (readers never block the writer),
  * foreign keys on, a busy timeout so a second process (`signet migrate`) waits instead of failing.
+ * The service passes 0 and waits in sqlite-dialect.ts instead, without blocking the event loop.
  * Prepared statements are cached by SQL text: Kysely compiles the same text for the same query shape,
  * and preparing costs more than running a primary-key lookup.
  */
-export function openSqlite(path: string, synchronous: 'NORMAL' | 'FULL'): SqliteDatabase {
+export function openSqlite(path: string, synchronous: 'NORMAL' | 'FULL', busyTimeoutMs = 5000): NodeSqliteDatabase {
+  createPrivately(path);
   const db = new DatabaseSync(path);
-  db.exec(`PRAGMA journal_mode = WAL; PRAGMA synchronous = ${synchronous}; PRAGMA foreign_keys = ON; PRAGMA busy_timeout = 5000;`);
+  db.exec(`PRAGMA journal_mode = WAL; PRAGMA synchronous = ${synchronous}; PRAGMA foreign_keys = ON; PRAGMA busy_timeout = ${Math.trunc(busyTimeoutMs)};`);
   const cache = new Map<string, CachedStatement>();
   return {
     close: () => db.close(),
+    get inTransaction() {
+      return db.isTransaction;
+    },
     prepare(sql: string): SqliteStatement {
       let stmt = cache.get(sql);
       if (!stmt) {
@@ -59,4 +70,14 @@ export function openSqlite(path: string, synchronous: 'NORMAL' | 'FULL'): Sqlite
       return stmt;
     },
   };
+}
+
+/**
+ * A new database file is created 0600 (owner only), like the webhook key file: it holds refresh
+ * tokens and, without KEY_ENCRYPTION_KEY, signing keys. SQLite gives its -wal and -shm files the
+ * mode of the database file. An existing file keeps the mode it has.
+ */
+function createPrivately(path: string): void {
+  if (path === '' || path === ':memory:' || path.startsWith('file:')) return;
+  closeSync(openSync(path, 'a', 0o600));
 }

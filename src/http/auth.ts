@@ -1,6 +1,9 @@
 // Bearer-token authentication (RFC 6750) and scope checks for /api routes.
-// The token is resolved once per request in onRequest (so the rate limiter can key on the caller);
-// each route states the scope it needs in `config.scope`, enforced in preParsing (before the body).
+// The token is resolved once per request in onRequest (so the rate limiter can key on the caller) with
+// the keys at hand; a token that needs the issuer's keys fetched first (none loaded yet, or an unknown
+// `kid`) is verified in preParsing instead, after the rate limiter has counted the request by client
+// address: traffic cannot turn into outbound fetches before being limited. Each route states the scope
+// it needs in `config.scope`, enforced in preParsing too (before the body).
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { Problem } from './problems.ts';
 import type { Principal, TokenVerifier } from './token-verifier.ts';
@@ -9,6 +12,8 @@ declare module 'fastify' {
   interface FastifyRequest {
     principal: Principal | null;
     authFailure: Problem | null;
+    /** A token left for preParsing, when verifying it needs a fetch of the issuer's keys. */
+    deferredToken: string | null;
   }
   interface FastifyContextConfig {
     /** Scope the route requires; routes without it are public. */
@@ -21,6 +26,7 @@ const REALM = 'signet';
 export function registerBearerAuth(app: FastifyInstance, verifier: TokenVerifier): void {
   app.decorateRequest('principal', null);
   app.decorateRequest('authFailure', null);
+  app.decorateRequest('deferredToken', null);
   // Callback style so that the common case (a cached token) costs no promise at all.
   app.addHook('onRequest', (request, _reply, done) => {
     const token = request.routeOptions.config.scope ? bearerToken(request) : null;
@@ -30,15 +36,33 @@ export function registerBearerAuth(app: FastifyInstance, verifier: TokenVerifier
       request.principal = hit;
       return done();
     }
-    verifier.verify(token).then(
+    verifier.verifyAtHand(token).then(
       (principal) => {
-        request.principal = principal;
+        if (principal) request.principal = principal;
+        else request.deferredToken = token;
         done();
       },
       (err: unknown) => {
         if (!(err instanceof Problem)) return done(err as Error);
         request.authFailure = err;
         done();
+      },
+    );
+  });
+  // After every onRequest hook, so after the rate limiter (a route-level onRequest hook).
+  app.addHook('preParsing', (request, _reply, payload, done) => {
+    const token = request.deferredToken;
+    if (token === null) return done(null, payload);
+    request.deferredToken = null;
+    verifier.verify(token).then(
+      (principal) => {
+        request.principal = principal;
+        done(null, payload);
+      },
+      (err: unknown) => {
+        if (!(err instanceof Problem)) return done(err as Error);
+        request.authFailure = err;
+        done(null, payload);
       },
     );
   });

@@ -8,7 +8,7 @@ import { isDatabaseOutage } from './outage.ts';
 export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
 const PATCH_TYPES = 'application/merge-patch+json, application/json-patch+json';
 /** Seconds a client should wait after a database outage before retrying (the /readyz hint too). */
-const OUTAGE_RETRY_AFTER = '5';
+export const OUTAGE_RETRY_AFTER = '5';
 /** Pointers listed in a validation problem's detail; `errors` has them all. */
 const DETAIL_POINTERS = 10;
 

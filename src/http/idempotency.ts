@@ -99,8 +99,14 @@ async function runAndStore(trx: Executor, operation: Operation, ours: Ownership)
   const saved = await whileOwned(trx.updateTable('idempotency_keys'), ours)
     .set({ state: 'done', response_status: result.status, response_headers: toDbJson(result.headers), response_body: result.body })
     .executeTakeFirst();
-  if (Number(saved.numUpdatedRows) !== 1) throw inFlight(); // rolls the operation back
+  if (Number(saved.numUpdatedRows) !== 1) throw inFlight(await currentLock(trx, ours)); // rolls the operation back
   return result;
+}
+
+/** The lock of whichever request took the key over from us, if it still holds it. */
+async function currentLock(db: Executor, ours: Ownership): Promise<Date | undefined> {
+  const row = await db.selectFrom('idempotency_keys').select('locked_until').where('caller', '=', ours.caller).where('key', '=', ours.key).where('state', '=', 'in_flight').executeTakeFirst();
+  return row && fromDbTime(row.locked_until);
 }
 
 interface Ownership {
@@ -118,8 +124,15 @@ function whileOwned<T extends KeyFilterable<T>>(query: T, ours: Ownership): T {
   return query.where('caller', '=', ours.caller).where('key', '=', ours.key).where('state', '=', 'in_flight').where('locked_until', '=', ours.lockedUntil);
 }
 
-function inFlight(): Problem {
-  return new Problem('idempotencyKeyInFlight', 'the first request with this key has not finished; retry after a moment', { headers: { 'retry-after': '1' } });
+/**
+ * 409 while another request holds the key. Retry-After is the time left on its lock (whole seconds,
+ * rounded up, at least 1): by then the key has either been answered (the retry replays it) or been
+ * abandoned by a crashed request (the retry takes it over). A constant 1 sent clients back every
+ * second for the whole lock after a crash.
+ */
+function inFlight(lockedUntil?: Date, now = new Date()): Problem {
+  const seconds = lockedUntil ? Math.max(1, Math.ceil((lockedUntil.getTime() - now.getTime()) / 1000)) : 1;
+  return new Problem('idempotencyKeyInFlight', `the first request with this key has not finished; retry in ${seconds} s`, { headers: { 'retry-after': String(seconds) } });
 }
 
 interface KeyId {
@@ -158,7 +171,7 @@ async function claim(db: Executor, settings: IdempotencySettings, id: KeyId, att
   if (row.state === 'done') {
     return { replay: { status: row.response_status ?? 200, headers: fromDbJson<Record<string, string>>(row.response_headers) ?? {}, body: row.response_body ?? '' } };
   }
-  if (fromDbTime(row.locked_until) > now || attempt >= 2) throw inFlight();
+  if (fromDbTime(row.locked_until) > now || attempt >= 2) throw inFlight(fromDbTime(row.locked_until), now);
   // The owner died without finishing: take the claim over, unless another request just did.
   const taken = await db
     .updateTable('idempotency_keys')

@@ -8,8 +8,14 @@ const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOST
 /**
  * SQLSTATEs (PostgreSQL manual, Appendix A): class 08 connection exception; 57P01 admin_shutdown,
  * 57P02 crash_shutdown, 57P03 cannot_connect_now (starting up, recovery); 53300 too_many_connections.
+ * And the timeouts the service sets on every connection (src/db/database.ts): 57014 query_canceled
+ * (statement_timeout), 55P03 lock_not_available (lock_timeout), 25P03 idle_in_transaction_session_timeout.
+ * These say the database is too slow or blocked right now (a lock held elsewhere, an overload), not
+ * that the request is wrong: the same request succeeds once it clears, which is what 503 and
+ * Retry-After tell a client. No query of ours runs near the statement timeout when the database is
+ * healthy; one that did would show as 503s with the cause in the log (every 5xx is logged as an error).
  */
-const SQLSTATE = /^(08[0-9A-Z]{3}|57P0[123]|53300)$/;
+const SQLSTATE = /^(08[0-9A-Z]{3}|57P0[123]|53300|57014|55P03|25P03)$/;
 
 /** node-postgres reports these without a code: pool connect timeout, and a connection lost under a client. */
 const PG_MESSAGES = /^(timeout exceeded when trying to connect|Connection terminated|Client has encountered a connection error|Client was closed and is not queryable)/;

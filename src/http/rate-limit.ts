@@ -1,11 +1,13 @@
 // Per-caller rate limits with @fastify/rate-limit: keyed by the token's caller when one was verified,
-// else by client address; counters in memory, or in Redis (REDIS_URL) so every instance shares them.
+// else by client address; counters in memory, or in Redis (REDIS_URL) so every instance shares them,
+// falling back to this instance's memory while Redis does not answer (rate-limit-store.ts).
 // The plugin emits the older draft's three headers; an onSend hook rewrites them into the current
 // draft-ietf-httpapi-ratelimit-headers fields `RateLimit` and `RateLimit-Policy`.
 import rateLimit from '@fastify/rate-limit';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { Redis } from 'ioredis';
 import { Problem } from './problems.ts';
+import { redisWithFallback } from './rate-limit-store.ts';
 
 export interface RateLimitSettings {
   max: number;
@@ -15,15 +17,15 @@ export interface RateLimitSettings {
 
 const POLICY = 'default';
 const EXEMPT = new Set(['/healthz', '/readyz']);
+const NAMESPACE = 'signet-rl:';
 
 export async function registerRateLimit(app: FastifyInstance, settings: RateLimitSettings): Promise<void> {
   await app.register(rateLimit, {
     global: true,
     max: settings.max,
     timeWindow: settings.windowSeconds * 1000,
-    redis: settings.redis,
-    nameSpace: 'signet-rl:',
-    skipOnError: true, // a Redis outage must not take the API down with it
+    // Never the plugin's `skipOnError`: it lets every request through while the headers claim a full quota.
+    ...(settings.redis && { store: redisWithFallback(settings.redis, NAMESPACE, app.log) }),
     enableDraftSpec: true,
     // The route, so `/healthz?probe=1` is exempt too. The authorization server's pages have their own
     // per-account and per-address login throttle (auth-server/login-throttle.ts).

@@ -1,11 +1,20 @@
-// Graceful shutdown as the client sees it. Once close() starts, a request that still arrives (on a
-// keep-alive connection that was busy when the server stopped listening, or pipelined behind one)
-// gets a 503 problem with Retry-After (RFC 9110 §15.6.4) instead of Fastify's built-in JSON 503,
-// and every response asks the client to drop the connection (RFC 9112 §9.6), so close() need not
-// wait for keep-alive timeouts and the retry opens a connection to a live instance.
-import type { FastifyInstance } from 'fastify';
+// Graceful shutdown as the client sees it. Once draining starts (SIGTERM, then close()), every request
+// that still arrives gets a 503 problem with Retry-After (RFC 9110 §15.6.4), /readyz included so load
+// balancers stop routing here, and every response asks the client to drop the connection (RFC 9112
+// §9.6), so close() need not wait for keep-alive timeouts and the retry opens a connection to a live
+// instance. The requests still running are tracked so that a forced exit can say which ones it cut.
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { sendProblem } from './errors.ts';
 import { Problem } from './problems.ts';
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** From now on new requests get 503 shutting-down; the listener stays open until close(). */
+    startDraining(): void;
+    /** Requests accepted before draining started that have not finished yet, with when each started (epoch ms). */
+    requestsInFlight(): Map<FastifyRequest, number>;
+  }
+}
 
 /** Another instance, or this one restarted, is expected to answer about this soon. */
 const RETRY_AFTER_SECONDS = '1';
@@ -13,16 +22,38 @@ const RETRY_AFTER_SECONDS = '1';
 /** Register before the other onRequest hooks (auth, rate limits, the authorization server): nothing else runs for a refused request. */
 export function registerShutdownResponses(app: FastifyInstance): void {
   let closing = false;
+  const inFlight = new Map<FastifyRequest, number>();
+  app.decorate('startDraining', () => void (closing = true));
+  app.decorate('requestsInFlight', () => new Map(inFlight));
   // preClose runs before the server stops listening and before any plugin releases its resources.
   app.addHook('preClose', async () => {
     closing = true;
   });
   app.addHook('onRequest', (request, reply, done) => {
-    if (!closing) return done();
+    if (!closing) {
+      inFlight.set(request, Date.now());
+      return done();
+    }
     sendProblem(request, reply, new Problem('shuttingDown', 'this instance is shutting down; retry on a new connection', { headers: { 'retry-after': RETRY_AFTER_SECONDS } }));
   });
   app.addHook('onSend', (_request, reply, payload, done) => {
     if (closing) reply.header('connection', 'close');
     done(null, payload);
   });
+  const finished = (request: FastifyRequest, _reply: unknown, done: () => void): void => {
+    inFlight.delete(request);
+    done();
+  };
+  app.addHook('onResponse', finished);
+  app.addHook('onRequestAbort', (request, done) => finished(request, undefined, done));
+}
+
+/** What the log says of each request a forced exit cuts: enough to find it, nothing a client sent in secret. */
+export function describeCutRequests(requests: Map<FastifyRequest, number>, now = Date.now()): Array<Record<string, unknown>> {
+  return [...requests].map(([request, startedAt]) => ({
+    reqId: request.id,
+    method: request.method,
+    path: request.url.split('?')[0],
+    runningMs: now - startedAt,
+  }));
 }

@@ -1,7 +1,10 @@
 // Access-token verification for the resource server (RFC 9068 JWT profile, RFC 8725 best practices),
 // with a bounded cache of verified tokens so an authenticated read costs close to an unauthenticated one.
+// Keys fetched over HTTP come from issuer-keys.ts, which bounds the fetching; a token whose key is not
+// at hand is verified in two steps, so that its request is rate-limited before any fetch (auth.ts).
 import { readFileSync } from 'node:fs';
-import { createLocalJWKSet, createRemoteJWKSet, errors as joseErrors, jwtVerify, type JSONWebKeySet, type JWTPayload, type JWTVerifyGetKey } from 'jose';
+import { createLocalJWKSet, errors as joseErrors, jwtVerify, type JSONWebKeySet, type JWTPayload, type JWTVerifyGetKey } from 'jose';
+import { IssuerUnavailable, KeysNotAtHand, RemoteKeySet, type RemoteKeySettings } from './issuer-keys.ts';
 import { Problem } from './problems.ts';
 
 export interface Principal {
@@ -24,12 +27,22 @@ export interface VerifierSettings {
   jwksUrl: string | undefined;
   /** The built-in authorization server's published keys, read in process instead of over HTTP. */
   localJwks?: () => JSONWebKeySet;
+  /** Limits and log hook for keys fetched over HTTP (defaults in issuer-keys.ts). */
+  remoteKeys?: Omit<RemoteKeySettings, 'issuer' | 'jwksUrl'>;
 }
 
 export interface TokenVerifier {
   /** The verified principal when this exact token is cached and unexpired (synchronous fast path). */
   cached(token: string): Principal | undefined;
+  /** Verifies with the keys already held; undefined when only fetching the issuer's keys can tell. Never fetches. */
+  verifyAtHand(token: string): Promise<Principal | undefined>;
+  /** Verifies, fetching the issuer's keys when needed: call it only for a request the rate limiter has counted. */
   verify(token: string): Promise<Principal>;
+}
+
+interface KeyResolver {
+  atHand: JWTVerifyGetKey;
+  resolve: JWTVerifyGetKey;
 }
 
 interface CacheEntry {
@@ -38,7 +51,7 @@ interface CacheEntry {
 }
 
 export function createTokenVerifier(settings: VerifierSettings): TokenVerifier {
-  const getKey = keyResolver(settings);
+  const keys = keyResolver(settings);
   const cache = new Map<string, CacheEntry>();
   const cached = (token: string): Principal | undefined => {
     const hit = cache.get(token);
@@ -46,7 +59,7 @@ export function createTokenVerifier(settings: VerifierSettings): TokenVerifier {
     if (hit) cache.delete(token);
     return undefined;
   };
-  const verifyToken = async (token: string): Promise<Principal> => {
+  const verifyToken = async (token: string, getKey: JWTVerifyGetKey): Promise<Principal> => {
     const hit = cached(token);
     if (hit) return hit;
     const payload = await verify(token, getKey, settings);
@@ -58,7 +71,14 @@ export function createTokenVerifier(settings: VerifierSettings): TokenVerifier {
     }
     return principal;
   };
-  return { cached, verify: verifyToken };
+  return {
+    cached,
+    verifyAtHand: (token) => verifyToken(token, keys.atHand).catch((err: unknown) => {
+      if (err instanceof KeysNotAtHand) return undefined;
+      throw err;
+    }),
+    verify: (token) => verifyToken(token, keys.resolve),
+  };
 }
 
 async function verify(token: string, getKey: JWTVerifyGetKey, settings: VerifierSettings): Promise<JWTPayload> {
@@ -71,15 +91,19 @@ async function verify(token: string, getKey: JWTVerifyGetKey, settings: Verifier
       clockTolerance: settings.clockToleranceSeconds,
       requiredClaims: ['exp', 'iat', 'sub'], // RFC 9068 §2.2
     });
+    // jose checks `iat` only against maxTokenAge; a token issued in the future (beyond the clock
+    // tolerance) comes from a wrong clock or a forger (RFC 7519 §4.1.6).
+    if ((payload.iat as number) > Date.now() / 1000 + settings.clockToleranceSeconds) throw invalidToken('the "iat" claim is in the future');
     return payload;
   } catch (err) {
-    throw toProblem(err);
+    throw err instanceof KeysNotAtHand ? err : toProblem(err);
   }
 }
 
 function toProblem(err: unknown): Problem {
-  if (err instanceof joseErrors.JWKSTimeout || (err instanceof Error && /fetch|ECONNREFUSED|ENOTFOUND|issuer discovery/i.test(err.message) && !(err instanceof joseErrors.JOSEError))) {
-    return new Problem('issuerUnavailable', 'the signing keys of the token issuer could not be fetched; try again shortly', { headers: { 'retry-after': '5' } });
+  if (err instanceof Problem) return err;
+  if (err instanceof IssuerUnavailable) {
+    return new Problem('issuerUnavailable', 'the signing keys of the token issuer could not be fetched; try again shortly', { headers: { 'retry-after': String(err.retryAfterSeconds) } });
   }
   if (err instanceof joseErrors.JWTExpired) return invalidToken('the access token has expired');
   if (err instanceof joseErrors.JWTClaimValidationFailed) return invalidToken(`the "${err.claim}" claim is not acceptable`);
@@ -106,13 +130,13 @@ function toPrincipal(payload: JWTPayload): Principal {
   return { subject, clientId, scopes, isClient, callerKey: isClient ? `client:${clientId}` : `user:${subject}` };
 }
 
-function keyResolver(settings: VerifierSettings): JWTVerifyGetKey {
+function keyResolver(settings: VerifierSettings): KeyResolver {
   const { localJwks } = settings;
   if (localJwks && !settings.jwksFile && !settings.jwksUrl) {
     // Rebuilt only when the key set object changes (a rotation), not per token.
     let source: JSONWebKeySet | undefined;
     let resolver: JWTVerifyGetKey | undefined;
-    return (header, token) => {
+    const inProcess: JWTVerifyGetKey = (header, token) => {
       const current = localJwks();
       if (current !== source || !resolver) {
         source = current;
@@ -120,30 +144,12 @@ function keyResolver(settings: VerifierSettings): JWTVerifyGetKey {
       }
       return resolver(header, token);
     };
+    return { atHand: inProcess, resolve: inProcess };
   }
-  if (settings.jwksFile) return createLocalJWKSet(JSON.parse(readFileSync(settings.jwksFile, 'utf8')));
-  if (settings.jwksUrl) return createRemoteJWKSet(new URL(settings.jwksUrl));
-  let remote: JWTVerifyGetKey | undefined;
-  return async (header, token) => {
-    remote ??= createRemoteJWKSet(new URL(await discoverJwksUri(settings.issuer)));
-    return remote(header, token);
-  };
-}
-
-/** OpenID Connect Discovery 1.0 §4, falling back to RFC 8414 metadata. */
-async function discoverJwksUri(issuer: string): Promise<string> {
-  const candidates = [`${issuer}/.well-known/openid-configuration`, authorizationServerMetadataUrl(issuer)];
-  for (const url of candidates) {
-    const response = await fetch(url, { signal: AbortSignal.timeout(5000) }).catch(() => undefined);
-    if (!response?.ok) continue;
-    const metadata = (await response.json()) as { issuer?: string; jwks_uri?: string };
-    if (metadata.issuer === issuer && typeof metadata.jwks_uri === 'string') return metadata.jwks_uri;
+  if (settings.jwksFile) {
+    const fromFile = createLocalJWKSet(JSON.parse(readFileSync(settings.jwksFile, 'utf8')));
+    return { atHand: fromFile, resolve: fromFile };
   }
-  throw new Error(`issuer discovery failed for ${issuer}`);
-}
-
-/** RFC 8414 §3.1: the well-known segment goes between the host and the issuer's path. */
-function authorizationServerMetadataUrl(issuer: string): string {
-  const url = new URL(issuer);
-  return `${url.origin}/.well-known/oauth-authorization-server${url.pathname === '/' ? '' : url.pathname}`;
+  const remote = new RemoteKeySet({ ...settings.remoteKeys, issuer: settings.issuer, jwksUrl: settings.jwksUrl });
+  return { atHand: remote.atHand, resolve: remote.resolve };
 }

@@ -5,6 +5,10 @@ import type { FastifyBaseLogger as BaseLogger } from 'fastify';
 import { WAKE_CHANNEL } from './events.outbox.ts';
 
 const RECONNECT_MS = 1000;
+/** Connecting and LISTEN are bounded: a server that stops answering would otherwise leave the listener waiting, never retrying. */
+const TIMEOUT_MS = 5000;
+/** TCP keepalive on the otherwise idle connection: a server host that vanished is noticed, and the connection replaced. */
+const KEEPALIVE_MS = 10_000;
 
 export interface CommitListener {
   close(): Promise<void>;
@@ -16,8 +20,10 @@ export function listenForCommits(databaseUrl: string, onCommit: () => void, log:
   let retry: NodeJS.Timeout | undefined;
 
   const connect = async (): Promise<void> => {
-    const next = new pg.Client({ connectionString: databaseUrl });
+    const next = new pg.Client({ connectionString: databaseUrl, connectionTimeoutMillis: TIMEOUT_MS, query_timeout: TIMEOUT_MS, keepAlive: true, keepAliveInitialDelayMillis: KEEPALIVE_MS });
     next.on('notification', () => onCommit());
+    // Listened for as long as the client lives: a lost connection (a terminated backend, a restart, a
+    // reset) must never become an uncaught 'error'.
     next.on('error', (err) => {
       log.warn({ err }, 'webhook commit listener lost its connection; reconnecting');
       next.end().catch(() => {});

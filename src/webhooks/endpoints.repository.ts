@@ -64,6 +64,12 @@ export async function findEndpoint(db: Executor, id: string): Promise<EndpointRe
   return row && toRecord(row);
 }
 
+/** The most recently sealed secret, if any endpoint exists: what start-up checks the key against. */
+export async function latestSealedSecret(db: Executor): Promise<{ endpointId: string; sealed: string } | undefined> {
+  const row = await db.selectFrom('webhook_endpoints').select(['id', 'secret']).orderBy('updated_at', 'desc').limit(1).executeTakeFirst();
+  return row && { endpointId: row.id, sealed: row.secret };
+}
+
 export async function listEndpoints(db: Executor, owner: string): Promise<EndpointRecord[]> {
   const rows = await db.selectFrom('webhook_endpoints').selectAll().where('owner', '=', owner).orderBy('created_at').orderBy('id').execute();
   return rows.map(toRecord);

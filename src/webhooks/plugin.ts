@@ -17,7 +17,7 @@ declare module 'fastify' {
 
 /** Returns where order changes are announced (the outbox), for the orders routes. */
 export async function registerWebhooks(app: FastifyInstance, config: Readonly<Config>, database: DatabaseHandle): Promise<OrderEventSink> {
-  const runtime = createWebhookRuntime(config, database, app.log, { dispatch: config.webhookDispatcher });
+  const runtime = await createWebhookRuntime(config, database, app.log, { dispatch: config.webhookDispatcher });
   app.decorate('webhooks', runtime);
   await app.register(endpointRoutes, { db: database.db, context: runtime.context });
   await app.register(eventRoutes, { db: database.db, dialect: database.dialect });

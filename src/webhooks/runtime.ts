@@ -8,6 +8,7 @@ import { CallbackClient } from './delivery.http.ts';
 import { Dispatcher } from './dispatcher.ts';
 import type { EndpointContext } from './endpoints.service.ts';
 import { Outbox } from './events.outbox.ts';
+import { latestSealedSecret } from './endpoints.repository.ts';
 import { AddressPolicy } from './network.ts';
 import { resolveSecretKey, SecretBox } from './secrets.ts';
 
@@ -22,8 +23,12 @@ export interface WebhookRuntime {
   stop(graceMs?: number): Promise<void>;
 }
 
-export function createWebhookRuntime(config: Readonly<Config>, database: DatabaseHandle, log: BaseLogger, options: { dispatch: boolean }): WebhookRuntime {
-  const box = new SecretBox(resolveSecretKey(config.webhookSecretKey, config.databaseUrl));
+/**
+ * Throws SecretKeyError (the process refuses to start) when the key cannot open the secrets already
+ * sealed in the database: a lost key file or a wrong WEBHOOK_SECRET_KEY.
+ */
+export async function createWebhookRuntime(config: Readonly<Config>, database: DatabaseHandle, log: BaseLogger, options: { dispatch: boolean }): Promise<WebhookRuntime> {
+  const box = new SecretBox(resolveSecretKey(config.webhookSecretKey, config.databaseUrl, await latestSealedSecret(database.db)));
   const outbox = new Outbox(database.dialect, () => running?.dispatcher.wake());
   const policy = new AddressPolicy(config.webhookAllowedNetworks);
   const context: EndpointContext = { dialect: database.dialect, box, outbox, urlRules: { allowHttp: config.webhookAllowHttp, policy }, secretOverlapMs: config.webhookSecretOverlapMs };

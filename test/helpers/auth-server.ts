@@ -7,6 +7,7 @@ import { createClient, type NewClient } from '../../src/auth-server/clients.repo
 import { createUser } from '../../src/auth-server/users.repository.ts';
 import { loadConfig } from '../../src/config/config.ts';
 import { createTestDatabase, TEST_WEBHOOK_SECRET_KEY, type TestDialect } from './databases.ts';
+import { NO_OVERLOAD_GUARD } from './server.ts';
 
 export interface AuthTestServer {
   /** http://127.0.0.1:<port> */
@@ -41,7 +42,7 @@ export async function startAuthServer(dialect: TestDialect, env: Record<string, 
   const database = existing ? undefined : await createTestDatabase(dialect);
   const databaseUrl = existing?.databaseUrl ?? database!.url;
   const port = existing?.port ?? (await freePort());
-  const config = loadConfig({ PORT: String(port), DATABASE_URL: databaseUrl, LOG_LEVEL: 'silent', RATE_LIMIT_MAX: '100000', WEBHOOK_SECRET_KEY: TEST_WEBHOOK_SECRET_KEY, ...env });
+  const config = loadConfig({ PORT: String(port), DATABASE_URL: databaseUrl, LOG_LEVEL: 'silent', RATE_LIMIT_MAX: '100000', WEBHOOK_SECRET_KEY: TEST_WEBHOOK_SECRET_KEY, ...NO_OVERLOAD_GUARD, ...env });
   const app = await buildApp(config, { logger: false });
   await app.listen({ host: '127.0.0.1', port });
   const url = `http://127.0.0.1:${port}`;

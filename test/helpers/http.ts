@@ -5,6 +5,8 @@ export interface CallOptions {
   rawBody?: string;
   contentType?: string;
   headers?: Record<string, string>;
+  /** E.g. AbortSignal.timeout(ms): the call fails when no complete answer came in time. */
+  signal?: AbortSignal;
 }
 
 export interface CallResult {
@@ -21,7 +23,7 @@ export async function call(baseUrl: string, method: string, path: string, option
   if (options.rawBody !== undefined) body = options.rawBody;
   else if (options.body !== undefined) body = JSON.stringify(options.body);
   if (body !== undefined) headers['content-type'] = options.contentType ?? 'application/json';
-  const response = await fetch(`${baseUrl}${path}`, { method, headers, body });
+  const response = await fetch(`${baseUrl}${path}`, { method, headers, body, signal: options.signal });
   const text = await response.text();
   let json: unknown;
   try {

@@ -5,6 +5,12 @@ import { loadConfig } from '../../src/config/config.ts';
 import { createTestDatabase, TEST_WEBHOOK_SECRET_KEY, type TestDialect } from './databases.ts';
 import { createTestIssuer, TEST_ISSUER, TEST_RESOURCE, type TestIssuer } from './tokens.ts';
 
+/**
+ * Tests that block the event loop on purpose (spawnSync of a `signet` command next to an in-process
+ * server) must not meet the overload guard; test/http/overload.test.ts turns it on for itself.
+ */
+export const NO_OVERLOAD_GUARD = { MAX_EVENT_LOOP_DELAY_MS: '0' };
+
 export interface TestServer {
   url: string;
   app: FastifyInstance;
@@ -25,6 +31,7 @@ export async function startServer(dialect: TestDialect, env: Record<string, stri
     RATE_LIMIT_MAX: '100000',
     LOG_LEVEL: 'silent',
     WEBHOOK_SECRET_KEY: TEST_WEBHOOK_SECRET_KEY,
+    ...NO_OVERLOAD_GUARD,
     ...env,
   });
   const app = await buildApp(config, { logger: env.LOG_LEVEL !== undefined }).catch(async (err: unknown) => {

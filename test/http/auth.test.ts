@@ -99,6 +99,17 @@ for (const dialect of testDialects()) {
       assertInvalidToken(await call(server.url, 'GET', '/api/orders', { token }), 'nbf');
     });
 
+    test('a token whose iat is in the future beyond the clock tolerance is 401 invalid_token naming the claim', async () => {
+      const future = await server.issuer.token({ sub: 'c1', client_id: 'c1', scope: 'orders:read', iat: now() + 600, exp: now() + 1200 });
+      const res = await call(server.url, 'GET', '/api/orders', { token: future });
+      assertInvalidToken(res, 'iat');
+      assert.match(bearerChallenge(res).error_description ?? '', /'iat'/, res.headers.get('www-authenticate') ?? '');
+      assert.match(res.json.detail, /"iat"/, res.text);
+      // Within the tolerance (AUTH_CLOCK_TOLERANCE_SECONDS, 5 s by default) a clock slightly ahead is fine.
+      const slightlyAhead = await server.issuer.token({ sub: 'c1', client_id: 'c1', scope: 'orders:read', iat: now() + 2 });
+      assert.equal((await call(server.url, 'GET', '/api/orders', { token: slightlyAhead })).status, 200);
+    });
+
     test('a token from another issuer or for another audience is 401 invalid_token', async () => {
       const wrongIss = await server.issuer.token({ sub: 'c1', client_id: 'c1', scope: 'orders:read', iss: 'https://evil.test/oauth' });
       assertInvalidToken(await call(server.url, 'GET', '/api/orders', { token: wrongIss }), 'wrong iss');

@@ -1,9 +1,12 @@
 // Liveness (/healthz: the process serves requests) and readiness (/readyz: the database answers and
-// every migration is applied); neither needs a token, and readiness failures are 503 problems.
+// every migration is applied); neither needs a token, and readiness failures are 503 problems that
+// name each dependency's state in `checks`. (A stalled or locked database: test/http/outage.test.ts.)
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { sql } from 'kysely';
-import { testDialects } from '../helpers/databases.ts';
+import { openDatabase } from '../../src/db/database.ts';
+import { migrateToLatest, migrationsAreCurrent } from '../../src/db/migrate.ts';
+import { createTestDatabase, testDialects } from '../helpers/databases.ts';
 import { call, type CallResult } from '../helpers/http.ts';
 import { startServer, type TestServer } from '../helpers/server.ts';
 
@@ -39,7 +42,7 @@ for (const dialect of testDialects()) {
     test('/readyz is 200 with the database reachable and every migration applied', async () => {
       const res = await call(server.url, 'GET', '/readyz');
       assert.equal(res.status, 200, res.text);
-      assert.deepEqual(res.json, { status: 'ready', database: dialect });
+      assert.deepEqual(res.json, { status: 'ready', database: dialect, checks: { database: 'ok' } });
       assert.equal(res.headers.get('cache-control'), 'no-store');
     });
   });
@@ -57,8 +60,22 @@ for (const dialect of testDialects()) {
       const res = await call(server.url, 'GET', '/readyz');
       assertUnavailable(res);
       assert.match(res.json.detail, /migration/);
+      assert.deepEqual(res.json.checks, { database: 'migrations-pending' }, 'names the failing dependency');
       assert.equal((await call(server.url, 'GET', '/healthz')).status, 200, 'the process is still alive');
     });
+  });
+
+  test(`the migration check reads a never-migrated database as pending, not as unreachable [${dialect}]`, async () => {
+    const database = await createTestDatabase(dialect);
+    const handle = openDatabase(database.url);
+    try {
+      assert.equal(await migrationsAreCurrent(handle), false);
+      await migrateToLatest(handle);
+      assert.equal(await migrationsAreCurrent(handle), true);
+    } finally {
+      await handle.db.destroy();
+      await database.drop();
+    }
   });
 
   describe(`readiness without a database [${dialect}]`, () => {
@@ -74,6 +91,7 @@ for (const dialect of testDialects()) {
       const res = await call(server.url, 'GET', '/readyz');
       assertUnavailable(res);
       assert.doesNotMatch(res.text, /select|sqlite|pool|kysely|destroy|Error:/i, 'no internals in the body');
+      assert.deepEqual(res.json.checks, { database: 'unavailable' }, 'names the failing dependency');
       const live = await call(server.url, 'GET', '/healthz');
       assert.equal(live.status, 200);
     });

@@ -1,14 +1,15 @@
 // A database that cannot be reached is a temporary outage: 503 problem with Retry-After (the
 // contract's "503 Temporary outage"), never a 500, and requests succeed again once it is back.
 import assert from 'node:assert/strict';
-import { once } from 'node:events';
-import { createServer, connect, type Server, type Socket } from 'node:net';
+import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { after, before, describe, test } from 'node:test';
-import { sql } from 'kysely';
-import { createTestDatabase, testDialects, type TestDatabase } from '../helpers/databases.ts';
+import pg from 'pg';
+import { createTestDatabase, TEST_WEBHOOK_SECRET_KEY, testDialects, type TestDatabase } from '../helpers/databases.ts';
+import { startChildServer, type ChildServer } from '../helpers/child-server.ts';
 import { call, CUSTOMER, type CallResult } from '../helpers/http.ts';
 import { startServer, type TestServer } from '../helpers/server.ts';
+import { TcpProxy } from '../helpers/tcp-proxy.ts';
 import { isDatabaseOutage } from '../../src/http/outage.ts';
 
 function assertOutage(res: CallResult, label: string): void {
@@ -21,68 +22,27 @@ function assertOutage(res: CallResult, label: string): void {
 }
 
 /** The requests an outage must not turn into 500s: reads, writes, and writes under an Idempotency-Key. */
-function requestsDuringOutage(url: string, token: string, orderId: number): Array<[string, Promise<CallResult>]> {
+function requestsDuringOutage(url: string, token: string, orderId: number, key = 'outage-1', signal: () => AbortSignal | undefined = () => undefined): Array<[string, Promise<CallResult>]> {
   return [
-    ['GET one', call(url, 'GET', `/api/orders/${orderId}`, { token })],
-    ['GET list', call(url, 'GET', '/api/orders', { token })],
-    ['POST', call(url, 'POST', '/api/orders', { token, body: { CustomerId: CUSTOMER, Total: 2 } })],
-    ['POST idempotent', call(url, 'POST', '/api/orders', { token, body: { CustomerId: CUSTOMER, Total: 2 }, headers: { 'idempotency-key': 'outage-1' } })],
+    ['GET one', call(url, 'GET', `/api/orders/${orderId}`, { token, signal: signal() })],
+    ['GET list', call(url, 'GET', '/api/orders', { token, signal: signal() })],
+    ['POST', call(url, 'POST', '/api/orders', { token, body: { CustomerId: CUSTOMER, Total: 2 }, signal: signal() })],
+    ['POST idempotent', call(url, 'POST', '/api/orders', { token, body: { CustomerId: CUSTOMER, Total: 2 }, headers: { 'idempotency-key': key }, signal: signal() })],
   ];
-}
-
-/** A TCP relay in front of PostgreSQL that the test can cut (refusing and dropping connections) and restore. */
-class Relay {
-  readonly #target: { host: string; port: number };
-  readonly #sockets = new Set<Socket>();
-  #server: Server | undefined;
-  port = 0;
-
-  constructor(target: { host: string; port: number }) {
-    this.#target = target;
-  }
-
-  async start(): Promise<void> {
-    this.#server = createServer((client) => {
-      const upstream = connect(this.#target.port, this.#target.host);
-      for (const socket of [client, upstream]) {
-        this.#sockets.add(socket);
-        socket.on('error', () => undefined);
-        socket.on('close', () => {
-          this.#sockets.delete(socket);
-          client.destroy();
-          upstream.destroy();
-        });
-      }
-      client.pipe(upstream).pipe(client);
-    });
-    this.#server.listen(this.port, '127.0.0.1');
-    await once(this.#server, 'listening');
-    this.port = (this.#server.address() as { port: number }).port;
-  }
-
-  /** New connections are refused (ECONNREFUSED) and open ones are dropped. */
-  async cut(): Promise<void> {
-    const closed = new Promise((resolve) => this.#server!.close(resolve));
-    for (const socket of this.#sockets) socket.destroy();
-    await closed;
-  }
 }
 
 for (const dialect of testDialects().filter((d) => d === 'postgres')) {
   describe(`database outage [${dialect}]`, () => {
     let database: TestDatabase;
-    let relay: Relay;
+    let relay: TcpProxy;
     let server: TestServer;
     let token: string;
     before(async () => {
       database = await createTestDatabase('postgres');
-      const url = new URL(database.url);
-      relay = new Relay({ host: url.hostname || '127.0.0.1', port: Number(url.port || 5432) });
+      relay = TcpProxy.for(database.url, 5432);
       await relay.start();
-      url.hostname = '127.0.0.1';
-      url.port = String(relay.port);
       // The dispatcher's LISTEN connection is not what this test is about.
-      server = await startServer('postgres', { DATABASE_URL: url.toString(), WEBHOOK_DISPATCHER: 'false' });
+      server = await startServer('postgres', { DATABASE_URL: relay.rewrite(database.url), WEBHOOK_DISPATCHER: 'false' });
       token = await server.issuer.clientToken('orders:read orders:write');
     });
     after(async () => {
@@ -107,36 +67,156 @@ for (const dialect of testDialects().filter((d) => d === 'postgres')) {
   });
 }
 
+if (testDialects().includes('postgres')) {
+  describe('a PostgreSQL that holds a lock or stalls [postgres]', () => {
+    let database: TestDatabase;
+    let proxy: TcpProxy;
+    let server: TestServer;
+    let token: string;
+    before(async () => {
+      database = await createTestDatabase('postgres');
+      proxy = TcpProxy.for(database.url, 5432);
+      await proxy.start();
+      server = await startServer('postgres', {
+        DATABASE_URL: proxy.rewrite(database.url),
+        WEBHOOK_DISPATCHER: 'false',
+        DATABASE_LOCK_TIMEOUT: '500ms',
+        DATABASE_STATEMENT_TIMEOUT: '1s',
+        DATABASE_CONNECT_TIMEOUT: '1s',
+      });
+      token = await server.issuer.clientToken('orders:read orders:write');
+    });
+    after(async () => {
+      await server.close();
+      await proxy.close();
+      await database.drop();
+    });
+
+    /** Every request answered (the deadline is only there to fail instead of hanging), each a 503 outage. */
+    async function assertAllOutages(label: string, orderId: number): Promise<void> {
+      const pending = requestsDuringOutage(server.url, token, orderId, `${label}-key`, () => AbortSignal.timeout(15_000));
+      for (const [name, answer] of pending) assertOutage(await answer, `${label}: ${name}`);
+    }
+
+    /** /readyz must answer within 2 s whatever the database does (2.5 s leaves room for the test's own scheduling). */
+    async function readyWithin2s(): Promise<CallResult> {
+      return call(server.url, 'GET', '/readyz', { signal: AbortSignal.timeout(2500) });
+    }
+
+    async function eventuallyCreates(label: string): Promise<void> {
+      const deadline = Date.now() + 15_000;
+      let last: CallResult | undefined;
+      while (Date.now() < deadline) {
+        last = await call(server.url, 'POST', '/api/orders', { token, body: { CustomerId: CUSTOMER, Total: 3 } });
+        if (last.status === 201) return;
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      assert.fail(`${label}: no 201 within 15 s; last ${last?.status} ${last?.text}`);
+    }
+
+    test('a table locked by another session: requests answer 503 with Retry-After after the lock timeout, /readyz stays ready within 2 s; then they succeed', async () => {
+      const created = await call(server.url, 'POST', '/api/orders', { token, body: { CustomerId: CUSTOMER, Total: 1 } });
+      assert.equal(created.status, 201, created.text);
+      const holder = new pg.Client({ connectionString: database.url });
+      await holder.connect();
+      try {
+        await holder.query('begin');
+        await holder.query('lock table orders in access exclusive mode');
+        const ready = readyWithin2s();
+        await assertAllOutages('locked', created.json.Id);
+        // One table locked is not a database down: the instance stays in rotation (its other routes
+        // work), and the probe does not wait on the lock.
+        const answer = await ready;
+        assert.equal(answer.status, 200, answer.text);
+        assert.equal(answer.json.checks?.database, 'ok', answer.text);
+      } finally {
+        await holder.query('rollback');
+        await holder.end();
+      }
+      await eventuallyCreates('after the lock');
+      assert.equal((await call(server.url, 'GET', `/api/orders/${created.json.Id}`, { token })).status, 200);
+    });
+
+    test('a stalled network: requests answer 503 with Retry-After in bounded time, /readyz within 2 s names the database; then they succeed', async () => {
+      const created = await call(server.url, 'POST', '/api/orders', { token, body: { CustomerId: CUSTOMER, Total: 1 } });
+      assert.equal(created.status, 201, created.text);
+      proxy.stall();
+      try {
+        const ready = readyWithin2s();
+        await assertAllOutages('stalled', created.json.Id);
+        const answer = await ready;
+        assert.equal(answer.status, 503, answer.text);
+        assert.match(answer.json.type, /\/problems\/not-ready$/);
+        assert.equal(answer.json.checks?.database, 'unavailable', answer.text);
+        assert.match(answer.headers.get('retry-after') ?? '', /^\d+$/);
+        assert.equal((await readyWithin2s()).json.checks?.database, 'unavailable', 'again, while the first probe may still wait');
+      } finally {
+        proxy.resume();
+      }
+      await eventuallyCreates('after the stall');
+    });
+  });
+}
+
+// `signet serve` in a child process: a wait that blocked its event loop would not block the test's
+// own timers, so the probes' deadlines below see it.
 describe('database outage [sqlite]', () => {
-  let database: TestDatabase;
-  let server: TestServer;
+  /** SQLITE_BUSY_TIMEOUT here: how long a write waits for another process's write lock. */
+  const BUSY_MS = 1000;
+  let server: ChildServer;
   let token: string;
   before(async () => {
-    database = await createTestDatabase('sqlite');
-    server = await startServer('sqlite', { DATABASE_URL: database.url, WEBHOOK_DISPATCHER: 'false' });
+    server = await startChildServer({ env: { WEBHOOK_DISPATCHER: 'false', SQLITE_BUSY_TIMEOUT: `${BUSY_MS}ms`, WEBHOOK_SECRET_KEY: TEST_WEBHOOK_SECRET_KEY } });
     token = await server.issuer.clientToken('orders:read orders:write');
   });
-  after(async () => {
-    await server.close();
-    await database.drop();
-  });
+  after(() => server.stop());
 
-  test('a write lock held by another process (SQLITE_BUSY) answers 503 with Retry-After', async () => {
-    const created = await call(server.url, 'POST', '/api/orders', { token, body: { CustomerId: CUSTOMER, Total: 1 } });
-    assert.equal(created.status, 201, created.text);
-    // Without waiting out busy_timeout: the lock is held for the whole check anyway.
-    await sql`PRAGMA busy_timeout = 0`.execute(server.app.database.db);
-    const other = new DatabaseSync(database.url.slice('sqlite:'.length));
+  /** Runs `check` while another process holds the write lock (BEGIN IMMEDIATE), then releases it. */
+  async function whileLockedElsewhere(check: () => Promise<void>): Promise<void> {
+    const other = new DatabaseSync(join(server.dir, 'signet.db'));
     other.exec('BEGIN IMMEDIATE');
     try {
-      assertOutage(await call(server.url, 'POST', '/api/orders', { token, body: { CustomerId: CUSTOMER, Total: 2 } }), 'POST');
-      assertOutage(await call(server.url, 'POST', `/api/orders/${created.json.Id}/pay`, { token }), 'pay');
-      assert.equal((await call(server.url, 'GET', `/api/orders/${created.json.Id}`, { token })).status, 200, 'reads go on (WAL)');
+      await check();
     } finally {
       other.exec('ROLLBACK');
       other.close();
     }
-    assert.equal((await call(server.url, 'POST', '/api/orders', { token, body: { CustomerId: CUSTOMER, Total: 2 } })).status, 201);
+  }
+
+  test('a write lock held by another process past SQLITE_BUSY_TIMEOUT answers 503 with Retry-After, without freezing other requests', async () => {
+    const created = await call(server.url, 'POST', '/api/orders', { token, body: { CustomerId: CUSTOMER, Total: 1 } });
+    assert.equal(created.status, 201, created.text);
+    await whileLockedElsewhere(async () => {
+      let waiting = true;
+      const write = call(server.url, 'POST', '/api/orders', { token, body: { CustomerId: CUSTOMER, Total: 2 } }).finally(() => (waiting = false));
+      write.catch(() => undefined); // awaited below, unless an assertion fails first
+      // node:sqlite is synchronous: a busy_timeout wait would hold the event loop, and every other
+      // answer with it. Probed for as long as the write waits, each probe must answer well within the bound.
+      let probes = 0;
+      while (waiting) {
+        const live = await call(server.url, 'GET', '/healthz', { signal: AbortSignal.timeout(BUSY_MS) });
+        assert.equal(live.status, 200, live.text);
+        probes++;
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      assert.ok(probes > 1, `/healthz answered ${probes} time(s) while the write waited`);
+      assert.equal((await call(server.url, 'GET', `/api/orders/${created.json.Id}`, { token })).status, 200, 'reads go on (WAL)');
+      assertOutage(await write, 'POST');
+      assertOutage(await call(server.url, 'POST', `/api/orders/${created.json.Id}/pay`, { token }), 'pay');
+    });
+    assert.equal((await call(server.url, 'POST', '/api/orders', { token, body: { CustomerId: CUSTOMER, Total: 2 } })).status, 201, 'writes succeed once the lock is released');
+  });
+
+  test('writes queued behind one that gave up answer 503 within the bound too, and /readyz answers within 2 s', async () => {
+    await whileLockedElsewhere(async () => {
+      // Each answer within two bounds (its own wait, and the one ahead of it that gave up), not one bound per queued write.
+      const writes = Array.from({ length: 8 }, (_, i) => call(server.url, 'POST', '/api/orders', { token, body: { CustomerId: CUSTOMER, Total: i + 1 }, signal: AbortSignal.timeout(BUSY_MS * 2 + 1500) }));
+      for (const write of writes) write.catch(() => undefined); // awaited below, unless an assertion fails first
+      const ready = await call(server.url, 'GET', '/readyz', { signal: AbortSignal.timeout(2500) });
+      assert.ok(ready.status === 200 || ready.status === 503, ready.text);
+      assert.ok(['ok', 'unavailable'].includes(ready.json.checks?.database), `/readyz names the database's state: ${ready.text}`);
+      for (const [i, write] of writes.entries()) assertOutage(await write, `POST #${i}`);
+    });
   });
 });
 
@@ -162,11 +242,25 @@ describe('which driver errors are an outage', () => {
     for (const err of outages) assert.ok(isDatabaseOutage(err), err.message);
   });
 
+  // Set on every connection (DATABASE_STATEMENT_TIMEOUT, DATABASE_LOCK_TIMEOUT,
+  // DATABASE_IDLE_IN_TRANSACTION_TIMEOUT): they fire when the database is blocked or too slow right
+  // now (a table lock held elsewhere, an overload), not because the request is wrong, and the same
+  // request succeeds once that clears. So they are 503 with Retry-After, not 500.
+  test('the timeouts the service sets on PostgreSQL are, and so is a query left without an answer', () => {
+    const outages = [
+      withProps('canceling statement due to statement timeout', { code: '57014', severity: 'ERROR' }),
+      withProps('canceling statement due to lock timeout', { code: '55P03', severity: 'ERROR' }),
+      withProps('terminating connection due to idle-in-transaction timeout', { code: '25P03', severity: 'FATAL' }),
+      withProps('no answer from PostgreSQL within 7000 ms; connection closed', { code: 'ETIMEDOUT' }),
+      new Error('Client has encountered a connection error and is not queryable'),
+    ];
+    for (const err of outages) assert.ok(isDatabaseOutage(err), err.message);
+  });
+
   test('query and programming errors are not', () => {
     const faults = [
       withProps('duplicate key value violates unique constraint', { code: '23505', severity: 'ERROR' }),
       withProps('relation "x" does not exist', { code: '42P01', severity: 'ERROR' }),
-      withProps('canceling statement due to statement timeout', { code: '57014', severity: 'ERROR' }),
       withProps('UNIQUE constraint failed', { code: 'ERR_SQLITE_ERROR', errcode: 19 }),
       new TypeError("Cannot read properties of undefined (reading 'id')"),
       new Error('driver has already been destroyed'),

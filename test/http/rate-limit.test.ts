@@ -170,9 +170,19 @@ for (const dialect of testDialects()) {
     });
     after(() => server.close());
 
-    test('a Redis outage lets requests through instead of failing them', async () => {
+    test('a Redis outage falls back to a per-instance limit in memory, and the headers show it', async () => {
       const token = await server.issuer.clientToken('orders:read', `down-${randomUUID()}`);
-      for (let i = 0; i < 5; i++) assert.equal((await call(server.url, 'GET', '/api/orders', { token })).status, 200);
+      const remaining: number[] = [];
+      for (let i = 0; i < 3; i++) {
+        const res = await call(server.url, 'GET', '/api/orders', { token });
+        assert.equal(res.status, 200, res.text);
+        remaining.push(rateLimitOf(res, 3).remaining);
+      }
+      assert.deepEqual(remaining, [2, 1, 0], 'counted, not a full quota on every answer');
+      assertRateLimited(await call(server.url, 'GET', '/api/orders', { token }), 3, 'limit enforced without Redis');
+      const ready = await call(server.url, 'GET', '/readyz');
+      assert.equal(ready.status, 200, ready.text);
+      assert.equal(ready.json.checks.redis, 'degraded', ready.text);
     });
   });
 }

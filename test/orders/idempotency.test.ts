@@ -36,11 +36,24 @@ function problemType(res: CallResult): string {
   return String(res.json?.type ?? '').split('/').at(-1) ?? '';
 }
 
+/** A 409 for a key in flight whose Retry-After is the lock's remaining time, measured around the request. */
+function assertRetryAfterIsRemainingLock(res: CallResult, lockedUntil: number, sentAt: number, receivedAt: number): void {
+  assert.equal(res.status, 409, res.text);
+  assert.equal(problemType(res), 'idempotency-key-in-flight', res.text);
+  const retryAfter = Number(res.headers.get('retry-after'));
+  const atMost = Math.max(1, Math.ceil((lockedUntil - sentAt) / 1000));
+  const atLeast = Math.max(1, Math.ceil((lockedUntil - receivedAt) / 1000));
+  assert.ok(
+    Number.isInteger(retryAfter) && retryAfter >= atLeast && retryAfter <= atMost,
+    `Retry-After ${res.headers.get('retry-after')}, expected ${atLeast}..${atMost} (the lock ends ${lockedUntil - receivedAt} ms after the answer); body: ${res.text}`,
+  );
+}
+
 for (const dialect of testDialects()) {
   describe(`Idempotency-Key [${dialect}]`, () => {
     let server: TestServer;
     let token: string;
-    before(async () => ({ server, token } = await startWithClientToken(dialect, { IDEMPOTENCY_KEY_TTL_SECONDS: '60', MAX_EVENT_LOOP_DELAY_MS: '0' })));
+    before(async () => ({ server, token } = await startWithClientToken(dialect, { IDEMPOTENCY_KEY_TTL_SECONDS: '60' })));
     after(() => server.close());
 
     /** A claim left by another request (or a crashed process) whose lock ends `lockMs` from now. */
@@ -307,16 +320,76 @@ for (const dialect of testDialects()) {
       assert.deepEqual(await ordersOf(customer), [res.json.Id]);
     });
 
-    test('an in-flight claim whose lock is still valid gives 409 with Retry-After and runs nothing', async () => {
+    test('an in-flight claim whose lock is still valid gives 409 with the lock\'s remaining time as Retry-After and runs nothing', async () => {
       const customer = randomUUID();
       const key = newKey();
       const body = { CustomerId: customer, Total: 4.5, Currency: 'USD' };
-      await insertInFlightClaim(key, body, 30_000);
+      const lockedUntil = Date.now() + 30_000;
+      await insertInFlightClaim(key, body, lockedUntil - Date.now());
+      const sentAt = Date.now();
       const res = await create(body, key);
-      assert.equal(res.status, 409);
-      assert.equal(problemType(res), 'idempotency-key-in-flight');
-      assert.match(res.headers.get('retry-after') ?? '', /^\d+$/);
+      assertRetryAfterIsRemainingLock(res, lockedUntil, sentAt, Date.now());
       assert.deepEqual(await ordersOf(customer), []);
+    });
+  });
+
+  describe(`Idempotency-Key left in flight by a crashed request [${dialect}]`, () => {
+    const LOCK_SECONDS = 3;
+    let server: TestServer;
+    let token: string;
+    before(async () => ({ server, token } = await startWithClientToken(dialect, { IDEMPOTENCY_LOCK_SECONDS: String(LOCK_SECONDS) })));
+    after(() => server.close());
+
+    const create = (body: unknown, key: string) => call(server.url, 'POST', '/api/orders', { token, body, headers: { 'idempotency-key': key } });
+
+    test('Retry-After is the time left on the dead request\'s lock, and once it has passed the key is taken over', async () => {
+      const customer = randomUUID();
+      const key = `key-${randomUUID()}`;
+      const body = { CustomerId: customer, Total: 12.5, Currency: 'EUR' };
+      // The row exactly as a request that claimed the key and then died leaves it (PostgreSQL commits the
+      // claim on its own; see src/http/idempotency.ts): in flight, locked for IDEMPOTENCY_LOCK_SECONDS.
+      const claimedAt = Date.now();
+      const lockedUntil = claimedAt + LOCK_SECONDS * 1000;
+      await server.app.database.db
+        .insertInto('idempotency_keys')
+        .values({
+          caller: 'client:test-client', key, fingerprint: requestFingerprint('POST', '/api/orders', body), state: 'in_flight',
+          locked_until: toDbTime(new Date(lockedUntil)), created_at: toDbTime(new Date(claimedAt)), expires_at: toDbTime(new Date(claimedAt + 86_400_000)),
+          response_status: null, response_headers: null, response_body: null,
+        })
+        .execute();
+
+      const sentAt = Date.now();
+      const first = await create(body, key);
+      const answeredAt = Date.now();
+      assertRetryAfterIsRemainingLock(first, lockedUntil, sentAt, answeredAt);
+      const advised = answeredAt + Number(first.headers.get('retry-after')) * 1000;
+
+      // Retry every 100 ms: each refusal names what is left of the lock; the first success is the
+      // takeover, after the lock and no later than Retry-After advised (plus one polling step).
+      const deadline = lockedUntil + 5_000;
+      let taken: CallResult | undefined;
+      while (!taken) {
+        assert.ok(Date.now() < deadline, `the key was not taken over within 5 s of its lock's end`);
+        const retrySentAt = Date.now();
+        const res = await create(body, key);
+        const retryAnsweredAt = Date.now();
+        if (res.status === 201) {
+          taken = res;
+          assert.ok(retryAnsweredAt >= lockedUntil, `taken over ${lockedUntil - retryAnsweredAt} ms before the lock ended`);
+          assert.ok(retrySentAt <= advised + 100, `taken over only ${retrySentAt - advised} ms after the advised retry time`);
+        } else {
+          assertRetryAfterIsRemainingLock(res, lockedUntil, retrySentAt, retryAnsweredAt);
+          await new Promise((resolve) => setTimeout(resolve, 100));
+        }
+      }
+      assert.equal(taken.headers.get('idempotent-replayed'), null, 'the takeover ran the request');
+      const replay = await create(body, key);
+      assert.equal(replay.status, 201, replay.text);
+      assert.equal(replay.headers.get('idempotent-replayed'), 'true');
+      assert.equal(replay.text, taken.text);
+      const orders = await call(server.url, 'GET', `/api/orders?limit=100&CustomerId=${customer}`, { token });
+      assert.deepEqual(orders.json.Items.map((o: { Id: number }) => o.Id), [taken.json.Id], 'one order');
     });
   });
 }

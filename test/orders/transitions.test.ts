@@ -35,7 +35,7 @@ for (const dialect of testDialects()) {
   describe(`order transitions [${dialect}]`, () => {
     let server: TestServer;
     let token: string;
-    before(async () => ({ server, token } = await startWithClientToken(dialect, { MAX_EVENT_LOOP_DELAY_MS: '0' })));
+    before(async () => ({ server, token } = await startWithClientToken(dialect)));
     after(() => server.close());
 
     const create = async (): Promise<number> => {

@@ -18,7 +18,7 @@ const LISTENING = /listening at (http:\/\/127\.0\.0\.1:\d+)/;
 for (const dialect of testDialects()) {
   test(`[${dialect}] a client racing 80 registrations through two processes gets exactly ${MAX_ENDPOINTS_PER_OWNER} endpoints, and 409 limit-reached for the rest`, async () => {
     const database = await createTestDatabase(dialect);
-    const server = await startServer(dialect, { DATABASE_URL: database.url, MAX_EVENT_LOOP_DELAY_MS: '0' });
+    const server = await startServer(dialect, { DATABASE_URL: database.url });
     const env = { DATABASE_URL: database.url, PORT: '0', HOST: '127.0.0.1', AUTH_ISSUER: TEST_ISSUER, API_RESOURCE: TEST_RESOURCE, AUTH_JWKS_FILE: server.issuer.jwksFile, RATE_LIMIT_MAX: '100000', WEBHOOK_SECRET_KEY: TEST_WEBHOOK_SECRET_KEY, WEBHOOK_DISPATCHER: 'false', MAX_EVENT_LOOP_DELAY_MS: '0', LOG_LEVEL: 'info' };
     const child = spawn(process.execPath, [BIN, 'serve'], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
     const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));

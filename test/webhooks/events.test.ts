@@ -43,7 +43,7 @@ for (const dialect of testDialects()) {
     let token: string;
     let endpointId: string;
     before(async () => {
-      server = await startServer(dialect, { ...LOCAL_WEBHOOKS_ENV, MAX_EVENT_LOOP_DELAY_MS: '0' });
+      server = await startServer(dialect, LOCAL_WEBHOOKS_ENV);
       receiver = await startReceiver();
       token = await server.issuer.clientToken(WEBHOOK_SCOPES);
       endpointId = (await registerEndpoint(server, token, `${receiver.url}/all`, ['*'])).json.Id;

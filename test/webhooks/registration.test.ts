@@ -12,7 +12,6 @@ import { startServer, type TestServer } from '../helpers/server.ts';
 import { LOCAL_WEBHOOKS_ENV, registerEndpoint, startReceiver, waitUntil, WEBHOOK_SCOPES, type ReceivedDelivery, type TestReceiver } from '../helpers/webhook-receiver.ts';
 
 const MERGE = 'application/merge-patch+json';
-const QUIET = { MAX_EVENT_LOOP_DELAY_MS: '0' };
 const SECRET_FORMAT = /^whsec_[A-Za-z0-9+/]{43}=$/;
 /** A consumer-chosen secret: `whsec_` + base64 of 32 bytes. */
 const chosenSecret = (fill: number) => `whsec_${Buffer.alloc(32, fill).toString('base64')}`;
@@ -85,7 +84,7 @@ for (const dialect of testDialects()) {
     let receiver: PathReceiver;
     let token: string;
     before(async () => {
-      server = await startServer(dialect, { ...LOCAL_WEBHOOKS_ENV, ...QUIET });
+      server = await startServer(dialect, LOCAL_WEBHOOKS_ENV);
       receiver = await startPathReceiver();
       token = await server.issuer.clientToken(WEBHOOK_SCOPES);
     });
@@ -274,7 +273,7 @@ for (const dialect of testDialects()) {
     });
 
     test('http callbacks and literal non-public addresses are refused at registration by default', async () => {
-      const strict = await startServer(dialect, QUIET);
+      const strict = await startServer(dialect);
       try {
         const strictToken = await strict.issuer.clientToken(WEBHOOK_SCOPES);
         const post = (Url: string) => call(strict.url, 'POST', '/api/webhooks', { token: strictToken, body: { Url, Events: ['*'] } });
@@ -301,7 +300,7 @@ for (const dialect of testDialects()) {
     });
 
     test('SSRF at dispatch: a host name resolving to loopback is refused when connecting unless loopback is allowed', async () => {
-      const guarded = await startServer(dialect, { ...QUIET, WEBHOOK_ALLOW_HTTP: 'true', WEBHOOK_RETRY_SCHEDULE: '0s', WEBHOOK_POLL_INTERVAL: '100ms' });
+      const guarded = await startServer(dialect, { WEBHOOK_ALLOW_HTTP: 'true', WEBHOOK_RETRY_SCHEDULE: '0s', WEBHOOK_POLL_INTERVAL: '100ms' });
       try {
         const guardedToken = await guarded.issuer.clientToken(WEBHOOK_SCOPES);
         const url = `http://localhost:${new URL(receiver.url).port}/by-name-refused`;
@@ -520,7 +519,7 @@ for (const dialect of testDialects()) {
     });
 
     test('with WEBHOOK_SECRET_OVERLAP=0s the previous secret stops signing at the rotation', async () => {
-      const noOverlap = await startServer(dialect, { ...LOCAL_WEBHOOKS_ENV, ...QUIET, WEBHOOK_SECRET_OVERLAP: '0s' });
+      const noOverlap = await startServer(dialect, { ...LOCAL_WEBHOOKS_ENV, WEBHOOK_SECRET_OVERLAP: '0s' });
       try {
         const t = await noOverlap.issuer.clientToken(WEBHOOK_SCOPES);
         const created = await registerEndpoint(noOverlap, t, `${receiver.url}/no-overlap`, ['*']);

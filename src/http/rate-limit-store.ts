@@ -1,0 +1,112 @@
+// A @fastify/rate-limit store that counts in Redis while Redis answers, and in this instance's memory
+// while it does not (an error, or no answer within REDIS_TIMEOUT). A Redis outage then leaves a
+// per-instance limit in force instead of none, no request waits on Redis longer than the timeout, and
+// the RateLimit headers are those of the counter that decided. Once Redis is marked down, requests go
+// straight to memory; one PING per second checks whether it is back, and then counters are shared again.
+import { createRequire } from 'node:module';
+import type { FastifyBaseLogger } from 'fastify';
+import type { Redis } from 'ioredis';
+
+interface Count {
+  current: number;
+  ttl: number;
+}
+type Callback = (error: Error | null, result?: Count) => void;
+interface Store {
+  incr(key: string, callback: Callback, timeWindow: number, max: number): void;
+}
+/** What the plugin passes to a store's constructor and child() (its global or per-route options). */
+interface StoreParams {
+  continueExceeding?: boolean;
+  exponentialBackoff?: boolean;
+}
+
+// The plugin's own two stores (its package has no exports map, so these files are reachable): the same
+// Lua script and the same bounded LRU it would pick by itself, rather than copies of them.
+const require = createRequire(import.meta.url);
+const RedisStore = require('@fastify/rate-limit/store/RedisStore') as new (continueExceeding?: boolean, exponentialBackoff?: boolean, redis?: Redis, nameSpace?: string) => Store;
+const LocalStore = require('@fastify/rate-limit/store/LocalStore') as new (continueExceeding?: boolean, exponentialBackoff?: boolean) => Store;
+
+const PROBE_INTERVAL_MS = 1000;
+
+class FallbackStore implements Store {
+  readonly #redis: Redis;
+  readonly #log: FastifyBaseLogger;
+  readonly #nameSpace: string;
+  readonly #shared: Store;
+  readonly #local: Store;
+  #available = true;
+  #probeAt = 0;
+  #probing = false;
+
+  constructor(redis: Redis, nameSpace: string, log: FastifyBaseLogger, params: StoreParams) {
+    this.#redis = redis;
+    this.#log = log;
+    this.#nameSpace = nameSpace;
+    this.#shared = new RedisStore(params.continueExceeding, params.exponentialBackoff, redis, nameSpace);
+    this.#local = new LocalStore(params.continueExceeding, params.exponentialBackoff);
+  }
+
+  incr(key: string, callback: Callback, timeWindow: number, max: number): void {
+    if (!this.#available) {
+      this.#probe();
+      this.#local.incr(key, callback, timeWindow, max);
+      return;
+    }
+    this.#shared.incr(
+      key,
+      (error, result) => {
+        if (!error && result) return callback(null, result);
+        this.#markDown(error);
+        this.#local.incr(key, callback, timeWindow, max);
+      },
+      timeWindow,
+      max,
+    );
+  }
+
+  /**
+   * Per-route limits (`config.rateLimit` on a route): same behaviour, keys of their own. The plugin passes
+   * its merged options with `routeInfo` (its typings say the route's options, hence `object`).
+   */
+  child(routeOptions: object): FallbackStore {
+    const params = routeOptions as StoreParams & { routeInfo?: { method?: string; url?: string } };
+    const { method = '', url = '' } = params.routeInfo ?? {};
+    return new FallbackStore(this.#redis, `${this.#nameSpace}${method}${url}-`, this.#log, params);
+  }
+
+  #markDown(error: Error | null): void {
+    if (this.#available) this.#log.warn({ err: error }, 'Redis unavailable: rate limits are counted per instance, in memory, until it answers again');
+    this.#available = false;
+    this.#probeAt = Date.now() + PROBE_INTERVAL_MS;
+  }
+
+  /** At most one PING in flight, at most one a second; requests never wait for it. */
+  #probe(): void {
+    if (this.#probing || Date.now() < this.#probeAt) return;
+    this.#probing = true;
+    this.#redis
+      .ping()
+      .then(
+        () => {
+          this.#available = true;
+          this.#log.info('Redis answers again: rate-limit counters are shared again');
+        },
+        () => {
+          this.#probeAt = Date.now() + PROBE_INTERVAL_MS;
+        },
+      )
+      .finally(() => {
+        this.#probing = false;
+      });
+  }
+}
+
+/** The store class for the plugin's `store` option (it calls `new Store(globalParams)`). */
+export function redisWithFallback(redis: Redis, nameSpace: string, log: FastifyBaseLogger): new (params: StoreParams) => FallbackStore {
+  return class extends FallbackStore {
+    constructor(params: StoreParams) {
+      super(redis, nameSpace, log, params);
+    }
+  };
+}
