@@ -10,7 +10,7 @@ const client = new pg.Client({ connectionString: adminUrl });
 await client.connect();
 try {
   await client.query(action === 'create' ? `create database ${name}` : `drop database if exists ${name} with (force)`);
-  console.log(`${action === "create" ? "created" : "dropped"} database ${name}`);
+  console.log(`${action === 'create' ? 'created' : 'dropped'} database ${name}`);
 } finally {
   await client.end();
 }

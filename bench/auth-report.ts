@@ -66,7 +66,23 @@ function responsesCell(row: AuthRow): string {
   return row.kind === 'flow' ? `all ${int(row.ops)} flows ok` : 'all 200';
 }
 
-const HEADER = ['Scenario', 'DB', 'rate', 'unit', 'p50 ms', 'p99 ms', 'HTTP req/s', 'HTTP × bare', 'Target', 'server CPU µs/op', 'server cores', 'client cores', 'other cores', 'server ELU', 'Responses'];
+const HEADER = [
+  'Scenario',
+  'DB',
+  'rate',
+  'unit',
+  'p50 ms',
+  'p99 ms',
+  'HTTP req/s',
+  'HTTP × bare',
+  'Target',
+  'server CPU µs/op',
+  'server cores',
+  'client cores',
+  'other cores',
+  'server ELU',
+  'Responses',
+];
 const RIGHT = new Set([2, 4, 5, 6, 7, 9, 10, 11, 12, 13]);
 
 function tableRows(rows: AuthRow[], targets: AuthReport['targets']): string[][] {
@@ -98,7 +114,8 @@ function markdownTable(rows: AuthRow[], targets: AuthReport['targets']): string 
   return markdownGrid(HEADER, tableRows(rows, targets), (i) => RIGHT.has(i));
 }
 
-const HISTORY_HEADER = '| Date | Revision | s/scenario | bare req/s | CC ES256 tokens/s | CC EdDSA | CC RS256 | flows/s | PG CC tokens/s | PG flows/s | Targets |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|';
+const HISTORY_HEADER =
+  '| Date | Revision | s/scenario | bare req/s | CC ES256 tokens/s | CC EdDSA | CC RS256 | flows/s | PG CC tokens/s | PG flows/s | Targets |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|';
 
 function missed(report: AuthReport): AuthRow[] {
   return report.rows.filter((r) => report.targets[r.kind] !== undefined && r.rate < report.targets[r.kind]!.value);
@@ -108,7 +125,9 @@ function latestSection(report: AuthReport, rev: string): string {
   const { machine, settings } = report;
   const misses = missed(report);
   const find = (id: string) => report.rows.find((r) => r.id === id);
-  const algs = ['auth:sqlite:cc', 'auth:sqlite:cc-eddsa', 'auth:sqlite:cc-rs256'].map(find).filter((r) => r !== undefined);
+  const algs = ['auth:sqlite:cc', 'auth:sqlite:cc-eddsa', 'auth:sqlite:cc-rs256']
+    .map(find)
+    .filter((r) => r !== undefined);
   const es = find('auth:sqlite:cc');
   return [
     '### Latest run',
@@ -121,7 +140,15 @@ function latestSection(report: AuthReport, rev: string): string {
     markdownTable(report.rows, report.targets),
     '',
     ...(es && algs.length > 1
-      ? ['Access-token algorithm (client credentials, SQLite):', '', ...algs.map((r) => `- ${r.alg}: ${int(r.rate)} tokens/s (${(r.rate / es.rate).toFixed(2)}× ES256), ${int(r.serverCpuUsPerOp)} µs server CPU per token`), '']
+      ? [
+          'Access-token algorithm (client credentials, SQLite):',
+          '',
+          ...algs.map(
+            (r) =>
+              `- ${r.alg}: ${int(r.rate)} tokens/s (${(r.rate / es.rate).toFixed(2)}× ES256), ${int(r.serverCpuUsPerOp)} µs server CPU per token`,
+          ),
+          '',
+        ]
       : []),
   ].join('\n');
 }
@@ -135,6 +162,14 @@ function historyLine(report: AuthReport, rev: string): string {
 }
 
 export function updateAuthDocs(file: string, report: AuthReport): void {
-  const markers = { suite: 'auth', latestHeading: '\n## Authorization server\n\n', historyHeading: '\n### Authorization-server history\n\n', historyHeader: HISTORY_HEADER };
-  writeDocsSections(file, markers, (rev) => ({ latest: latestSection(report, rev), history: historyLine(report, rev) }));
+  const markers = {
+    suite: 'auth',
+    latestHeading: '\n## Authorization server\n\n',
+    historyHeading: '\n### Authorization-server history\n\n',
+    historyHeader: HISTORY_HEADER,
+  };
+  writeDocsSections(file, markers, (rev) => ({
+    latest: latestSection(report, rev),
+    history: historyLine(report, rev),
+  }));
 }

@@ -46,7 +46,9 @@ export interface AuthInstance {
 export type AuthServerMessage = ControlReply | { type: 'ready'; instances: Record<string, AuthInstance> };
 
 const REDIRECT_URI = 'http://127.0.0.1:9/callback'; // never contacted: the driver stops at the redirect
-const specs: AuthInstanceSpec[] = process.env.BENCH_AUTH_INSTANCES ? JSON.parse(process.env.BENCH_AUTH_INSTANCES) : [{ name: 'sqlite', dialect: 'sqlite' }];
+const specs: AuthInstanceSpec[] = process.env.BENCH_AUTH_INSTANCES
+  ? JSON.parse(process.env.BENCH_AUTH_INSTANCES)
+  : [{ name: 'sqlite', dialect: 'sqlite' }];
 const userCount = Number(process.env.BENCH_AUTH_USERS || 16);
 
 let requestCount = 0;
@@ -108,15 +110,35 @@ async function startInstance(spec: AuthInstanceSpec): Promise<AuthInstance> {
   const db = app.database.db;
   const url = `http://127.0.0.1:${port}`;
 
-  const machine = await createClient(db, { name: 'Bench service', type: 'confidential', grantTypes: ['client_credentials'], redirectUris: [], scopes: ['orders:read', 'orders:write'], corsOrigins: [], firstParty: false });
-  const webApp = await createClient(db, { name: 'Bench web app', type: 'confidential', grantTypes: ['authorization_code', 'refresh_token'], redirectUris: [REDIRECT_URI], scopes: ['orders:read', 'orders:write'], corsOrigins: [], firstParty: false });
+  const machine = await createClient(db, {
+    name: 'Bench service',
+    type: 'confidential',
+    grantTypes: ['client_credentials'],
+    redirectUris: [],
+    scopes: ['orders:read', 'orders:write'],
+    corsOrigins: [],
+    firstParty: false,
+  });
+  const webApp = await createClient(db, {
+    name: 'Bench web app',
+    type: 'confidential',
+    grantTypes: ['authorization_code', 'refresh_token'],
+    redirectUris: [REDIRECT_URI],
+    scopes: ['orders:read', 'orders:write'],
+    corsOrigins: [],
+    firstParty: false,
+  });
   const users: AuthInstance['users'] = [];
   const run = randomBytes(3).toString('hex');
   // argon2id hashes: a few at a time, the thread pool has 4 threads.
   for (let i = 0; i < userCount; i += 4) {
     await Promise.all(
       Array.from({ length: Math.min(4, userCount - i) }, async (_, j) => {
-        const user = { email: `bench${i + j}-${run}@example.test`, name: `Bench User ${i + j}`, password: `correct horse battery ${i + j}` };
+        const user = {
+          email: `bench${i + j}-${run}@example.test`,
+          name: `Bench User ${i + j}`,
+          password: `correct horse battery ${i + j}`,
+        };
         await createUser(db, user);
         users.push({ email: user.email, password: user.password });
       }),

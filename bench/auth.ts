@@ -27,7 +27,10 @@ import { finishRun, machineBusySeconds, machineInfo } from './report.ts';
 const here = dirname(fileURLToPath(import.meta.url));
 
 /** Absolute targets on this project's 2-core machine, load generator included. */
-export const AUTH_TARGETS: Record<string, { value: number; unit: string }> = { cc: { value: 1500, unit: 'tokens/s' }, flow: { value: 40, unit: 'flows/s' } };
+export const AUTH_TARGETS: Record<string, { value: number; unit: string }> = {
+  cc: { value: 1500, unit: 'tokens/s' },
+  flow: { value: 40, unit: 'flows/s' },
+};
 
 export interface AuthBenchOptions {
   seconds: number;
@@ -57,7 +60,15 @@ interface AuthServerProcess {
 }
 
 async function startAuthServers(specs: AuthInstanceSpec[], options: AuthBenchOptions): Promise<AuthServerProcess> {
-  const child = await forkBenchChild<AuthServerMessage>(join(here, 'auth-server.ts'), { BENCH_AUTH_INSTANCES: JSON.stringify(specs), BENCH_POSTGRES_URL: options.postgresUrl ?? '', BENCH_PROFILE_DIR: options.profileDir ?? '' }, 'auth server process');
+  const child = await forkBenchChild<AuthServerMessage>(
+    join(here, 'auth-server.ts'),
+    {
+      BENCH_AUTH_INSTANCES: JSON.stringify(specs),
+      BENCH_POSTGRES_URL: options.postgresUrl ?? '',
+      BENCH_PROFILE_DIR: options.profileDir ?? '',
+    },
+    'auth server process',
+  );
   return { instances: child.ready.instances, request: child.request, stop: child.stop };
 }
 
@@ -70,18 +81,32 @@ function jwtHeader(token: unknown): Record<string, unknown> {
 }
 
 function clientCredentialsForm(instance: AuthInstance): string {
-  return new URLSearchParams({ grant_type: 'client_credentials', client_id: instance.machine.clientId, client_secret: instance.machine.clientSecret, scope: `${instance.resource}/.default` }).toString();
+  return new URLSearchParams({
+    grant_type: 'client_credentials',
+    client_id: instance.machine.clientId,
+    client_secret: instance.machine.clientSecret,
+    scope: `${instance.resource}/.default`,
+  }).toString();
 }
 
 /** One request by hand before the load: the token is what the scenario claims (alg, audience, scopes). */
 async function checkClientCredentials(instance: AuthInstance, alg: string): Promise<void> {
-  const response = await fetch(`${instance.url}/oauth/token`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: clientCredentialsForm(instance) });
+  const response = await fetch(`${instance.url}/oauth/token`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    body: clientCredentialsForm(instance),
+  });
   const body = (await response.json()) as Record<string, unknown>;
-  if (response.status !== 200) throw new Error(`client credentials answered ${response.status}: ${JSON.stringify(body)}`);
+  if (response.status !== 200)
+    throw new Error(`client credentials answered ${response.status}: ${JSON.stringify(body)}`);
   const header = jwtHeader(body.access_token);
-  const payload = JSON.parse(Buffer.from(String(body.access_token).split('.')[1] ?? '', 'base64url').toString()) as Record<string, unknown>;
+  const payload = JSON.parse(
+    Buffer.from(String(body.access_token).split('.')[1] ?? '', 'base64url').toString(),
+  ) as Record<string, unknown>;
   if (header.alg !== alg || payload.aud !== instance.resource || body.scope !== 'orders:read orders:write') {
-    throw new Error(`unexpected client-credentials token: header ${JSON.stringify(header)}, aud ${String(payload.aud)}, scope ${String(body.scope)}`);
+    throw new Error(
+      `unexpected client-credentials token: header ${JSON.stringify(header)}, aud ${String(payload.aud)}, scope ${String(body.scope)}`,
+    );
   }
 }
 
@@ -95,19 +120,38 @@ interface LoadResult {
   detail?: string;
 }
 
-async function clientCredentialsLoad(instance: AuthInstance, seconds: number, options: AuthBenchOptions): Promise<LoadResult> {
+async function clientCredentialsLoad(
+  instance: AuthInstance,
+  seconds: number,
+  options: AuthBenchOptions,
+): Promise<LoadResult> {
   const result = await autocannon({
     url: instance.url,
     connections: options.connections,
     pipelining: options.pipelining,
     duration: seconds,
     timeout: 10,
-    requests: [{ method: 'POST', path: '/oauth/token', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: clientCredentialsForm(instance) }],
+    requests: [
+      {
+        method: 'POST',
+        path: '/oauth/token',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: clientCredentialsForm(instance),
+      },
+    ],
   });
   const statusCodes = Object.fromEntries(Object.entries(result.statusCodeStats).map(([code, s]) => [code, s.count]));
   const total = Object.values(statusCodes).reduce((n, c) => n + c, 0);
   const ok = statusCodes['200'] ?? 0;
-  return { ops: total, rate: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, unexpected: total - ok + result.errors + result.timeouts, statusCodes, detail: `non2xx ${result.non2xx}, errors ${result.errors}, timeouts ${result.timeouts}` };
+  return {
+    ops: total,
+    rate: result.requests.average,
+    p50: result.latency.p50,
+    p99: result.latency.p99,
+    unexpected: total - ok + result.errors + result.timeouts,
+    statusCodes,
+    detail: `non2xx ${result.non2xx}, errors ${result.errors}, timeouts ${result.timeouts}`,
+  };
 }
 
 /** One complete flow: authorization request, login, consent, code, code exchange. Throws on any deviation. */
@@ -115,19 +159,41 @@ async function oneFlow(instance: AuthInstance, user: { email: string; password: 
   const { verifier, challenge } = pkcePair();
   const state = pkcePair().verifier.slice(0, 16);
   // The contract's authorization request (no redirect_uri: the client has exactly one; S256 implied) plus state.
-  const query = new URLSearchParams({ response_type: 'code', client_id: instance.webApp.clientId, code_challenge: challenge, scope: 'openid profile email', state });
-  const { callback, pages } = await runAuthorizationFlow({ base: instance.url, authorizeQuery: query.toString(), email: user.email, password: user.password });
+  const query = new URLSearchParams({
+    response_type: 'code',
+    client_id: instance.webApp.clientId,
+    code_challenge: challenge,
+    scope: 'openid profile email',
+    state,
+  });
+  const { callback, pages } = await runAuthorizationFlow({
+    base: instance.url,
+    authorizeQuery: query.toString(),
+    email: user.email,
+    password: user.password,
+  });
   const code = callback.searchParams.get('code');
-  if (!code || callback.searchParams.get('state') !== state || !callback.href.startsWith(instance.webApp.redirectUri)) throw new Error(`unexpected callback ${callback.href}`);
+  if (!code || callback.searchParams.get('state') !== state || !callback.href.startsWith(instance.webApp.redirectUri))
+    throw new Error(`unexpected callback ${callback.href}`);
   if (pages.length !== 2) throw new Error(`expected a login and a consent page, saw ${pages.length} pages`);
   // The contract's code exchange: code, code_verifier, client_id, client_secret (grant_type implied).
   const response = await fetch(`${instance.url}/oauth/token`, {
     method: 'POST',
     headers: { 'content-type': 'application/x-www-form-urlencoded' },
-    body: new URLSearchParams({ code, code_verifier: verifier, client_id: instance.webApp.clientId, client_secret: instance.webApp.clientSecret }).toString(),
+    body: new URLSearchParams({
+      code,
+      code_verifier: verifier,
+      client_id: instance.webApp.clientId,
+      client_secret: instance.webApp.clientSecret,
+    }).toString(),
   });
   const body = (await response.json()) as Record<string, unknown>;
-  if (response.status !== 200 || typeof body.access_token !== 'string' || typeof body.id_token !== 'string' || typeof body.refresh_token !== 'string') {
+  if (
+    response.status !== 200 ||
+    typeof body.access_token !== 'string' ||
+    typeof body.id_token !== 'string' ||
+    typeof body.refresh_token !== 'string'
+  ) {
     throw new Error(`code exchange answered ${response.status}: ${JSON.stringify(body)}`);
   }
 }
@@ -208,10 +274,15 @@ function bareRow(row: Row, otherCpuCores: number): AuthRow {
   };
 }
 
-async function measure(servers: AuthServerProcess, scenario: AuthScenario, options: AuthBenchOptions): Promise<AuthRow> {
+async function measure(
+  servers: AuthServerProcess,
+  scenario: AuthScenario,
+  options: AuthBenchOptions,
+): Promise<AuthRow> {
   process.stdout.write(`  ${scenario.id.padEnd(28)} `);
   const instance = servers.instances[scenario.instance]!;
-  const load = (seconds: number) => (scenario.kind === 'cc' ? clientCredentialsLoad(instance, seconds, options) : flowLoad(instance, seconds));
+  const load = (seconds: number) =>
+    scenario.kind === 'cc' ? clientCredentialsLoad(instance, seconds, options) : flowLoad(instance, seconds);
   if (scenario.kind === 'cc') await checkClientCredentials(instance, scenario.alg);
   if (options.warmupSeconds > 0) await load(options.warmupSeconds);
   const label = scenario.id.replace(/[^a-z0-9-]+/gi, '_');
@@ -223,9 +294,22 @@ async function measure(servers: AuthServerProcess, scenario: AuthScenario, optio
   const elapsedUs = (performance.now() - startedAt) * 1000;
   const busy = machineBusySeconds() - busyAtStart;
   const client = process.cpuUsage(clientCpu);
-  const server = (await servers.request({ type: 'measure-stop', label }, 'measured')) as Extract<AuthServerMessage, { type: 'measured' }>;
+  const server = (await servers.request({ type: 'measure-stop', label }, 'measured')) as Extract<
+    AuthServerMessage,
+    { type: 'measured' }
+  >;
   const serverCpuUs = server.cpuUserUs + server.cpuSystemUs;
-  if (server.profile) writeFileSync(server.profile.replace(/\.cpuprofile$/, '.meta.json'), JSON.stringify({ scenario: scenario.id, label: scenario.label, requests: server.requests, ops: result.ops, seconds: server.elapsedMs / 1000 }));
+  if (server.profile)
+    writeFileSync(
+      server.profile.replace(/\.cpuprofile$/, '.meta.json'),
+      JSON.stringify({
+        scenario: scenario.id,
+        label: scenario.label,
+        requests: server.requests,
+        ops: result.ops,
+        seconds: server.elapsedMs / 1000,
+      }),
+    );
   const row: AuthRow = {
     id: scenario.id,
     label: scenario.label,
@@ -243,7 +327,10 @@ async function measure(servers: AuthServerProcess, scenario: AuthScenario, optio
     serverCpuUsPerOp: result.ops > 0 ? serverCpuUs / result.ops : NaN,
     serverCpuCores: serverCpuUs / (server.elapsedMs * 1000),
     clientCpuCores: (client.user + client.system) / elapsedUs,
-    otherCpuCores: Math.max(0, busy / (elapsedUs / 1e6) - serverCpuUs / elapsedUs - (client.user + client.system) / elapsedUs),
+    otherCpuCores: Math.max(
+      0,
+      busy / (elapsedUs / 1e6) - serverCpuUs / elapsedUs - (client.user + client.system) / elapsedUs,
+    ),
     serverElu: server.eventLoopUtilization,
   };
   console.log(
@@ -266,45 +353,108 @@ async function measureBare(id: string, label: string, options: AuthBenchOptions)
   const seconds = (performance.now() - startedAt) / 1000;
   const client = process.cpuUsage(clientCpu);
   const serverCores = (row.serverCpuUsPerRequest * row.total) / 1e6 / options.seconds;
-  const other = (machineBusySeconds() - busyAtStart) / seconds - (client.user + client.system) / 1e6 / seconds - serverCores;
+  const other =
+    (machineBusySeconds() - busyAtStart) / seconds - (client.user + client.system) / 1e6 / seconds - serverCores;
   return bareRow(row, Math.max(0, other));
 }
 
 export async function runAuthBench(options: AuthBenchOptions): Promise<number> {
-  const specs: AuthInstanceSpec[] = ALGORITHMS.map((alg) => ({ name: `sqlite-${alg.toLowerCase()}`, dialect: 'sqlite', env: { ACCESS_TOKEN_ALG: alg } }));
+  const specs: AuthInstanceSpec[] = ALGORITHMS.map((alg) => ({
+    name: `sqlite-${alg.toLowerCase()}`,
+    dialect: 'sqlite',
+    env: { ACCESS_TOKEN_ALG: alg },
+  }));
   // Diagnostic: SQLite's relaxed durability, to show what the per-commit fsync costs a sign-in.
-  specs.push({ name: 'sqlite-es256-normal', dialect: 'sqlite', env: { ACCESS_TOKEN_ALG: 'ES256', SQLITE_SYNCHRONOUS: 'NORMAL' } });
-  if (options.postgresUrl) specs.push({ name: 'postgres-es256', dialect: 'postgres', env: { ACCESS_TOKEN_ALG: 'ES256' } });
+  specs.push({
+    name: 'sqlite-es256-normal',
+    dialect: 'sqlite',
+    env: { ACCESS_TOKEN_ALG: 'ES256', SQLITE_SYNCHRONOUS: 'NORMAL' },
+  });
+  if (options.postgresUrl)
+    specs.push({ name: 'postgres-es256', dialect: 'postgres', env: { ACCESS_TOKEN_ALG: 'ES256' } });
   const scenarios: AuthScenario[] = [
-    ...ALGORITHMS.map((alg): AuthScenario => ({ id: `auth:sqlite:cc${alg === 'ES256' ? '' : `-${alg.toLowerCase()}`}`, label: `client credentials, ${alg}${alg === 'ES256' ? ' (default)' : ''}`, dialect: 'sqlite', alg, kind: 'cc', instance: `sqlite-${alg.toLowerCase()}` })),
-    { id: 'auth:sqlite:flow', label: `login + consent + code exchange, ${FLOW_CONCURRENCY} concurrent`, dialect: 'sqlite', alg: 'ES256', kind: 'flow', instance: 'sqlite-es256' },
-    { id: 'auth:sqlite:flow-sync-normal', label: `the same, SQLITE_SYNCHRONOUS=NORMAL`, dialect: 'sqlite', alg: 'ES256', kind: 'flow', instance: 'sqlite-es256-normal', onlyWhenNamed: true },
+    ...ALGORITHMS.map((alg): AuthScenario => ({
+      id: `auth:sqlite:cc${alg === 'ES256' ? '' : `-${alg.toLowerCase()}`}`,
+      label: `client credentials, ${alg}${alg === 'ES256' ? ' (default)' : ''}`,
+      dialect: 'sqlite',
+      alg,
+      kind: 'cc',
+      instance: `sqlite-${alg.toLowerCase()}`,
+    })),
+    {
+      id: 'auth:sqlite:flow',
+      label: `login + consent + code exchange, ${FLOW_CONCURRENCY} concurrent`,
+      dialect: 'sqlite',
+      alg: 'ES256',
+      kind: 'flow',
+      instance: 'sqlite-es256',
+    },
+    {
+      id: 'auth:sqlite:flow-sync-normal',
+      label: `the same, SQLITE_SYNCHRONOUS=NORMAL`,
+      dialect: 'sqlite',
+      alg: 'ES256',
+      kind: 'flow',
+      instance: 'sqlite-es256-normal',
+      onlyWhenNamed: true,
+    },
   ];
   if (options.postgresUrl) {
     scenarios.push(
-      { id: 'auth:postgres:cc', label: 'client credentials, ES256 (default)', dialect: 'postgres', alg: 'ES256', kind: 'cc', instance: 'postgres-es256' },
-      { id: 'auth:postgres:flow', label: `login + consent + code exchange, ${FLOW_CONCURRENCY} concurrent`, dialect: 'postgres', alg: 'ES256', kind: 'flow', instance: 'postgres-es256' },
+      {
+        id: 'auth:postgres:cc',
+        label: 'client credentials, ES256 (default)',
+        dialect: 'postgres',
+        alg: 'ES256',
+        kind: 'cc',
+        instance: 'postgres-es256',
+      },
+      {
+        id: 'auth:postgres:flow',
+        label: `login + consent + code exchange, ${FLOW_CONCURRENCY} concurrent`,
+        dialect: 'postgres',
+        alg: 'ES256',
+        kind: 'flow',
+        instance: 'postgres-es256',
+      },
     );
   }
   const wanted = (scenario: AuthScenario) => (options.only ? options.only.has(scenario.id) : !scenario.onlyWhenNamed);
   const needed = new Set(scenarios.filter(wanted).map((s) => s.instance));
   const machine = machineInfo();
-  console.log(`Signet authorization-server benchmark — ${machine.cpus} × ${machine.model}, ${machine.memory}, Node ${machine.node}`);
-  console.log(`${options.seconds} s per scenario after ${options.warmupSeconds} s warm-up; client credentials: autocannon, ${options.connections} connections, pipelining ${options.pipelining}; flows: ${FLOW_CONCURRENCY} at a time${options.profileDir ? `; profiling into ${options.profileDir}` : ''}\n`);
+  console.log(
+    `Signet authorization-server benchmark — ${machine.cpus} × ${machine.model}, ${machine.memory}, Node ${machine.node}`,
+  );
+  console.log(
+    `${options.seconds} s per scenario after ${options.warmupSeconds} s warm-up; client credentials: autocannon, ${options.connections} connections, pipelining ${options.pipelining}; flows: ${FLOW_CONCURRENCY} at a time${options.profileDir ? `; profiling into ${options.profileDir}` : ''}\n`,
+  );
 
-  const servers = await startAuthServers(specs.filter((s) => needed.has(s.name)), options);
+  const servers = await startAuthServers(
+    specs.filter((s) => needed.has(s.name)),
+    options,
+  );
   let exitCode: number;
   try {
     const rows: AuthRow[] = [await measureBare('bare', 'GET /bare (bare Fastify)', options)];
     for (const scenario of scenarios) if (wanted(scenario)) rows.push(await measure(servers, scenario, options));
-    if (!options.only || options.only.has('bare-end')) rows.push(await measureBare('bare-end', 'GET /bare again (drift check)', options));
+    if (!options.only || options.only.has('bare-end'))
+      rows.push(await measureBare('bare-end', 'GET /bare again (drift check)', options));
     console.log(`\n${formatAuthTable(rows, AUTH_TARGETS)}`);
-    const settings = { seconds: options.seconds, warmupSeconds: options.warmupSeconds, connections: options.connections, pipelining: options.pipelining, flowConcurrency: FLOW_CONCURRENCY, requestsPerFlow: REQUESTS_PER_FLOW };
+    const settings = {
+      seconds: options.seconds,
+      warmupSeconds: options.warmupSeconds,
+      connections: options.connections,
+      pipelining: options.pipelining,
+      flowConcurrency: FLOW_CONCURRENCY,
+      requestsPerFlow: REQUESTS_PER_FLOW,
+    };
     exitCode = finishRun({
       failed: rows.some((r) => r.unexpected > 0),
       failure: 'some requests or flows failed',
       docsFile: options.docsFile,
-      write: options.writeDocs ? (file) => updateAuthDocs(file, { rows, targets: AUTH_TARGETS, machine, settings, date: new Date() }) : undefined,
+      write: options.writeDocs
+        ? (file) => updateAuthDocs(file, { rows, targets: AUTH_TARGETS, machine, settings, date: new Date() })
+        : undefined,
       profileDir: options.profileDir,
     });
   } catch (err) {

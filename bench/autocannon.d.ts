@@ -5,7 +5,10 @@ declare module 'autocannon' {
     path?: string;
     headers?: Record<string, string>;
     body?: string | Buffer;
-    setupRequest?: (request: AutocannonRequest & { headers: Record<string, string> }, context: Record<string, unknown>) => AutocannonRequest | null;
+    setupRequest?: (
+      request: AutocannonRequest & { headers: Record<string, string> },
+      context: Record<string, unknown>,
+    ) => AutocannonRequest | null;
   }
 
   export interface AutocannonOptions {

@@ -10,9 +10,19 @@ import { Session } from 'node:inspector/promises';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 
-export type MeasuredMessage = { type: 'measured'; label: string; cpuUserUs: number; cpuSystemUs: number; elapsedMs: number; eventLoopUtilization: number; requests: number; profile: string | undefined };
+export type MeasuredMessage = {
+  type: 'measured';
+  label: string;
+  cpuUserUs: number;
+  cpuSystemUs: number;
+  elapsedMs: number;
+  eventLoopUtilization: number;
+  requests: number;
+  profile: string | undefined;
+};
 export type ControlReply = { type: 'measure-started' } | MeasuredMessage | { type: 'error'; message: string };
-export type ControlMessage = { type: 'measure-start'; label: string } | { type: 'measure-stop'; label: string } | { type: 'shutdown' };
+export type ControlMessage =
+  { type: 'measure-start'; label: string } | { type: 'measure-stop'; label: string } | { type: 'shutdown' };
 
 export interface ChildControlOptions {
   requestCount: () => number;
@@ -29,7 +39,14 @@ export function sendToParent(message: unknown): void {
 
 export function serveChildControl(options: ChildControlOptions): void {
   let session: Session | undefined;
-  let window: { cpu: NodeJS.CpuUsage; elu: ReturnType<typeof performance.eventLoopUtilization>; startedAt: number; requests: number } | undefined;
+  let window:
+    | {
+        cpu: NodeJS.CpuUsage;
+        elu: ReturnType<typeof performance.eventLoopUtilization>;
+        startedAt: number;
+        requests: number;
+      }
+    | undefined;
 
   const measureStart = async (): Promise<void> => {
     if (profileDir) {
@@ -40,10 +57,19 @@ export function serveChildControl(options: ChildControlOptions): void {
       await session.post('Profiler.start');
       if (heapProfile) {
         await session.post('HeapProfiler.enable');
-        await session.post('HeapProfiler.startSampling', { samplingInterval: 8192, includeObjectsCollectedByMinorGC: true, includeObjectsCollectedByMajorGC: true } as never);
+        await session.post('HeapProfiler.startSampling', {
+          samplingInterval: 8192,
+          includeObjectsCollectedByMinorGC: true,
+          includeObjectsCollectedByMajorGC: true,
+        } as never);
       }
     }
-    window = { cpu: process.cpuUsage(), elu: performance.eventLoopUtilization(), startedAt: performance.now(), requests: options.requestCount() };
+    window = {
+      cpu: process.cpuUsage(),
+      elu: performance.eventLoopUtilization(),
+      startedAt: performance.now(),
+      requests: options.requestCount(),
+    };
   };
 
   const measureStop = async (label: string): Promise<MeasuredMessage> => {
@@ -66,7 +92,16 @@ export function serveChildControl(options: ChildControlOptions): void {
       profile = join(profileDir, `${label}.cpuprofile`);
       writeFileSync(profile, JSON.stringify(data));
     }
-    return { type: 'measured', label, cpuUserUs: cpu.user, cpuSystemUs: cpu.system, elapsedMs, eventLoopUtilization: elu.utilization, requests, profile };
+    return {
+      type: 'measured',
+      label,
+      cpuUserUs: cpu.user,
+      cpuSystemUs: cpu.system,
+      elapsedMs,
+      eventLoopUtilization: elu.utilization,
+      requests,
+      profile,
+    };
   };
 
   process.on('message', (message: ControlMessage) => {
@@ -88,10 +123,14 @@ export function serveChildControl(options: ChildControlOptions): void {
 }
 
 /** Shutdown of a child that serves apps on throw-away databases: close them all, drop the databases, exit. */
-export function closeAppsAndDrop(apps: readonly { close(): Promise<unknown> }[], databases: readonly { drop(): Promise<void> }[]): (code: number) => Promise<never> {
+export function closeAppsAndDrop(
+  apps: readonly { close(): Promise<unknown> }[],
+  databases: readonly { drop(): Promise<void> }[],
+): (code: number) => Promise<never> {
   return async (code) => {
     for (const app of apps) await app.close().catch(() => undefined);
-    for (const db of databases) await db.drop().catch((err) => console.error(`could not drop a benchmark database: ${(err as Error).message}`));
+    for (const db of databases)
+      await db.drop().catch((err) => console.error(`could not drop a benchmark database: ${(err as Error).message}`));
     process.exit(code);
   };
 }
@@ -109,8 +148,16 @@ export interface BenchChild<M extends { type: string }, Out extends { type: stri
 }
 
 /** Forks a benchmark server script and waits for its `ready` message; an `error` message or an exit rejects every wait. */
-export async function forkBenchChild<M extends { type: string }, Out extends { type: string } = ControlMessage>(script: string, env: Record<string, string>, name: string, stopTimeoutMs = 15_000): Promise<BenchChild<M, Out>> {
-  const child: ChildProcess = fork(script, [], { env: { ...process.env, ...env }, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+export async function forkBenchChild<M extends { type: string }, Out extends { type: string } = ControlMessage>(
+  script: string,
+  env: Record<string, string>,
+  name: string,
+  stopTimeoutMs = 15_000,
+): Promise<BenchChild<M, Out>> {
+  const child: ChildProcess = fork(script, [], {
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
   const waiters: Array<{ type: M['type']; resolve: (m: M) => void; reject: (e: Error) => void }> = [];
   child.on('message', (message: M | { type: 'error'; message: string }) => {
     if (message.type === 'error') {

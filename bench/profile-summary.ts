@@ -43,7 +43,14 @@ const REQUESTS = option('--requests');
 /** Extra section: inclusive time of the functions whose "name  owner:line" matches this pattern. */
 const MATCH = option('--match');
 
-const files = args.flatMap((arg) => (statSync(arg).isDirectory() ? readdirSync(arg).filter((f) => f.endsWith('.cpuprofile')).sort().map((f) => join(arg, f)) : [arg]));
+const files = args.flatMap((arg) =>
+  statSync(arg).isDirectory()
+    ? readdirSync(arg)
+        .filter((f) => f.endsWith('.cpuprofile'))
+        .sort()
+        .map((f) => join(arg, f))
+    : [arg],
+);
 if (files.length === 0) {
   console.error('usage: profile-summary.ts <dir|file.cpuprofile>… [--top N] [--requests N]');
   process.exit(2);
@@ -63,7 +70,13 @@ function ownerOf(frame: CallFrame): string | undefined {
   }
   const src = url.search(/\/(src|bench|test)\//);
   if (src >= 0) return url.slice(src + 1);
-  if (url.startsWith('node:')) return url.replace(/^node:internal\/(deps\/)?/, 'node:').replace(/\/[^/]*$/, (m) => m).split('/').slice(0, 2).join('/');
+  if (url.startsWith('node:'))
+    return url
+      .replace(/^node:internal\/(deps\/)?/, 'node:')
+      .replace(/\/[^/]*$/, (m) => m)
+      .split('/')
+      .slice(0, 2)
+      .join('/');
   return url.replace(/^file:\/\//, '');
 }
 
@@ -75,7 +88,9 @@ function frameKey(frame: CallFrame): string {
 function summarise(file: string): void {
   const profile = JSON.parse(readFileSync(file, 'utf8')) as Profile;
   const metaFile = file.replace(/\.cpuprofile$/, '.meta.json');
-  const meta = existsSync(metaFile) ? (JSON.parse(readFileSync(metaFile, 'utf8')) as { requests: number; label?: string; scenario?: string }) : undefined;
+  const meta = existsSync(metaFile)
+    ? (JSON.parse(readFileSync(metaFile, 'utf8')) as { requests: number; label?: string; scenario?: string })
+    : undefined;
   const requests = Number(REQUESTS ?? meta?.requests ?? 0);
 
   const byId = new Map<number, ProfileNode>();
@@ -86,7 +101,9 @@ function summarise(file: string): void {
   }
   // Sample i lasts until sample i+1 (DevTools' convention); the last one gets the average.
   const n = profile.samples.length;
-  const durations = profile.samples.map((_, i) => (i + 1 < n ? profile.timeDeltas[i + 1]! : (profile.endTime - profile.startTime) / n));
+  const durations = profile.samples.map((_, i) =>
+    i + 1 < n ? profile.timeDeltas[i + 1]! : (profile.endTime - profile.startTime) / n,
+  );
 
   const self = new Map<string, number>();
   const owners = new Map<string, number>();
@@ -134,10 +151,15 @@ function summarise(file: string): void {
   const per = (us: number) => (requests > 0 ? `${(us / requests).toFixed(2).padStart(7)} µs/req` : '');
   const pct = (us: number) => `${((us / busy) * 100).toFixed(1).padStart(5)}%`;
   const top = (map: Map<string, number>, filter: (k: string) => boolean = () => true) =>
-    [...map.entries()].filter(([k]) => filter(k)).sort((a, b) => b[1] - a[1]).slice(0, TOP);
+    [...map.entries()]
+      .filter(([k]) => filter(k))
+      .sort((a, b) => b[1] - a[1])
+      .slice(0, TOP);
 
   console.log(`\n=== ${meta?.scenario ?? basename(file)}${meta?.label ? ` — ${meta.label}` : ''}`);
-  console.log(`window ${(total / 1e6).toFixed(1)} s, busy ${((busy / total) * 100).toFixed(0)}%, ${requests || '?'} requests${requests ? `, busy ${(busy / requests).toFixed(1)} µs/req` : ''}`);
+  console.log(
+    `window ${(total / 1e6).toFixed(1)} s, busy ${((busy / total) * 100).toFixed(0)}%, ${requests || '?'} requests${requests ? `, busy ${(busy / requests).toFixed(1)} µs/req` : ''}`,
+  );
   console.log(`\n-- self time by function (top ${TOP})`);
   for (const [k, us] of top(self)) console.log(`${per(us)} ${pct(us)}  ${k}`);
   console.log('\n-- self time by package / file (native frames charged to their JS caller)');
@@ -180,7 +202,9 @@ function summariseHeap(file: string, requests: number): void {
   walk(head, undefined);
   const per = (bytes: number) => `${(bytes / requests).toFixed(0).padStart(7)} B/req`;
   const pct = (bytes: number) => `${((bytes / total) * 100).toFixed(1).padStart(5)}%`;
-  console.log(`\n-- allocations (sampled, incl. objects already collected): ${(total / requests / 1024).toFixed(1)} KiB/req`);
+  console.log(
+    `\n-- allocations (sampled, incl. objects already collected): ${(total / requests / 1024).toFixed(1)} KiB/req`,
+  );
   console.log('   by package / file (native allocations charged to their JS caller):');
   for (const [k, b] of [...owners].sort((a, c) => c[1] - a[1]).slice(0, TOP)) console.log(`${per(b)} ${pct(b)}  ${k}`);
   console.log('   by function:');
@@ -191,6 +215,9 @@ for (const file of files) {
   summarise(file);
   const heap = file.replace(/\.cpuprofile$/, '.heapprofile');
   const metaFile = file.replace(/\.cpuprofile$/, '.meta.json');
-  const requests = Number(REQUESTS ?? (existsSync(metaFile) ? (JSON.parse(readFileSync(metaFile, 'utf8')) as { requests: number }).requests : 0));
+  const requests = Number(
+    REQUESTS ??
+      (existsSync(metaFile) ? (JSON.parse(readFileSync(metaFile, 'utf8')) as { requests: number }).requests : 0),
+  );
   if (existsSync(heap) && requests > 0) summariseHeap(heap, requests);
 }

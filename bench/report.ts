@@ -45,7 +45,13 @@ export function machineInfo(): Machine {
   } catch {
     // not Linux
   }
-  return { cpus: availableParallelism(), model, memory: `${(totalmem() / 2 ** 30).toFixed(1)} GiB`, node: process.version, os: `Linux ${release()}` };
+  return {
+    cpus: availableParallelism(),
+    model,
+    memory: `${(totalmem() / 2 ** 30).toFixed(1)} GiB`,
+    node: process.version,
+    os: `Linux ${release()}`,
+  };
 }
 
 /**
@@ -102,17 +108,31 @@ function tableRows(rows: Row[], targets: Record<string, number>): string[][] {
       targetCell(row, bare, targets),
       Number.isFinite(row.serverCpuUsPerRequest) ? row.serverCpuUsPerRequest.toFixed(0) : '',
       `${(row.serverElu * 100).toFixed(0)}%`,
-      row.unexpected === 0 ? `all ${row.expectStatus}` : `!! ${row.unexpected} not ${row.expectStatus}: ${JSON.stringify(row.statusCodes)}`,
+      row.unexpected === 0
+        ? `all ${row.expectStatus}`
+        : `!! ${row.unexpected} not ${row.expectStatus}: ${JSON.stringify(row.statusCodes)}`,
     ];
   });
 }
 
-const HEADER = ['Scenario', 'DB', 'req/s (avg)', 'p50 ms', 'p99 ms', '× bare', 'Target', 'server CPU µs/req', 'server ELU', 'Responses'];
+const HEADER = [
+  'Scenario',
+  'DB',
+  'req/s (avg)',
+  'p50 ms',
+  'p99 ms',
+  '× bare',
+  'Target',
+  'server CPU µs/req',
+  'server ELU',
+  'Responses',
+];
 
 /** A plain-text table for the terminal: columns padded, those in `right` aligned right. */
 export function textTable(header: readonly string[], body: string[][], right: (column: number) => boolean): string {
   const widths = header.map((h, i) => Math.max(h.length, ...body.map((r) => r[i]!.length)));
-  const line = (cells: readonly string[]) => cells.map((c, i) => (right(i) ? c.padStart(widths[i]!) : c.padEnd(widths[i]!))).join('  ');
+  const line = (cells: readonly string[]) =>
+    cells.map((c, i) => (right(i) ? c.padStart(widths[i]!) : c.padEnd(widths[i]!))).join('  ');
   return [line(header), widths.map((w) => '-'.repeat(w)).join('  '), ...body.map(line)].join('\n');
 }
 
@@ -146,7 +166,8 @@ export function revision(): string {
   return git(['status', '--porcelain', '--', 'src']) ? `${head} + uncommitted src/ changes` : head;
 }
 
-const HISTORY_HEADER = '| Date | Revision | DB | s/scenario | bare req/s | GET × | 304 × | POST × | GET RS256/ES256 | Targets |\n|---|---|---|---:|---:|---:|---:|---:|---:|---|';
+const HISTORY_HEADER =
+  '| Date | Revision | DB | s/scenario | bare req/s | GET × | 304 × | POST × | GET RS256/ES256 | Targets |\n|---|---|---|---:|---:|---:|---:|---:|---:|---|';
 
 const TEMPLATE = `# Benchmarks
 
@@ -225,7 +246,9 @@ function historyLines(report: Report, rev: string): string[] {
 function latestSection(report: Report, rev: string): string {
   const { machine, settings } = report;
   const bare = baselineOf(report.rows);
-  const missed = report.rows.filter((r) => report.targets[r.kind] !== undefined && bare && r.rps / bare < report.targets[r.kind]!);
+  const missed = report.rows.filter(
+    (r) => report.targets[r.kind] !== undefined && bare && r.rps / bare < report.targets[r.kind]!,
+  );
   const find = (id: string) => report.rows.find((r) => r.id === id);
   const pairs: string[] = [];
   for (const [a, b, what] of [
@@ -234,7 +257,10 @@ function latestSection(report: Report, rev: string): string {
   ] as const) {
     const es = find(a);
     const rs = find(b);
-    if (es && rs) pairs.push(`${what}: RS256 ${int(rs.rps)} vs ES256 ${int(es.rps)} req/s (${(rs.rps / es.rps).toFixed(2)}×), ${rs.serverCpuUsPerRequest.toFixed(0)} vs ${es.serverCpuUsPerRequest.toFixed(0)} µs CPU/req`);
+    if (es && rs)
+      pairs.push(
+        `${what}: RS256 ${int(rs.rps)} vs ES256 ${int(es.rps)} req/s (${(rs.rps / es.rps).toFixed(2)}×), ${rs.serverCpuUsPerRequest.toFixed(0)} vs ${es.serverCpuUsPerRequest.toFixed(0)} µs CPU/req`,
+      );
   }
   const cached = find('sqlite:get');
   const uncached = find('sqlite:get-nocache');
@@ -249,7 +275,9 @@ function latestSection(report: Report, rev: string): string {
     markdownTable(report.rows, report.targets),
     '',
     ...(pairs.length > 0 ? ['Token algorithm:', '', ...pairs.map((p) => `- ${p}`), ''] : []),
-    ...(cached && uncached ? [`Token cache: ${int(cached.rps)} req/s with it, ${int(uncached.rps)} without (ES256, SQLite).`, ''] : []),
+    ...(cached && uncached
+      ? [`Token cache: ${int(cached.rps)} req/s with it, ${int(uncached.rps)} without (ES256, SQLite).`, '']
+      : []),
   ].join('\n');
 }
 
@@ -264,12 +292,24 @@ export interface DocsMarkers {
 }
 
 /** Replaces a suite's "Latest run" section and appends its lines to the history table. */
-export function writeDocsSections(file: string, markers: DocsMarkers, render: (rev: string) => { latest: string; history: string }, template = '# Benchmarks\n'): void {
+export function writeDocsSections(
+  file: string,
+  markers: DocsMarkers,
+  render: (rev: string) => { latest: string; history: string },
+  template = '# Benchmarks\n',
+): void {
   const tag = (part: string) => `<!-- bench:${markers.suite ? `${markers.suite}:` : ''}${part} -->`;
-  const [latestStart, latestEnd, historyStart, historyEnd] = [tag('latest:start'), tag('latest:end'), tag('history:start'), tag('history:end')];
+  const [latestStart, latestEnd, historyStart, historyEnd] = [
+    tag('latest:start'),
+    tag('latest:end'),
+    tag('history:start'),
+    tag('history:end'),
+  ];
   let text = existsSync(file) ? readFileSync(file, 'utf8') : template;
-  if (!text.includes(latestStart) || !text.includes(latestEnd)) text += `${markers.latestHeading}${latestStart}\n${latestEnd}\n`;
-  if (!text.includes(historyStart) || !text.includes(historyEnd)) text += `${markers.historyHeading}${historyStart}\n${markers.historyHeader}\n${historyEnd}\n`;
+  if (!text.includes(latestStart) || !text.includes(latestEnd))
+    text += `${markers.latestHeading}${latestStart}\n${latestEnd}\n`;
+  if (!text.includes(historyStart) || !text.includes(historyEnd))
+    text += `${markers.historyHeading}${historyStart}\n${markers.historyHeader}\n${historyEnd}\n`;
   const { latest, history } = render(revision());
   const start = text.indexOf(latestStart) + latestStart.length;
   text = `${text.slice(0, start)}\n${latest}\n${text.slice(text.indexOf(latestEnd))}`;
@@ -280,19 +320,31 @@ export function writeDocsSections(file: string, markers: DocsMarkers, render: (r
 
 export function updateDocs(file: string, report: Report): void {
   const markers = { suite: '', latestHeading: '\n', historyHeading: '\n## History\n\n', historyHeader: HISTORY_HEADER };
-  writeDocsSections(file, markers, (rev) => ({ latest: latestSection(report, rev), history: historyLines(report, rev).join('\n') }), TEMPLATE);
+  writeDocsSections(
+    file,
+    markers,
+    (rev) => ({ latest: latestSection(report, rev), history: historyLines(report, rev).join('\n') }),
+    TEMPLATE,
+  );
 }
 
 /**
  * The end of every benchmark run: failed requests make the exit code 1, the docs are rewritten when
  * asked (`write` given), and profiles, when taken, are pointed at. Returns the exit code.
  */
-export function finishRun(run: { failed: boolean; failure: string; docsFile: string; write: ((file: string) => void) | undefined; profileDir: string | undefined }): number {
+export function finishRun(run: {
+  failed: boolean;
+  failure: string;
+  docsFile: string;
+  write: ((file: string) => void) | undefined;
+  profileDir: string | undefined;
+}): number {
   if (run.failed) console.error(`\n${run.failure}: see the "!!" lines above`);
   if (run.write) {
     run.write(run.docsFile);
     console.log(`\nwrote ${run.docsFile}`);
   }
-  if (run.profileDir) console.log(`\nprofiles: ${run.profileDir}\nsummarise: npx node bench/profile-summary.ts ${run.profileDir}`);
+  if (run.profileDir)
+    console.log(`\nprofiles: ${run.profileDir}\nsummarise: npx node bench/profile-summary.ts ${run.profileDir}`);
   return run.failed ? 1 : 0;
 }

@@ -43,13 +43,21 @@ const SECONDS = positive('BENCH_SECONDS', 10);
 const WARMUP_SECONDS = positive('BENCH_WARMUP_SECONDS', Math.min(2, SECONDS), true);
 const CONNECTIONS = positive('BENCH_CONNECTIONS', 50);
 const PIPELINING = positive('BENCH_PIPELINING', 1);
-const ONLY = process.env.BENCH_SCENARIOS ? new Set(process.env.BENCH_SCENARIOS.split(',').map((s) => s.trim())) : undefined;
+const ONLY = process.env.BENCH_SCENARIOS
+  ? new Set(process.env.BENCH_SCENARIOS.split(',').map((s) => s.trim()))
+  : undefined;
 const POSTGRES_URL = process.env.BENCH_POSTGRES_URL || undefined;
-const PROFILE_DIR = process.env.BENCH_PROFILE === '1' ? join(here, 'profiles', new Date().toISOString().replace(/[:.]/g, '-')) : undefined;
-const WRITE_DOCS = process.env.BENCH_DOCS ? process.env.BENCH_DOCS === '1' : ONLY === undefined && PROFILE_DIR === undefined;
+const PROFILE_DIR =
+  process.env.BENCH_PROFILE === '1'
+    ? join(here, 'profiles', new Date().toISOString().replace(/[:.]/g, '-'))
+    : undefined;
+const WRITE_DOCS = process.env.BENCH_DOCS
+  ? process.env.BENCH_DOCS === '1'
+  : ONLY === undefined && PROFILE_DIR === undefined;
 /** `npm run bench` (or `-- api`): the resource API; `-- auth`: the authorization server; `-- webhooks`: webhook deliveries. */
 const SUITE = process.argv[2] ?? 'api';
-if (SUITE !== 'api' && SUITE !== 'auth' && SUITE !== 'webhooks') throw new Error(`unknown benchmark suite "${SUITE}" (api, auth or webhooks)`);
+if (SUITE !== 'api' && SUITE !== 'auth' && SUITE !== 'webhooks')
+  throw new Error(`unknown benchmark suite "${SUITE}" (api, auth or webhooks)`);
 
 /** Throughput targets, as a fraction of the bare route's req/s. */
 export const TARGETS: Record<string, number> = { get: 0.5, 'get-304': 0.5, post: 0.25 };
@@ -58,7 +66,8 @@ function positive(name: string, fallback: number, zeroOk = false): number {
   const raw = process.env[name];
   if (raw === undefined || raw === '') return fallback;
   const value = Number(raw);
-  if (!Number.isFinite(value) || value < 0 || (!zeroOk && value === 0)) throw new Error(`${name} must be a ${zeroOk ? 'non-negative' : 'positive'} number`);
+  if (!Number.isFinite(value) || value < 0 || (!zeroOk && value === 0))
+    throw new Error(`${name} must be a ${zeroOk ? 'non-negative' : 'positive'} number`);
   return value;
 }
 
@@ -75,7 +84,12 @@ interface ServerProcess {
 
 async function startServers(jwksFile: string, specs: InstanceSpec[]): Promise<ServerProcess> {
   if (PROFILE_DIR) mkdirSync(PROFILE_DIR, { recursive: true });
-  const child = await forkBenchChild<ServerMessage>(join(here, 'server.ts'), { BENCH_JWKS_FILE: jwksFile, BENCH_INSTANCES: JSON.stringify(specs), BENCH_PROFILE_DIR: PROFILE_DIR ?? '' }, 'server process', 10_000);
+  const child = await forkBenchChild<ServerMessage>(
+    join(here, 'server.ts'),
+    { BENCH_JWKS_FILE: jwksFile, BENCH_INSTANCES: JSON.stringify(specs), BENCH_PROFILE_DIR: PROFILE_DIR ?? '' },
+    'server process',
+    10_000,
+  );
   return { bare: child.ready.bare, instances: child.ready.instances, request: child.request, stop: child.stop };
 }
 
@@ -103,13 +117,19 @@ interface Seed {
 async function seed(port: number, writeToken: string): Promise<Seed> {
   const base = `http://127.0.0.1:${port}`;
   const auth = { authorization: `Bearer ${writeToken}` };
-  const created = await fetch(`${base}/api/orders`, { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: JSON.stringify(orderBody()) });
-  if (created.status !== 201) throw new Error(`seeding: POST /api/orders answered ${created.status}: ${await created.text()}`);
+  const created = await fetch(`${base}/api/orders`, {
+    method: 'POST',
+    headers: { ...auth, 'content-type': 'application/json' },
+    body: JSON.stringify(orderBody()),
+  });
+  if (created.status !== 201)
+    throw new Error(`seeding: POST /api/orders answered ${created.status}: ${await created.text()}`);
   const { Id: orderId } = (await created.json()) as { Id: number };
   const read = await fetch(`${base}/api/orders/${orderId}`, { headers: auth });
   const etag = read.headers.get('etag');
   await read.arrayBuffer();
-  if (read.status !== 200 || !etag) throw new Error(`seeding: GET /api/orders/${orderId} answered ${read.status} (etag ${etag})`);
+  if (read.status !== 200 || !etag)
+    throw new Error(`seeding: GET /api/orders/${orderId} answered ${read.status} (etag ${etag})`);
   const cached = await fetch(`${base}/api/orders/${orderId}`, { headers: { ...auth, 'if-none-match': etag } });
   await cached.arrayBuffer();
   if (cached.status !== 304) throw new Error(`seeding: conditional GET answered ${cached.status}, not 304`);
@@ -120,7 +140,12 @@ function orderBody(): { CustomerId: string; Total: number; Currency: string } {
   return { CustomerId: '3f2504e0-4f89-41d3-9a0c-0305e82c3301', Total: 19.99, Currency: 'USD' };
 }
 
-async function scenariosFor(dialect: string, port: number, issuer: BenchIssuer, noCachePort: number | undefined): Promise<Scenario[]> {
+async function scenariosFor(
+  dialect: string,
+  port: number,
+  issuer: BenchIssuer,
+  noCachePort: number | undefined,
+): Promise<Scenario[]> {
   const scope = 'orders:read orders:write';
   const es256 = await issuer.token('ES256', scope);
   const rs256 = await issuer.token('RS256', scope);
@@ -130,9 +155,33 @@ async function scenariosFor(dialect: string, port: number, issuer: BenchIssuer, 
   const runId = Math.random().toString(36).slice(2, 10);
   let counter = 0;
   const list: Scenario[] = [
-    { id: `${dialect}:get`, label: 'GET /api/orders/{id} (ES256)', dialect, kind: 'get', port, expectStatus: 200, requests: [{ method: 'GET', path, headers: bearer(es256) }] },
-    { id: `${dialect}:get-rs256`, label: 'GET /api/orders/{id} (RS256)', dialect, kind: 'get-rs256', port, expectStatus: 200, requests: [{ method: 'GET', path, headers: bearer(rs256) }] },
-    { id: `${dialect}:get-304`, label: 'GET … If-None-Match → 304', dialect, kind: 'get-304', port, expectStatus: 304, requests: [{ method: 'GET', path, headers: { ...bearer(es256), 'if-none-match': etag } }] },
+    {
+      id: `${dialect}:get`,
+      label: 'GET /api/orders/{id} (ES256)',
+      dialect,
+      kind: 'get',
+      port,
+      expectStatus: 200,
+      requests: [{ method: 'GET', path, headers: bearer(es256) }],
+    },
+    {
+      id: `${dialect}:get-rs256`,
+      label: 'GET /api/orders/{id} (RS256)',
+      dialect,
+      kind: 'get-rs256',
+      port,
+      expectStatus: 200,
+      requests: [{ method: 'GET', path, headers: bearer(rs256) }],
+    },
+    {
+      id: `${dialect}:get-304`,
+      label: 'GET … If-None-Match → 304',
+      dialect,
+      kind: 'get-304',
+      port,
+      expectStatus: 304,
+      requests: [{ method: 'GET', path, headers: { ...bearer(es256), 'if-none-match': etag } }],
+    },
     {
       id: `${dialect}:post`,
       label: 'POST /api/orders + Idempotency-Key',
@@ -147,25 +196,60 @@ async function scenariosFor(dialect: string, port: number, issuer: BenchIssuer, 
           headers: { ...bearer(es256), 'content-type': 'application/json' },
           body: JSON.stringify(orderBody()),
           // A fresh key per request: every POST creates an order (no replays).
-          setupRequest: (request) => ({ ...request, headers: { ...request.headers, 'idempotency-key': `bench-${runId}-${++counter}` } }),
+          setupRequest: (request) => ({
+            ...request,
+            headers: { ...request.headers, 'idempotency-key': `bench-${runId}-${++counter}` },
+          }),
         },
       ],
     },
-    { id: `${dialect}:401`, label: 'GET without token → 401', dialect, kind: '401', port, expectStatus: 401, requests: [{ method: 'GET', path }] },
+    {
+      id: `${dialect}:401`,
+      label: 'GET without token → 401',
+      dialect,
+      kind: '401',
+      port,
+      expectStatus: 401,
+      requests: [{ method: 'GET', path }],
+    },
   ];
   if (noCachePort !== undefined) {
     const seeded = await seed(noCachePort, es256);
     const p = `/api/orders/${seeded.orderId}`;
     list.push(
-      { id: `${dialect}:get-nocache`, label: 'GET, token cache off (ES256)', dialect, kind: 'get-nocache', port: noCachePort, expectStatus: 200, requests: [{ method: 'GET', path: p, headers: bearer(es256) }] },
-      { id: `${dialect}:get-nocache-rs256`, label: 'GET, token cache off (RS256)', dialect, kind: 'get-nocache-rs256', port: noCachePort, expectStatus: 200, requests: [{ method: 'GET', path: p, headers: bearer(rs256) }] },
+      {
+        id: `${dialect}:get-nocache`,
+        label: 'GET, token cache off (ES256)',
+        dialect,
+        kind: 'get-nocache',
+        port: noCachePort,
+        expectStatus: 200,
+        requests: [{ method: 'GET', path: p, headers: bearer(es256) }],
+      },
+      {
+        id: `${dialect}:get-nocache-rs256`,
+        label: 'GET, token cache off (RS256)',
+        dialect,
+        kind: 'get-nocache-rs256',
+        port: noCachePort,
+        expectStatus: 200,
+        requests: [{ method: 'GET', path: p, headers: bearer(rs256) }],
+      },
     );
   }
   return list;
 }
 
 function bareScenario(port: number, id: string, label: string): Scenario {
-  return { id, label, dialect: '-', kind: 'bare', port, expectStatus: 200, requests: [{ method: 'GET', path: '/bare' }] };
+  return {
+    id,
+    label,
+    dialect: '-',
+    kind: 'bare',
+    port,
+    expectStatus: 200,
+    requests: [{ method: 'GET', path: '/bare' }],
+  };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -173,7 +257,14 @@ function bareScenario(port: number, id: string, label: string): Scenario {
 // ---------------------------------------------------------------------------------------------
 
 function cannon(scenario: Scenario, seconds: number): Promise<Result> {
-  return autocannon({ url: `http://127.0.0.1:${scenario.port}`, connections: CONNECTIONS, pipelining: PIPELINING, duration: seconds, timeout: 10, requests: scenario.requests });
+  return autocannon({
+    url: `http://127.0.0.1:${scenario.port}`,
+    connections: CONNECTIONS,
+    pipelining: PIPELINING,
+    duration: seconds,
+    timeout: 10,
+    requests: scenario.requests,
+  });
 }
 
 async function measure(servers: ServerProcess, scenario: Scenario): Promise<Row> {
@@ -181,11 +272,23 @@ async function measure(servers: ServerProcess, scenario: Scenario): Promise<Row>
   if (WARMUP_SECONDS > 0) await cannon(scenario, WARMUP_SECONDS);
   await servers.request({ type: 'measure-start', label: scenario.id.replace(/[^a-z0-9-]+/gi, '_') }, 'measure-started');
   const result = await cannon(scenario, SECONDS);
-  const server = (await servers.request({ type: 'measure-stop', label: scenario.id.replace(/[^a-z0-9-]+/gi, '_') }, 'measured')) as Extract<ServerMessage, { type: 'measured' }>;
+  const server = (await servers.request(
+    { type: 'measure-stop', label: scenario.id.replace(/[^a-z0-9-]+/gi, '_') },
+    'measured',
+  )) as Extract<ServerMessage, { type: 'measured' }>;
   const total = Object.values(result.statusCodeStats).reduce((n, s) => n + s.count, 0);
   const expected = result.statusCodeStats[String(scenario.expectStatus)]?.count ?? 0;
   const unexpected = total - expected + result.errors + result.timeouts;
-  if (server.profile) writeFileSync(server.profile.replace(/\.cpuprofile$/, '.meta.json'), JSON.stringify({ scenario: scenario.id, label: scenario.label, requests: server.requests, seconds: server.elapsedMs / 1000 }));
+  if (server.profile)
+    writeFileSync(
+      server.profile.replace(/\.cpuprofile$/, '.meta.json'),
+      JSON.stringify({
+        scenario: scenario.id,
+        label: scenario.label,
+        requests: server.requests,
+        seconds: server.elapsedMs / 1000,
+      }),
+    );
   const row: Row = {
     id: scenario.id,
     label: scenario.label,
@@ -201,7 +304,9 @@ async function measure(servers: ServerProcess, scenario: Scenario): Promise<Row>
     serverCpuUsPerRequest: server.requests > 0 ? (server.cpuUserUs + server.cpuSystemUs) / server.requests : NaN,
     serverElu: server.eventLoopUtilization,
   };
-  console.log(`${Math.round(row.rps).toString().padStart(7)} req/s  p99 ${row.p99.toFixed(1).padStart(6)} ms  server ${row.serverCpuUsPerRequest.toFixed(0).padStart(5)} µs CPU/req  ELU ${(row.serverElu * 100).toFixed(0)}%${unexpected > 0 ? `  !! ${unexpected} unexpected (${JSON.stringify(row.statusCodes)}, errors ${result.errors})` : ''}`);
+  console.log(
+    `${Math.round(row.rps).toString().padStart(7)} req/s  p99 ${row.p99.toFixed(1).padStart(6)} ms  server ${row.serverCpuUsPerRequest.toFixed(0).padStart(5)} µs CPU/req  ELU ${(row.serverElu * 100).toFixed(0)}%${unexpected > 0 ? `  !! ${unexpected} unexpected (${JSON.stringify(row.statusCodes)}, errors ${result.errors})` : ''}`,
+  );
   return row;
 }
 
@@ -269,32 +374,56 @@ if (POSTGRES_URL) specs.push({ name: 'postgres', dialect: 'postgres' });
 
 const machine = machineInfo();
 console.log(`Signet benchmark — ${machine.cpus} × ${machine.model}, ${machine.memory}, Node ${machine.node}`);
-console.log(`${SECONDS} s per scenario after ${WARMUP_SECONDS} s warm-up, ${CONNECTIONS} connections, pipelining ${PIPELINING}${PROFILE_DIR ? `, profiling into ${PROFILE_DIR}` : ''}\n`);
+console.log(
+  `${SECONDS} s per scenario after ${WARMUP_SECONDS} s warm-up, ${CONNECTIONS} connections, pipelining ${PIPELINING}${PROFILE_DIR ? `, profiling into ${PROFILE_DIR}` : ''}\n`,
+);
 
 const servers = await startServers(issuer.jwksFile, specs);
 let exitCode: number;
 try {
   const scenarios: Scenario[] = [bareScenario(servers.bare, 'bare', 'GET /bare (bare Fastify)')];
-  scenarios.push(...(await scenariosFor('sqlite', servers.instances.sqlite!, issuer, servers.instances['sqlite-nocache'])));
+  scenarios.push(
+    ...(await scenariosFor('sqlite', servers.instances.sqlite!, issuer, servers.instances['sqlite-nocache'])),
+  );
   const relaxed = await scenariosFor('sqlite', servers.instances['sqlite-normal']!, issuer, undefined);
-  scenarios.push(...relaxed.filter((s) => s.kind === 'post').map((s) => ({ ...s, id: 'sqlite:post-sync-normal', label: 'POST + Idempotency-Key, SQLITE_SYNCHRONOUS=NORMAL' })));
-  if (servers.instances.postgres !== undefined) scenarios.push(...(await scenariosFor('postgres', servers.instances.postgres, issuer, undefined)));
+  scenarios.push(
+    ...relaxed
+      .filter((s) => s.kind === 'post')
+      .map((s) => ({
+        ...s,
+        id: 'sqlite:post-sync-normal',
+        label: 'POST + Idempotency-Key, SQLITE_SYNCHRONOUS=NORMAL',
+      })),
+  );
+  if (servers.instances.postgres !== undefined)
+    scenarios.push(...(await scenariosFor('postgres', servers.instances.postgres, issuer, undefined)));
   scenarios.push(bareScenario(servers.bare, 'bare-end', 'GET /bare again (drift check)'));
   // Diagnostic only, when asked for by name: bare Fastify sending a response as large as Signet's GET.
-  if (ONLY?.has('bare-sized')) scenarios.push({ ...bareScenario(servers.bare, 'bare-sized', 'GET /bare-sized (bare, Signet-sized response)'), requests: [{ method: 'GET', path: '/bare-sized' }] });
+  if (ONLY?.has('bare-sized'))
+    scenarios.push({
+      ...bareScenario(servers.bare, 'bare-sized', 'GET /bare-sized (bare, Signet-sized response)'),
+      requests: [{ method: 'GET', path: '/bare-sized' }],
+    });
 
   const rows: Row[] = [];
   for (const scenario of scenarios) {
     if (ONLY && !ONLY.has(scenario.id) && !(scenario.kind === 'bare' && scenario.id === 'bare')) continue;
     rows.push(await measure(servers, scenario));
   }
-  const settings = { seconds: SECONDS, warmupSeconds: WARMUP_SECONDS, connections: CONNECTIONS, pipelining: PIPELINING };
+  const settings = {
+    seconds: SECONDS,
+    warmupSeconds: WARMUP_SECONDS,
+    connections: CONNECTIONS,
+    pipelining: PIPELINING,
+  };
   console.log(`\n${formatTable(rows, TARGETS)}`);
   exitCode = finishRun({
     failed: rows.some((r) => r.unexpected > 0),
     failure: 'some responses had an unexpected status',
     docsFile: join(root, 'docs', 'benchmarks.md'),
-    write: WRITE_DOCS ? (file) => updateDocs(file, { rows, targets: TARGETS, machine, settings, date: new Date() }) : undefined,
+    write: WRITE_DOCS
+      ? (file) => updateDocs(file, { rows, targets: TARGETS, machine, settings, date: new Date() })
+      : undefined,
     profileDir: PROFILE_DIR,
   });
 } catch (err) {

@@ -13,9 +13,19 @@
 import Fastify, { type FastifyInstance } from 'fastify';
 import { buildApp } from '../src/app.ts';
 import { loadConfig } from '../src/config/config.ts';
-import { createTestDatabase, type TestDatabase as BenchDatabase, type TestDialect as BenchDialect } from '../test/helpers/databases.ts';
+import {
+  createTestDatabase,
+  type TestDatabase as BenchDatabase,
+  type TestDialect as BenchDialect,
+} from '../test/helpers/databases.ts';
 import { benchServerEnv } from './tokens.ts';
-import { closeAppsAndDrop, sendToParent, serveChildControl, type ControlMessage, type ControlReply } from './child-control.ts';
+import {
+  closeAppsAndDrop,
+  sendToParent,
+  serveChildControl,
+  type ControlMessage,
+  type ControlReply,
+} from './child-control.ts';
 
 export interface InstanceSpec {
   name: string;
@@ -31,10 +41,13 @@ if (!jwksFile) {
   console.error('BENCH_JWKS_FILE is required');
   process.exit(2);
 }
-const specs: InstanceSpec[] = process.env.BENCH_INSTANCES ? JSON.parse(process.env.BENCH_INSTANCES) : [{ name: 'sqlite', dialect: 'sqlite' }];
+const specs: InstanceSpec[] = process.env.BENCH_INSTANCES
+  ? JSON.parse(process.env.BENCH_INSTANCES)
+  : [{ name: 'sqlite', dialect: 'sqlite' }];
 
 const SIZED_HEADERS: Record<string, string> = {
-  'content-security-policy': "default-src 'self';base-uri 'none';font-src 'self' https: data:;form-action 'self';frame-ancestors 'none';img-src 'self' data:;object-src 'none';script-src 'self';script-src-attr 'none';style-src 'self' 'unsafe-inline'",
+  'content-security-policy':
+    "default-src 'self';base-uri 'none';font-src 'self' https: data:;form-action 'self';frame-ancestors 'none';img-src 'self' data:;object-src 'none';script-src 'self';script-src-attr 'none';style-src 'self' 'unsafe-inline'",
   'cross-origin-opener-policy': 'same-origin',
   'cross-origin-resource-policy': 'same-origin',
   'origin-agent-cluster': '?1',
@@ -55,8 +68,22 @@ const SIZED_HEADERS: Record<string, string> = {
   ratelimit: '"default";r=99999998;t=60',
 };
 const SIZED_BODY = JSON.stringify({
-  Id: 1, CustomerId: '3f2504e0-4f89-41d3-9a0c-0305e82c3301', Total: 19.99, Currency: 'USD', Status: 'pending', CreatedAtUtc: '2026-11-21T21:15:38.513Z', UpdatedAtUtc: '2026-11-21T21:15:38.513Z',
-  _links: Object.fromEntries(['self', 'pay', 'cancel', 'update', 'delete'].map((k) => [k, { href: `http://127.0.0.1:46441/api/orders/1${k === 'pay' || k === 'cancel' ? `/${k}` : ''}`, method: k === 'self' ? 'GET' : k === 'update' ? 'PUT' : k === 'delete' ? 'DELETE' : 'POST' }])),
+  Id: 1,
+  CustomerId: '3f2504e0-4f89-41d3-9a0c-0305e82c3301',
+  Total: 19.99,
+  Currency: 'USD',
+  Status: 'pending',
+  CreatedAtUtc: '2026-11-21T21:15:38.513Z',
+  UpdatedAtUtc: '2026-11-21T21:15:38.513Z',
+  _links: Object.fromEntries(
+    ['self', 'pay', 'cancel', 'update', 'delete'].map((k) => [
+      k,
+      {
+        href: `http://127.0.0.1:46441/api/orders/1${k === 'pay' || k === 'cancel' ? `/${k}` : ''}`,
+        method: k === 'self' ? 'GET' : k === 'update' ? 'PUT' : k === 'delete' ? 'DELETE' : 'POST',
+      },
+    ]),
+  ),
 });
 
 let requestCount = 0;

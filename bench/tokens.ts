@@ -50,7 +50,16 @@ export async function createBenchIssuer(): Promise<BenchIssuer> {
     token: async (alg, scope) => {
       const now = Math.floor(Date.now() / 1000);
       const clientId = 'bench-client';
-      return new SignJWT({ iss: BENCH_ISSUER, aud: BENCH_RESOURCE, sub: clientId, client_id: clientId, scope, iat: now, exp: now + 3600, jti: randomUUID() })
+      return new SignJWT({
+        iss: BENCH_ISSUER,
+        aud: BENCH_RESOURCE,
+        sub: clientId,
+        client_id: clientId,
+        scope,
+        iat: now,
+        exp: now + 3600,
+        jti: randomUUID(),
+      })
         .setProtectedHeader({ alg, typ: 'at+jwt', kid: `bench-${alg.toLowerCase()}` })
         .sign(keys[alg]);
     },

@@ -64,7 +64,8 @@ const wallClock = () => performance.timeOrigin + performance.now();
 
 function statsOf(group: string): GroupStats {
   let stats = groups.get(group);
-  if (!stats) groups.set(group, (stats = { verified: 0, rejected: 0, duplicates: 0, firstAt: NaN, lastAt: NaN, bytes: 0 }));
+  if (!stats)
+    groups.set(group, (stats = { verified: 0, rejected: 0, duplicates: 0, firstAt: NaN, lastAt: NaN, bytes: 0 }));
   return stats;
 }
 
@@ -144,4 +145,9 @@ process.on('message', (message: ReceiverRequest) => {
   }
 });
 
-server.listen(0, '127.0.0.1', () => sendToParent({ type: 'ready', url: `http://127.0.0.1:${(server.address() as AddressInfo).port}` } satisfies ReceiverMessage));
+server.listen(0, '127.0.0.1', () =>
+  sendToParent({
+    type: 'ready',
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+  } satisfies ReceiverMessage),
+);

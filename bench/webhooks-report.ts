@@ -71,7 +71,8 @@ function baselineOf(rows: WebhookRow[]): number | undefined {
   return baselineRate(rows.filter((r) => r.kind === 'baseline').map((r) => r.deliveriesPerSecond));
 }
 
-const int = (n: number | undefined) => (n !== undefined && Number.isFinite(n) ? Math.round(n).toLocaleString('en-US') : '');
+const int = (n: number | undefined) =>
+  n !== undefined && Number.isFinite(n) ? Math.round(n).toLocaleString('en-US') : '';
 const fixed = (n: number, digits: number) => (n === Infinity ? '∞' : Number.isFinite(n) ? n.toFixed(digits) : '');
 const mark = (ok: boolean) => (ok ? '✅' : '❌');
 
@@ -79,15 +80,37 @@ const mark = (ok: boolean) => (ok ? '✅' : '❌');
 function verdicts(row: WebhookRow, baseline: number | undefined, t: WebhookTargets): [string, boolean][] {
   if (row.diagnostic) return [];
   if (row.kind === 'live') {
-    const list: [string, boolean][] = [[`≥ ${int(t.deliveriesPerSecond)}/s`, row.deliveriesPerSecond >= t.deliveriesPerSecond]];
+    const list: [string, boolean][] = [
+      [`≥ ${int(t.deliveriesPerSecond)}/s`, row.deliveriesPerSecond >= t.deliveriesPerSecond],
+    ];
     if (baseline) list.push([`≥ ${t.baselineRatio}×`, row.deliveriesPerSecond / baseline >= t.baselineRatio]);
     return list;
   }
-  if (row.kind === 'latency') return [[`p50 ≤ ${t.p50Ms}`, row.p50 <= t.p50Ms], [`p99 ≤ ${t.p99Ms}`, row.p99 <= t.p99Ms]];
+  if (row.kind === 'latency')
+    return [
+      [`p50 ≤ ${t.p50Ms}`, row.p50 <= t.p50Ms],
+      [`p99 ≤ ${t.p99Ms}`, row.p99 <= t.p99Ms],
+    ];
   return [];
 }
 
-const HEADER = ['Scenario', 'DB', 'deliveries/s', 'orders/s', '× baseline', 'latency p50 / p99 / max ms', 'after 201: p50 / p99 ms', 'Target', 'Signet CPU µs/delivery', 'Signet cores', 'receiver cores', 'load cores', 'other cores', 'Signet ELU', 'Check'];
+const HEADER = [
+  'Scenario',
+  'DB',
+  'deliveries/s',
+  'orders/s',
+  '× baseline',
+  'latency p50 / p99 / max ms',
+  'after 201: p50 / p99 ms',
+  'Target',
+  'Signet CPU µs/delivery',
+  'Signet cores',
+  'receiver cores',
+  'load cores',
+  'other cores',
+  'Signet ELU',
+  'Check',
+];
 const RIGHT = new Set([2, 3, 4, 8, 9, 10, 11, 12, 13]);
 
 function tableRows(rows: WebhookRow[], targets: WebhookTargets): string[][] {
@@ -126,7 +149,11 @@ const HISTORY_HEADER =
 
 function misses(report: WebhookReport): string[] {
   const baseline = baselineOf(report.rows);
-  return report.rows.flatMap((row) => verdicts(row, baseline, report.targets).filter(([, ok]) => !ok).map(([what]) => `${row.dialect} ${row.kind} ${what}`));
+  return report.rows.flatMap((row) =>
+    verdicts(row, baseline, report.targets)
+      .filter(([, ok]) => !ok)
+      .map(([what]) => `${row.dialect} ${row.kind} ${what}`),
+  );
 }
 
 function latestSection(report: WebhookReport, rev: string): string {
@@ -163,6 +190,14 @@ function historyLine(report: WebhookReport, rev: string): string {
 }
 
 export function updateWebhooksDocs(file: string, report: WebhookReport): void {
-  const markers = { suite: 'webhooks', latestHeading: '\n## Webhooks\n\n', historyHeading: '\n### Webhooks history\n\n', historyHeader: HISTORY_HEADER };
-  writeDocsSections(file, markers, (rev) => ({ latest: latestSection(report, rev), history: historyLine(report, rev) }));
+  const markers = {
+    suite: 'webhooks',
+    latestHeading: '\n## Webhooks\n\n',
+    historyHeading: '\n### Webhooks history\n\n',
+    historyHeader: HISTORY_HEADER,
+  };
+  writeDocsSections(file, markers, (rev) => ({
+    latest: latestSection(report, rev),
+    history: historyLine(report, rev),
+  }));
 }

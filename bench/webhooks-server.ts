@@ -28,7 +28,12 @@ import { buildApp } from '../src/app.ts';
 import { loadConfig, type Config } from '../src/config/config.ts';
 import { openDatabase, type DatabaseHandle } from '../src/db/database.ts';
 import { createWebhookRuntime, type WebhookRuntime } from '../src/webhooks/runtime.ts';
-import { TEST_WEBHOOK_SECRET_KEY, createTestDatabase, type TestDatabase, type TestDialect } from '../test/helpers/databases.ts';
+import {
+  TEST_WEBHOOK_SECRET_KEY,
+  createTestDatabase,
+  type TestDatabase,
+  type TestDialect,
+} from '../test/helpers/databases.ts';
 import { benchServerEnv } from './tokens.ts';
 import { sendToParent, serveChildControl, type ControlReply } from './child-control.ts';
 
@@ -40,7 +45,8 @@ export interface WebhookInstanceSpec {
   env?: Record<string, string>;
 }
 
-export type WebhookServerRequest = { type: 'start-dispatcher'; instance: string } | { type: 'stop-instance'; instance: string } | { type: 'sql-stats' };
+export type WebhookServerRequest =
+  { type: 'start-dispatcher'; instance: string } | { type: 'stop-instance'; instance: string } | { type: 'sql-stats' };
 /** Statement text (whitespace collapsed, cut at 160 characters) → executions and total wall time. */
 export type SqlStatements = Record<string, { count: number; ms: number }>;
 export type WebhookServerMessage =
@@ -51,14 +57,20 @@ export type WebhookServerMessage =
   | { type: 'instance-stopped'; states: Record<string, number> }
   | { type: 'sql-stats'; statements: SqlStatements };
 
-export const BENCH_WEBHOOK_ENV = { WEBHOOK_ALLOW_HTTP: 'true', WEBHOOK_ALLOWED_NETWORKS: 'loopback', WEBHOOK_SECRET_KEY: TEST_WEBHOOK_SECRET_KEY };
+export const BENCH_WEBHOOK_ENV = {
+  WEBHOOK_ALLOW_HTTP: 'true',
+  WEBHOOK_ALLOWED_NETWORKS: 'loopback',
+  WEBHOOK_SECRET_KEY: TEST_WEBHOOK_SECRET_KEY,
+};
 
 const jwksFile = process.env.BENCH_JWKS_FILE;
 if (!jwksFile) {
   console.error('BENCH_JWKS_FILE is required');
   process.exit(2);
 }
-const specs: WebhookInstanceSpec[] = process.env.BENCH_WEBHOOK_INSTANCES ? JSON.parse(process.env.BENCH_WEBHOOK_INSTANCES) : [{ name: 'sqlite', dialect: 'sqlite', dispatcher: true }];
+const specs: WebhookInstanceSpec[] = process.env.BENCH_WEBHOOK_INSTANCES
+  ? JSON.parse(process.env.BENCH_WEBHOOK_INSTANCES)
+  : [{ name: 'sqlite', dialect: 'sqlite', dispatcher: true }];
 
 let requestCount = 0;
 
@@ -89,7 +101,8 @@ function instrumentSql(): void {
   const query = client.query;
   client.query = function (this: pg.Client, ...args: unknown[]) {
     const started = performance.now();
-    const text = typeof args[0] === 'string' ? args[0] : String((args[0] as { text?: string } | undefined)?.text ?? '?');
+    const text =
+      typeof args[0] === 'string' ? args[0] : String((args[0] as { text?: string } | undefined)?.text ?? '?');
     const result = query.apply(this, args);
     if (result instanceof Promise) return result.finally(() => countSql(text, performance.now() - started));
     countSql(text, performance.now() - started);
@@ -124,7 +137,12 @@ async function startInstance(spec: WebhookInstanceSpec): Promise<number> {
     await database.drop().catch(() => undefined);
     throw err;
   }
-  running.set(spec.name, { app, database, dispatcherConfig: loadConfig({ ...env, WEBHOOK_DISPATCHER: 'true' }), stopped: false });
+  running.set(spec.name, {
+    app,
+    database,
+    dispatcherConfig: loadConfig({ ...env, WEBHOOK_DISPATCHER: 'true' }),
+    stopped: false,
+  });
   await app.listen({ host: '127.0.0.1', port: 0 });
   app.server.on('request', () => requestCount++);
   const address = app.server.address();
@@ -143,7 +161,10 @@ async function startDispatcher(name: string): Promise<void> {
   const target = instance(name);
   const config = target.dispatcherConfig;
   const handle = openDatabase(config.databaseUrl, { sqliteSynchronous: config.sqliteSynchronous });
-  target.dispatcher = { runtime: await createWebhookRuntime(config, handle, pino({ level: 'silent' }), { dispatch: true }), handle };
+  target.dispatcher = {
+    runtime: await createWebhookRuntime(config, handle, pino({ level: 'silent' }), { dispatch: true }),
+    handle,
+  };
   target.dispatcher.runtime.start();
 }
 
@@ -160,7 +181,11 @@ async function stopInstance(target: Running, graceMs?: number): Promise<void> {
 async function deliveryStates(target: Running): Promise<Record<string, number>> {
   const handle = openDatabase(target.dispatcherConfig.databaseUrl);
   try {
-    const rows = await handle.db.selectFrom('webhook_deliveries').select((eb) => ['state', eb.fn.countAll<number>().as('n')]).groupBy('state').execute();
+    const rows = await handle.db
+      .selectFrom('webhook_deliveries')
+      .select((eb) => ['state', eb.fn.countAll<number>().as('n')])
+      .groupBy('state')
+      .execute();
     return Object.fromEntries(rows.map((r) => [r.state, Number(r.n)]));
   } finally {
     await handle.db.destroy();
@@ -170,7 +195,9 @@ async function deliveryStates(target: Running): Promise<Record<string, number>> 
 async function shutdown(code: number): Promise<never> {
   for (const target of running.values()) {
     await stopInstance(target, 1000).catch(() => undefined);
-    await target.database.drop().catch((err) => console.error(`could not drop a benchmark database: ${(err as Error).message}`));
+    await target.database
+      .drop()
+      .catch((err) => console.error(`could not drop a benchmark database: ${(err as Error).message}`));
   }
   process.exit(code);
 }

@@ -42,8 +42,19 @@ import { forkBenchChild, type BenchChild, type MeasuredMessage } from './child-c
 import { finishRun, machineBusySeconds, machineInfo } from './report.ts';
 import { createBenchIssuer } from './tokens.ts';
 import type { GroupStats, LatencySample, ReceiverMessage, ReceiverRequest } from './webhooks-receiver.ts';
-import type { SqlStatements, WebhookInstanceSpec, WebhookServerMessage, WebhookServerRequest } from './webhooks-server.ts';
-import { formatWebhooksTable, updateWebhooksDocs, WEBHOOK_TARGETS, type WebhookRow, type WebhookSettings } from './webhooks-report.ts';
+import type {
+  SqlStatements,
+  WebhookInstanceSpec,
+  WebhookServerMessage,
+  WebhookServerRequest,
+} from './webhooks-server.ts';
+import {
+  formatWebhooksTable,
+  updateWebhooksDocs,
+  WEBHOOK_TARGETS,
+  type WebhookRow,
+  type WebhookSettings,
+} from './webhooks-report.ts';
 
 const here = dirname(fileURLToPath(import.meta.url));
 
@@ -84,7 +95,11 @@ const IN_FLIGHT = Math.min(CONCURRENCY, ENDPOINT_SLOTS);
 /** A Signet process that does not answer within this is stuck (see CONCURRENCY). */
 const ANSWER_TIMEOUT_MS = 30_000;
 const SCOPES = 'orders:read orders:write webhooks:manage';
-const ORDER_BODY = JSON.stringify({ CustomerId: '3f2504e0-4f89-41d3-9a0c-0305e82c3301', Total: 19.99, Currency: 'USD' });
+const ORDER_BODY = JSON.stringify({
+  CustomerId: '3f2504e0-4f89-41d3-9a0c-0305e82c3301',
+  Total: 19.99,
+  Currency: 'USD',
+});
 
 const wallClock = () => performance.timeOrigin + performance.now();
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -93,10 +108,22 @@ type Receiver = BenchChild<ReceiverMessage, ReceiverRequest> & { url: string };
 type Server = BenchChild<WebhookServerMessage, WebhookServerRequest>;
 
 /** A request to the Signet process that fails, rather than hangs, when its event loop is stuck. */
-async function ask(server: Server, message: Parameters<Server['request']>[0], expect: WebhookServerMessage['type']): Promise<WebhookServerMessage> {
+async function ask(
+  server: Server,
+  message: Parameters<Server['request']>[0],
+  expect: WebhookServerMessage['type'],
+): Promise<WebhookServerMessage> {
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`the Signet process did not answer "${message.type}" within ${ANSWER_TIMEOUT_MS / 1000} s: its event loop is blocked (dispatcher livelock? see CONCURRENCY in bench/webhooks.ts)`)), ANSWER_TIMEOUT_MS);
+    timer = setTimeout(
+      () =>
+        reject(
+          new Error(
+            `the Signet process did not answer "${message.type}" within ${ANSWER_TIMEOUT_MS / 1000} s: its event loop is blocked (dispatcher livelock? see CONCURRENCY in bench/webhooks.ts)`,
+          ),
+        ),
+      ANSWER_TIMEOUT_MS,
+    );
   });
   try {
     return await Promise.race([server.request(message, expect), timeout]);
@@ -147,13 +174,21 @@ const SQL_STATS = process.env.BENCH_WEBHOOKS_SQL === '1';
 /** BENCH_WEBHOOKS_SQL=1: the statements the Signet process ran in the window, per delivery, slowest total first. */
 function printSqlStats(statements: SqlStatements, deliveries: number): void {
   const rows = Object.entries(statements).sort((a, b) => b[1].ms - a[1].ms);
-  console.log(`\n    SQL in the window (${int(deliveries)} deliveries): executions and wall time per delivery, time per execution`);
-  for (const [text, { count, ms }] of rows.slice(0, 15)) console.log(`    ${(count / deliveries).toFixed(2).padStart(6)}/dlv ${((ms * 1000) / deliveries).toFixed(0).padStart(6)} µs/dlv ${((ms * 1000) / count).toFixed(0).padStart(6)} µs  ${text}`);
+  console.log(
+    `\n    SQL in the window (${int(deliveries)} deliveries): executions and wall time per delivery, time per execution`,
+  );
+  for (const [text, { count, ms }] of rows.slice(0, 15))
+    console.log(
+      `    ${(count / deliveries).toFixed(2).padStart(6)}/dlv ${((ms * 1000) / deliveries).toFixed(0).padStart(6)} µs/dlv ${((ms * 1000) / count).toFixed(0).padStart(6)} µs  ${text}`,
+    );
 }
 
 async function openWindow(receiver: Receiver, server: Server | undefined, label: string): Promise<CpuWindow> {
   if (server && SQL_STATS) await ask(server, { type: 'sql-stats' }, 'sql-stats');
-  await Promise.all([receiver.request({ type: 'measure-start', label: `receiver-${label}` }, 'measure-started'), server && ask(server, { type: 'measure-start', label }, 'measure-started')]);
+  await Promise.all([
+    receiver.request({ type: 'measure-start', label: `receiver-${label}` }, 'measure-started'),
+    server && ask(server, { type: 'measure-start', label }, 'measure-started'),
+  ]);
   return { label, startedAt: performance.now(), clientCpu: process.cpuUsage(), busy: machineBusySeconds() };
 }
 
@@ -162,16 +197,40 @@ async function closeWindow(receiver: Receiver, server: Server | undefined, windo
   const client = process.cpuUsage(window.clientCpu);
   const busy = machineBusySeconds() - window.busy;
   const [recv, serv] = await Promise.all([
-    receiver.request({ type: 'measure-stop', label: `receiver-${window.label}` }, 'measured') as Promise<MeasuredMessage>,
+    receiver.request(
+      { type: 'measure-stop', label: `receiver-${window.label}` },
+      'measured',
+    ) as Promise<MeasuredMessage>,
     server && (ask(server, { type: 'measure-stop', label: window.label }, 'measured') as Promise<MeasuredMessage>),
   ]);
   const cores = (m: MeasuredMessage | undefined) => (m ? (m.cpuUserUs + m.cpuSystemUs) / 1e6 / seconds : 0);
   const clientCores = (client.user + client.system) / 1e6 / seconds;
-  const sql = server && SQL_STATS ? ((await ask(server, { type: 'sql-stats' }, 'sql-stats')) as Extract<WebhookServerMessage, { type: 'sql-stats' }>).statements : undefined;
-  return { seconds, server: serv, receiver: recv, clientCores, otherCores: Math.max(0, busy / seconds - cores(serv) - cores(recv) - clientCores), sql };
+  const sql =
+    server && SQL_STATS
+      ? (
+          (await ask(server, { type: 'sql-stats' }, 'sql-stats')) as Extract<
+            WebhookServerMessage,
+            { type: 'sql-stats' }
+          >
+        ).statements
+      : undefined;
+  return {
+    seconds,
+    server: serv,
+    receiver: recv,
+    clientCores,
+    otherCores: Math.max(0, busy / seconds - cores(serv) - cores(recv) - clientCores),
+    sql,
+  };
 }
 
-function cpuColumns(cpu: CpuResult, deliveries: number): Pick<WebhookRow, 'serverCpuUsPerDelivery' | 'serverCores' | 'receiverCores' | 'clientCores' | 'otherCores' | 'serverElu'> {
+function cpuColumns(
+  cpu: CpuResult,
+  deliveries: number,
+): Pick<
+  WebhookRow,
+  'serverCpuUsPerDelivery' | 'serverCores' | 'receiverCores' | 'clientCores' | 'otherCores' | 'serverElu'
+> {
   const serverUs = cpu.server ? cpu.server.cpuUserUs + cpu.server.cpuSystemUs : NaN;
   return {
     serverCpuUsPerDelivery: deliveries > 0 ? serverUs / deliveries : NaN,
@@ -186,7 +245,17 @@ function cpuColumns(cpu: CpuResult, deliveries: number): Pick<WebhookRow, 'serve
 function writeProfileMeta(cpu: CpuResult, scenario: string, deliveries: number, orders: number): void {
   if (cpu.sql) printSqlStats(cpu.sql, deliveries);
   const profile = cpu.server?.profile;
-  if (profile) writeFileSync(profile.replace(/\.cpuprofile$/, '.meta.json'), JSON.stringify({ scenario, label: `${scenario} (per delivery)`, requests: deliveries, orders, seconds: cpu.seconds }));
+  if (profile)
+    writeFileSync(
+      profile.replace(/\.cpuprofile$/, '.meta.json'),
+      JSON.stringify({
+        scenario,
+        label: `${scenario} (per delivery)`,
+        requests: deliveries,
+        orders,
+        seconds: cpu.seconds,
+      }),
+    );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -196,16 +265,40 @@ function writeProfileMeta(cpu: CpuResult, scenario: string, deliveries: number, 
 /** A delivery body of the real shape and size: the Data of an order.created event, as Signet builds it. */
 function sampleData(id: number): string {
   const at = new Date();
-  return JSON.stringify(toRepresentation({ id, customerId: '3f2504e0-4f89-41d3-9a0c-0305e82c3301', totalMinor: 1999, currency: 'USD', status: 'pending', version: 1, createdAt: at, updatedAt: at }, 'http://127.0.0.1:40000', { fields: undefined, include: [] }));
+  return JSON.stringify(
+    toRepresentation(
+      {
+        id,
+        customerId: '3f2504e0-4f89-41d3-9a0c-0305e82c3301',
+        totalMinor: 1999,
+        currency: 'USD',
+        status: 'pending',
+        version: 1,
+        createdAt: at,
+        updatedAt: at,
+      },
+      'http://127.0.0.1:40000',
+      { fields: undefined, include: [] },
+    ),
+  );
 }
 
-async function measureBaseline(receiver: Receiver, id: string, label: string, options: WebhooksBenchOptions): Promise<WebhookRow> {
+async function measureBaseline(
+  receiver: Receiver,
+  id: string,
+  label: string,
+  options: WebhooksBenchOptions,
+): Promise<WebhookRow> {
   process.stdout.write(`  ${id.padEnd(28)} `);
   const group = id; // "baseline" or "baseline-end": counted apart
-  const endpoints = Object.fromEntries(Array.from({ length: ENDPOINTS }, (_, i) => [`/${group}/${i}`, `whsec_${randomBytes(32).toString('base64')}`]));
+  const endpoints = Object.fromEntries(
+    Array.from({ length: ENDPOINTS }, (_, i) => [`/${group}/${i}`, `whsec_${randomBytes(32).toString('base64')}`]),
+  );
   await receiver.request({ type: 'endpoints', endpoints }, 'endpoints-set');
   const paths = Object.keys(endpoints);
-  const signingSecrets = Object.fromEntries(Object.entries(endpoints).map(([path, secret]) => [path, new SigningSecret(secret)]));
+  const signingSecrets = Object.fromEntries(
+    Object.entries(endpoints).map(([path, secret]) => [path, new SigningSecret(secret)]),
+  );
   // The dispatcher's client (src/webhooks/runtime.ts): one keep-alive Agent with WEBHOOK_CONCURRENCY
   // connections per origin (all endpoints share the receiver's), as many requests in flight as the
   // dispatcher can have.
@@ -219,10 +312,25 @@ async function measureBaseline(receiver: Receiver, id: string, label: string, op
       const path = paths[n % paths.length]!;
       const now = new Date();
       const deliveryId = newId('dlv');
-      const body = deliveryBody({ id: newId('evt'), type: 'order.created', occurredAt: now, dataJson: sampleData(n + 1) }, now);
-      const headers = signatureHeaders({ headerName: DEFAULTS.webhookHeaderName, deliveryId, eventType: 'order.created', body, attemptAt: now, secrets: [signingSecrets[path]!] });
+      const body = deliveryBody(
+        { id: newId('evt'), type: 'order.created', occurredAt: now, dataJson: sampleData(n + 1) },
+        now,
+      );
+      const headers = signatureHeaders({
+        headerName: DEFAULTS.webhookHeaderName,
+        deliveryId,
+        eventType: 'order.created',
+        body,
+        attemptAt: now,
+        secrets: [signingSecrets[path]!],
+      });
       try {
-        const response = await request(`${receiver.url}${path}`, { method: 'POST', dispatcher: agent, headers: { ...headers, 'content-type': 'application/json', 'user-agent': USER_AGENT }, body });
+        const response = await request(`${receiver.url}${path}`, {
+          method: 'POST',
+          dispatcher: agent,
+          headers: { ...headers, 'content-type': 'application/json', 'user-agent': USER_AGENT },
+          body,
+        });
         await response.body.text();
         if (response.statusCode !== 200) failed++;
       } catch {
@@ -254,9 +362,14 @@ async function measureBaseline(receiver: Receiver, id: string, label: string, op
     ...cpuColumns(cpu, delivered),
     bodyBytes: stats && stats.verified > 0 ? stats.bytes / stats.verified : NaN,
     unexpected: failed + (stats?.rejected ?? 0),
-    check: failed + (stats?.rejected ?? 0) === 0 ? `all ${int(stats?.verified ?? 0)} verified` : `!! ${failed} failed, ${stats?.rejected ?? 0} rejected`,
+    check:
+      failed + (stats?.rejected ?? 0) === 0
+        ? `all ${int(stats?.verified ?? 0)} verified`
+        : `!! ${failed} failed, ${stats?.rejected ?? 0} rejected`,
   };
-  console.log(`${int(row.deliveriesPerSecond).padStart(7)} deliveries/s  receiver ${row.receiverCores.toFixed(2)} cores, sender ${row.clientCores.toFixed(2)} cores, other ${row.otherCores.toFixed(2)}${row.unexpected > 0 ? `  ${row.check}` : ''}`);
+  console.log(
+    `${int(row.deliveriesPerSecond).padStart(7)} deliveries/s  receiver ${row.receiverCores.toFixed(2)} cores, sender ${row.clientCores.toFixed(2)} cores, other ${row.otherCores.toFixed(2)}${row.unexpected > 0 ? `  ${row.check}` : ''}`,
+  );
   return row;
 }
 
@@ -287,7 +400,12 @@ interface Created {
 async function createOrder(instance: Instance): Promise<Created | undefined> {
   const sentAt = wallClock();
   try {
-    const response = await instance.pool.request({ method: 'POST', path: '/api/orders', headers: { authorization: `Bearer ${instance.token}`, 'content-type': 'application/json' }, body: ORDER_BODY });
+    const response = await instance.pool.request({
+      method: 'POST',
+      path: '/api/orders',
+      headers: { authorization: `Bearer ${instance.token}`, 'content-type': 'application/json' },
+      body: ORDER_BODY,
+    });
     const text = await response.body.text();
     const respondedAt = wallClock();
     if (response.statusCode !== 201) {
@@ -310,17 +428,26 @@ async function registerEndpoints(instance: Instance, receiver: Receiver): Promis
       method: 'POST',
       path: '/api/webhooks',
       headers: { authorization: `Bearer ${instance.token}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ Url: `${receiver.url}${path}`, Events: ['order.created'], Description: `bench endpoint ${i}` }),
+      body: JSON.stringify({
+        Url: `${receiver.url}${path}`,
+        Events: ['order.created'],
+        Description: `bench endpoint ${i}`,
+      }),
     });
     const body = (await response.body.json()) as { Secret?: string };
-    if (response.statusCode !== 201 || !body.Secret) throw new Error(`registering ${path}: ${response.statusCode} ${JSON.stringify(body)}`);
+    if (response.statusCode !== 201 || !body.Secret)
+      throw new Error(`registering ${path}: ${response.statusCode} ${JSON.stringify(body)}`);
     endpoints[path] = body.Secret;
   }
   await receiver.request({ type: 'endpoints', endpoints }, 'endpoints-set');
 }
 
 /** Keeps `connections` order creations in flight until stopped (or until `limit` orders exist). */
-function closedLoop(instance: Instance, connections: number, limit = Infinity): { stop: () => Promise<void>; done: Promise<void> } {
+function closedLoop(
+  instance: Instance,
+  connections: number,
+  limit = Infinity,
+): { stop: () => Promise<void>; done: Promise<void> } {
   let stopped = false;
   let started = 0;
   const worker = async () => {
@@ -346,12 +473,26 @@ function closedLoop(instance: Instance, connections: number, limit = Infinity): 
  * delivery the database calls succeeded must have arrived and verified, none may have failed, and with
  * every order's deliveries either succeeded or still pending nothing was lost.
  */
-async function settle(instance: Instance, server: Server, receiver: Receiver): Promise<{ stats: GroupStats | undefined; states: Record<string, number>; drainSeconds: number | undefined; unexpected: number; check: string }> {
+async function settle(
+  instance: Instance,
+  server: Server,
+  receiver: Receiver,
+): Promise<{
+  stats: GroupStats | undefined;
+  states: Record<string, number>;
+  drainSeconds: number | undefined;
+  unexpected: number;
+  check: string;
+}> {
   const expected = instance.orders * ENDPOINTS;
   const started = performance.now();
   const drained = await drain(receiver, instance.name, expected);
   const drainSeconds = (drained?.verified ?? 0) >= expected ? (performance.now() - started) / 1000 : undefined;
-  const { states } = (await ask(server, { type: 'stop-instance', instance: instance.name }, 'instance-stopped')) as Extract<WebhookServerMessage, { type: 'instance-stopped' }>;
+  const { states } = (await ask(
+    server,
+    { type: 'stop-instance', instance: instance.name },
+    'instance-stopped',
+  )) as Extract<WebhookServerMessage, { type: 'instance-stopped' }>;
   const stats = (await receiverStats(receiver)).groups[instance.name];
   const verified = stats?.verified ?? 0;
   const unique = verified - (stats?.duplicates ?? 0);
@@ -359,14 +500,34 @@ async function settle(instance: Instance, server: Server, receiver: Receiver): P
   const pending = states.pending ?? 0;
   const failed = states.failed ?? 0;
   const problems: string[] = [];
-  if (unique !== succeeded) problems.push(`${int(unique)} verified at the receiver but ${int(succeeded)} succeeded in the database`);
-  if (succeeded + pending + failed !== expected) problems.push(`${int(succeeded + pending + failed)} deliveries for ${int(instance.orders)} orders × ${ENDPOINTS}`);
+  if (unique !== succeeded)
+    problems.push(`${int(unique)} verified at the receiver but ${int(succeeded)} succeeded in the database`);
+  if (succeeded + pending + failed !== expected)
+    problems.push(`${int(succeeded + pending + failed)} deliveries for ${int(instance.orders)} orders × ${ENDPOINTS}`);
   if (failed > 0) problems.push(`${failed} failed`);
   if (stats?.rejected) problems.push(`${stats.rejected} rejected by the receiver`);
   if (instance.apiFailures > 0) problems.push(`${instance.apiFailures} POST /api/orders failed`);
-  const note = [stats?.duplicates ? `${stats.duplicates} duplicates` : '', pending > 0 ? `${int(pending)} still pending ${DRAIN_TIMEOUT_MS / 1000} s after the load` : ''].filter(Boolean).join(', ');
-  if (problems.length > 0) return { stats, states, drainSeconds, unexpected: problems.length, check: `!! ${problems.join('; ')}${note ? `; ${note}` : ''}` };
-  return { stats, states, drainSeconds, unexpected: 0, check: `${int(verified)} verified${note ? `, ${note}` : ', none lost'}` };
+  const note = [
+    stats?.duplicates ? `${stats.duplicates} duplicates` : '',
+    pending > 0 ? `${int(pending)} still pending ${DRAIN_TIMEOUT_MS / 1000} s after the load` : '',
+  ]
+    .filter(Boolean)
+    .join(', ');
+  if (problems.length > 0)
+    return {
+      stats,
+      states,
+      drainSeconds,
+      unexpected: problems.length,
+      check: `!! ${problems.join('; ')}${note ? `; ${note}` : ''}`,
+    };
+  return {
+    stats,
+    states,
+    drainSeconds,
+    unexpected: 0,
+    check: `${int(verified)} verified${note ? `, ${note}` : ', none lost'}`,
+  };
 }
 
 function quantile(sorted: number[], q: number): number {
@@ -380,7 +541,13 @@ const bodyBytes = (stats: GroupStats | undefined) => (stats && stats.verified > 
 // Scenarios
 // ---------------------------------------------------------------------------------------------
 
-async function measureLive(instance: Instance, server: Server, receiver: Receiver, id: string, options: WebhooksBenchOptions): Promise<WebhookRow> {
+async function measureLive(
+  instance: Instance,
+  server: Server,
+  receiver: Receiver,
+  id: string,
+  options: WebhooksBenchOptions,
+): Promise<WebhookRow> {
   const loop = closedLoop(instance, ORDER_CONNECTIONS);
   await sleep(options.warmupSeconds * 1000);
   const before = await receiverStats(receiver);
@@ -414,7 +581,13 @@ async function measureLive(instance: Instance, server: Server, receiver: Receive
   };
 }
 
-async function measureLatency(instance: Instance, server: Server, receiver: Receiver, id: string, options: WebhooksBenchOptions): Promise<WebhookRow> {
+async function measureLatency(
+  instance: Instance,
+  server: Server,
+  receiver: Receiver,
+  id: string,
+  options: WebhooksBenchOptions,
+): Promise<WebhookRow> {
   const interval = 1000 / RATE;
   const warmupCount = Math.round(options.warmupSeconds * RATE);
   const total = warmupCount + Math.round(options.seconds * RATE);
@@ -443,7 +616,12 @@ async function measureLatency(instance: Instance, server: Server, receiver: Rece
   const cpu = await closeWindow(receiver, server, window!);
   const after = await receiverStats(receiver);
   const settled = await settle(instance, server, receiver);
-  const samples = ((await receiver.request({ type: 'samples', group: instance.name }, 'samples')) as Extract<ReceiverMessage, { type: 'samples' }>).samples as LatencySample[];
+  const samples = (
+    (await receiver.request({ type: 'samples', group: instance.name }, 'samples')) as Extract<
+      ReceiverMessage,
+      { type: 'samples' }
+    >
+  ).samples as LatencySample[];
   const fromOccurred: number[] = [];
   const fromCommit: number[] = [];
   const api: number[] = [];
@@ -487,13 +665,20 @@ async function measureLatency(instance: Instance, server: Server, receiver: Rece
   };
 }
 
-async function measureBacklog(instance: Instance, server: Server, receiver: Receiver, id: string, options: WebhooksBenchOptions): Promise<WebhookRow> {
+async function measureBacklog(
+  instance: Instance,
+  server: Server,
+  receiver: Receiver,
+  id: string,
+  options: WebhooksBenchOptions,
+): Promise<WebhookRow> {
   const target = setting('BENCH_WEBHOOKS_BACKLOG_ORDERS', 750 * options.seconds);
   // Fill the outbox: WEBHOOK_DISPATCHER=false, so nothing is sent yet.
   const fillStarted = performance.now();
   await closedLoop(instance, ORDER_CONNECTIONS, target).done;
   const fillSeconds = (performance.now() - fillStarted) / 1000;
-  if (verifiedIn(await receiverStats(receiver), instance.name) !== 0) throw new Error(`${id}: deliveries arrived before the dispatcher started`);
+  if (verifiedIn(await receiverStats(receiver), instance.name) !== 0)
+    throw new Error(`${id}: deliveries arrived before the dispatcher started`);
   const window = await openWindow(receiver, server, labelOf(id));
   await ask(server, { type: 'start-dispatcher', instance: instance.name }, 'dispatcher-started');
   // Measured: BENCH_SECONDS from the first receipt, or until the backlog is gone if that is sooner.
@@ -503,7 +688,8 @@ async function measureBacklog(instance: Instance, server: Server, receiver: Rece
   for (;;) {
     stats = (await receiverStats(receiver)).groups[instance.name];
     const receiving = stats && stats.verified > 0 ? wallClock() - stats.firstAt : 0;
-    if ((stats?.verified ?? 0) >= expected || receiving >= options.seconds * 1000 || performance.now() > deadline) break;
+    if ((stats?.verified ?? 0) >= expected || receiving >= options.seconds * 1000 || performance.now() > deadline)
+      break;
     await sleep(20);
   }
   const cpu = await closeWindow(receiver, server, window);
@@ -530,7 +716,10 @@ async function measureBacklog(instance: Instance, server: Server, receiver: Rece
 
 function printRow(row: WebhookRow): void {
   const ms = (n: number) => (Number.isFinite(n) ? n.toFixed(1) : '∞');
-  const latency = row.kind === 'latency' ? `  p50 ${ms(row.p50)} ms  p99 ${ms(row.p99)} ms  max ${ms(row.max)} ms (after the 201: p50 ${ms(row.commitP50)}, p99 ${ms(row.commitP99)}; API p50 ${ms(row.apiP50)}, p99 ${ms(row.apiP99)})` : '';
+  const latency =
+    row.kind === 'latency'
+      ? `  p50 ${ms(row.p50)} ms  p99 ${ms(row.p99)} ms  max ${ms(row.max)} ms (after the 201: p50 ${ms(row.commitP50)}, p99 ${ms(row.commitP99)}; API p50 ${ms(row.apiP50)}, p99 ${ms(row.apiP99)})`
+      : '';
   console.log(
     `${int(row.deliveriesPerSecond).padStart(7)} deliveries/s  ${int(row.ordersPerSecond).padStart(6)} orders/s${latency}  Signet ${row.serverCpuUsPerDelivery.toFixed(0)} µs CPU/delivery, ` +
       `${row.serverCores.toFixed(2)} cores (ELU ${(row.serverElu * 100).toFixed(0)}%), receiver ${row.receiverCores.toFixed(2)}, load ${row.clientCores.toFixed(2)}, other ${row.otherCores.toFixed(2)}` +
@@ -551,15 +740,25 @@ export async function runWebhooksBench(options: WebhooksBenchOptions): Promise<n
     for (const kind of KINDS) {
       const id = `webhooks:${dialect}:${kind}`;
       const env = { WEBHOOK_CONCURRENCY: String(CONCURRENCY) };
-      if (wanted(id)) specs.push({ id, kind, name: `${dialect}-${kind}`, dialect, dispatcher: kind !== 'backlog', env });
+      if (wanted(id))
+        specs.push({ id, kind, name: `${dialect}-${kind}`, dialect, dispatcher: kind !== 'backlog', env });
       // Diagnostic, only when named: SQLite's relaxed durability, to show what the per-commit fsync costs.
       if (dialect === 'sqlite' && options.only?.has(`${id}-sync-normal`)) {
-        specs.push({ id: `${id}-sync-normal`, kind, name: `${dialect}-${kind}-normal`, dialect, dispatcher: kind !== 'backlog', env: { ...env, SQLITE_SYNCHRONOUS: 'NORMAL' } });
+        specs.push({
+          id: `${id}-sync-normal`,
+          kind,
+          name: `${dialect}-${kind}-normal`,
+          dialect,
+          dispatcher: kind !== 'backlog',
+          env: { ...env, SQLITE_SYNCHRONOUS: 'NORMAL' },
+        });
       }
     }
   }
   const machine = machineInfo();
-  console.log(`Signet webhooks benchmark — ${machine.cpus} × ${machine.model}, ${machine.memory}, Node ${machine.node}`);
+  console.log(
+    `Signet webhooks benchmark — ${machine.cpus} × ${machine.model}, ${machine.memory}, Node ${machine.node}`,
+  );
   console.log(
     `${options.seconds} s per scenario after ${options.warmupSeconds} s warm-up; ${ENDPOINTS} endpoints per order; WEBHOOK_CONCURRENCY ${CONCURRENCY}, ` +
       `WEBHOOK_ENDPOINT_CONCURRENCY ${DEFAULTS.webhookEndpointConcurrency} (${IN_FLIGHT} in flight at most); live: ${ORDER_CONNECTIONS} API clients; latency: ${RATE} events/s${options.profileDir ? `; profiling into ${options.profileDir}` : ''}\n`,
@@ -567,27 +766,45 @@ export async function runWebhooksBench(options: WebhooksBenchOptions): Promise<n
 
   if (options.profileDir) mkdirSync(options.profileDir, { recursive: true });
   const issuer = await createBenchIssuer();
-  const receiverChild = await forkBenchChild<ReceiverMessage, ReceiverRequest>(join(here, 'webhooks-receiver.ts'), { BENCH_PROFILE_DIR: '' }, 'webhook receiver');
+  const receiverChild = await forkBenchChild<ReceiverMessage, ReceiverRequest>(
+    join(here, 'webhooks-receiver.ts'),
+    { BENCH_PROFILE_DIR: '' },
+    'webhook receiver',
+  );
   const receiver: Receiver = { ...receiverChild, url: (receiverChild.ready as { url: string }).url };
   const token = await issuer.token('ES256', SCOPES);
   let exitCode: number;
   try {
-    const rows: WebhookRow[] = [await measureBaseline(receiver, 'baseline', 'bare undici POST loop → receiver', options)];
+    const rows: WebhookRow[] = [
+      await measureBaseline(receiver, 'baseline', 'bare undici POST loop → receiver', options),
+    ];
     for (const spec of specs) {
       process.stdout.write(`  ${spec.id.padEnd(28)} `);
       const row = await runScenario(spec, receiver, issuer.jwksFile, token, options);
-      if (spec.id.endsWith('-sync-normal')) Object.assign(row, { label: `${row.label}, SQLITE_SYNCHRONOUS=NORMAL`, diagnostic: true });
+      if (spec.id.endsWith('-sync-normal'))
+        Object.assign(row, { label: `${row.label}, SQLITE_SYNCHRONOUS=NORMAL`, diagnostic: true });
       printRow(row);
       rows.push(row);
     }
-    if (wanted('baseline-end')) rows.push(await measureBaseline(receiver, 'baseline-end', 'the same again (drift check)', options));
+    if (wanted('baseline-end'))
+      rows.push(await measureBaseline(receiver, 'baseline-end', 'the same again (drift check)', options));
     console.log(`\n${formatWebhooksTable(rows)}`);
-    const settings: WebhookSettings = { seconds: options.seconds, warmupSeconds: options.warmupSeconds, endpoints: ENDPOINTS, orderConnections: ORDER_CONNECTIONS, rate: RATE, concurrency: CONCURRENCY, endpointConcurrency: DEFAULTS.webhookEndpointConcurrency };
+    const settings: WebhookSettings = {
+      seconds: options.seconds,
+      warmupSeconds: options.warmupSeconds,
+      endpoints: ENDPOINTS,
+      orderConnections: ORDER_CONNECTIONS,
+      rate: RATE,
+      concurrency: CONCURRENCY,
+      endpointConcurrency: DEFAULTS.webhookEndpointConcurrency,
+    };
     exitCode = finishRun({
       failed: rows.some((r) => r.unexpected > 0),
       failure: 'some deliveries or requests failed',
       docsFile: options.docsFile,
-      write: options.writeDocs ? (file) => updateWebhooksDocs(file, { rows, targets: WEBHOOK_TARGETS, machine, settings, date: new Date() }) : undefined,
+      write: options.writeDocs
+        ? (file) => updateWebhooksDocs(file, { rows, targets: WEBHOOK_TARGETS, machine, settings, date: new Date() })
+        : undefined,
       profileDir: options.profileDir,
     });
   } catch (err) {
@@ -604,15 +821,31 @@ export async function runWebhooksBench(options: WebhooksBenchOptions): Promise<n
  * One scenario in a Signet process of its own (fresh database, fresh heap), so that a stuck process
  * fails its scenario only, and nothing one scenario leaves behind competes with the next.
  */
-async function runScenario(spec: ScenarioSpec, receiver: Receiver, jwksFile: string, token: string, options: WebhooksBenchOptions): Promise<WebhookRow> {
+async function runScenario(
+  spec: ScenarioSpec,
+  receiver: Receiver,
+  jwksFile: string,
+  token: string,
+  options: WebhooksBenchOptions,
+): Promise<WebhookRow> {
   const server = await forkBenchChild<WebhookServerMessage, WebhookServerRequest>(
     join(here, 'webhooks-server.ts'),
-    { BENCH_JWKS_FILE: jwksFile, BENCH_WEBHOOK_INSTANCES: JSON.stringify([spec]), BENCH_POSTGRES_URL: options.postgresUrl ?? '', BENCH_PROFILE_DIR: options.profileDir ?? '' },
+    {
+      BENCH_JWKS_FILE: jwksFile,
+      BENCH_WEBHOOK_INSTANCES: JSON.stringify([spec]),
+      BENCH_POSTGRES_URL: options.postgresUrl ?? '',
+      BENCH_PROFILE_DIR: options.profileDir ?? '',
+    },
     'webhooks server process',
     20_000,
   );
   const ready = server.ready as Extract<WebhookServerMessage, { type: 'ready' }>;
-  const pool = new Pool(`http://127.0.0.1:${ready.instances[spec.name]}`, { connections: 64, keepAliveTimeout: 30_000, headersTimeout: ANSWER_TIMEOUT_MS, bodyTimeout: ANSWER_TIMEOUT_MS });
+  const pool = new Pool(`http://127.0.0.1:${ready.instances[spec.name]}`, {
+    connections: 64,
+    keepAliveTimeout: 30_000,
+    headersTimeout: ANSWER_TIMEOUT_MS,
+    bodyTimeout: ANSWER_TIMEOUT_MS,
+  });
   const instance: Instance = { name: spec.name, dialect: spec.dialect, pool, token, orders: 0, apiFailures: 0 };
   try {
     await registerEndpoints(instance, receiver);
@@ -620,7 +853,9 @@ async function runScenario(spec: ScenarioSpec, receiver: Receiver, jwksFile: str
     return await measure(instance, server, receiver, spec.id, options);
   } catch (err) {
     const message = (err as Error).message;
-    console.error(`\n  ${spec.id}: ${message}${message.includes('did not answer') ? `\n  (its database ${ready.databases[spec.name]} may be left behind)` : ''}`);
+    console.error(
+      `\n  ${spec.id}: ${message}${message.includes('did not answer') ? `\n  (its database ${ready.databases[spec.name]} may be left behind)` : ''}`,
+    );
     return failedRow(spec, message);
   } finally {
     await pool.destroy().catch(() => undefined);
@@ -631,7 +866,12 @@ async function runScenario(spec: ScenarioSpec, receiver: Receiver, jwksFile: str
 function failedRow(spec: ScenarioSpec, message: string): WebhookRow {
   return {
     id: spec.id,
-    label: spec.kind === 'latency' ? `${RATE} events/s steady (open loop) → deliveries` : spec.kind === 'live' ? `orders via API (${ORDER_CONNECTIONS} clients, closed loop) → deliveries` : 'backlog drain',
+    label:
+      spec.kind === 'latency'
+        ? `${RATE} events/s steady (open loop) → deliveries`
+        : spec.kind === 'live'
+          ? `orders via API (${ORDER_CONNECTIONS} clients, closed loop) → deliveries`
+          : 'backlog drain',
     dialect: spec.dialect,
     kind: spec.kind,
     deliveriesPerSecond: 0,

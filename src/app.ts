@@ -62,8 +62,31 @@ function firstConnection(redis: Redis): Promise<void> {
   });
 }
 
-const CORS_ALLOWED_HEADERS = ['Authorization', 'Content-Type', 'If-Match', 'If-None-Match', 'If-Modified-Since', 'If-Unmodified-Since', 'Idempotency-Key', 'Prefer', 'X-Request-Id'];
-const CORS_EXPOSED_HEADERS = ['ETag', 'Location', 'Link', 'Last-Modified', 'Retry-After', 'RateLimit', 'RateLimit-Policy', 'Idempotent-Replayed', 'X-Request-Id', 'WWW-Authenticate', 'Accept-Patch', 'Preference-Applied'];
+const CORS_ALLOWED_HEADERS = [
+  'Authorization',
+  'Content-Type',
+  'If-Match',
+  'If-None-Match',
+  'If-Modified-Since',
+  'If-Unmodified-Since',
+  'Idempotency-Key',
+  'Prefer',
+  'X-Request-Id',
+];
+const CORS_EXPOSED_HEADERS = [
+  'ETag',
+  'Location',
+  'Link',
+  'Last-Modified',
+  'Retry-After',
+  'RateLimit',
+  'RateLimit-Policy',
+  'Idempotent-Replayed',
+  'X-Request-Id',
+  'WWW-Authenticate',
+  'Accept-Patch',
+  'Preference-Applied',
+];
 
 export async function buildApp(config: Readonly<Config>, options: { logger?: boolean } = {}): Promise<FastifyInstance> {
   const database = openDatabase(config.databaseUrl, databaseOptions(config));
@@ -76,11 +99,18 @@ export async function buildApp(config: Readonly<Config>, options: { logger?: boo
   }
 }
 
-async function assembleApp(config: Readonly<Config>, database: DatabaseHandle, options: { logger?: boolean }): Promise<FastifyInstance> {
+async function assembleApp(
+  config: Readonly<Config>,
+  database: DatabaseHandle,
+  options: { logger?: boolean },
+): Promise<FastifyInstance> {
   await migrateToLatest(database);
   const trust = compileTrust(config.trustProxy);
   const app = Fastify({
-    logger: options.logger === false ? false : { level: config.logLevel, redact: ['req.headers.authorization', 'req.headers.cookie'] },
+    logger:
+      options.logger === false
+        ? false
+        : { level: config.logLevel, redact: ['req.headers.authorization', 'req.headers.cookie'] },
     genReqId: requestIdGenerator(trust),
     requestIdHeader: false,
     bodyLimit: config.bodyLimitBytes,
@@ -96,7 +126,11 @@ async function assembleApp(config: Readonly<Config>, database: DatabaseHandle, o
   app.setValidatorCompiler(validatorCompiler);
   registerErrorHandler(app); // first, or plugins keep Fastify's default error format
   registerNotFound(app);
-  registerOrigin(app, { trustProxy: config.trustProxy, publicUrl: config.publicUrl, fallbackHost: `${hostForUrl(config.host)}:${config.port}` });
+  registerOrigin(app, {
+    trustProxy: config.trustProxy,
+    publicUrl: config.publicUrl,
+    fallbackHost: `${hostForUrl(config.host)}:${config.port}`,
+  });
   registerShutdownResponses(app); // right after the request id, before every other onRequest hook
   registerHostCheck(app);
   registerEarlyResponseClose(app);
@@ -110,33 +144,52 @@ async function assembleApp(config: Readonly<Config>, database: DatabaseHandle, o
   const ownIssuer = authServer && config.authIssuer === config.oauthIssuer;
   app.decorate('authServer', authServer);
 
-  registerBearerAuth(app, createTokenVerifier({
-    issuer: config.authIssuer,
-    audience: config.apiResource,
-    algorithms: config.authAlgorithms,
-    clockToleranceSeconds: config.authClockToleranceSeconds,
-    cacheSize: config.authTokenCacheSize,
-    jwksFile: config.authJwksFile,
-    jwksUrl: config.authJwksUrl,
-    localJwks: ownIssuer ? () => authServer.publicJwks() : undefined,
-    remoteKeys: {
-      onStateChange: (state, err) => {
-        if (state === 'failing') app.log.warn({ err }, 'token issuer keys could not be fetched; requests needing them get 503 until a fetch succeeds');
-        else app.log.info('token issuer keys fetched again');
+  registerBearerAuth(
+    app,
+    createTokenVerifier({
+      issuer: config.authIssuer,
+      audience: config.apiResource,
+      algorithms: config.authAlgorithms,
+      clockToleranceSeconds: config.authClockToleranceSeconds,
+      cacheSize: config.authTokenCacheSize,
+      jwksFile: config.authJwksFile,
+      jwksUrl: config.authJwksUrl,
+      localJwks: ownIssuer ? () => authServer.publicJwks() : undefined,
+      remoteKeys: {
+        onStateChange: (state, err) => {
+          if (state === 'failing')
+            app.log.warn(
+              { err },
+              'token issuer keys could not be fetched; requests needing them get 503 until a fetch succeeds',
+            );
+          else app.log.info('token issuer keys fetched again');
+        },
       },
-    },
-  }));
+    }),
+  );
   const redis = config.redisUrl ? createRedis(config.redisUrl, config.redisTimeoutMs) : undefined;
   redis?.on('error', (err) => app.log.warn({ err }, 'redis connection error'));
   if (redis) await firstConnection(redis);
   await registerRateLimit(app, { max: config.rateLimitMax, windowSeconds: config.rateLimitWindowSeconds, redis });
   registerScopeCheck(app, { resourceMetadataUrl: resourceMetadataUrl(config.apiResource) });
-  registerResourceMetadata(app, { resource: config.apiResource, authorizationServers: [config.authIssuer], scopes: ORDERS_SCOPES });
+  registerResourceMetadata(app, {
+    resource: config.apiResource,
+    authorizationServers: [config.authIssuer],
+    scopes: ORDERS_SCOPES,
+  });
 
   await registerOpenApi(app, { webhookHeaderName: config.webhookHeaderName });
   registerHealth(app, database, { redis: redis && (() => redisHealth(redis)) });
   const orderEvents = await registerWebhooks(app, config, database);
-  await app.register(ordersRoutes, { db: database.db, events: orderEvents, idempotency: { ttlSeconds: config.idempotencyKeyTtlSeconds, lockSeconds: config.idempotencyLockSeconds, singleWriter: database.dialect === 'sqlite' } });
+  await app.register(ordersRoutes, {
+    db: database.db,
+    events: orderEvents,
+    idempotency: {
+      ttlSeconds: config.idempotencyKeyTtlSeconds,
+      lockSeconds: config.idempotencyLockSeconds,
+      singleWriter: database.dialect === 'sqlite',
+    },
+  });
 
   const purge = setInterval(() => {
     purgeExpiredKeys(database.db, new Date()).catch((err) => app.log.warn({ err }, 'idempotency key purge failed'));
@@ -149,7 +202,11 @@ async function assembleApp(config: Readonly<Config>, database: DatabaseHandle, o
   return app;
 }
 
-function registerAuthServerFor(app: FastifyInstance, config: Readonly<Config>, database: DatabaseHandle): Promise<ProviderHolder> {
+function registerAuthServerFor(
+  app: FastifyInstance,
+  config: Readonly<Config>,
+  database: DatabaseHandle,
+): Promise<ProviderHolder> {
   return registerAuthServer(app, {
     db: database.db,
     issuer: config.oauthIssuer,

@@ -40,7 +40,8 @@ export async function serve(config: Readonly<Config>): Promise<void> {
     // Without this the pool, the dispatcher and the timers would keep the process alive, serving
     // nothing: a supervisor would see it running and never restart it.
     const { code, message } = err as NodeJS.ErrnoException;
-    const why = code === 'EADDRINUSE' ? 'the address is already in use' : code === 'EACCES' ? 'permission denied' : message;
+    const why =
+      code === 'EADDRINUSE' ? 'the address is already in use' : code === 'EACCES' ? 'permission denied' : message;
     console.error(`signet: cannot listen on ${config.host}:${config.port}: ${why}`);
     grace.uninstall();
     await app.close().catch(() => undefined);
@@ -51,5 +52,8 @@ export async function serve(config: Readonly<Config>): Promise<void> {
 /** close-with-grace exits with code 1 right after this: say why, and which requests never got their answer. */
 function logForcedExit(app: FastifyInstance, delayMs: number): void {
   const cut = describeCutRequests(app.requestsInFlight());
-  app.log.error({ graceMs: delayMs, cut }, `shutdown did not finish within ${delayMs} ms; exiting with code 1, cutting ${cut.length} request(s)`);
+  app.log.error(
+    { graceMs: delayMs, cut },
+    `shutdown did not finish within ${delayMs} ms; exiting with code 1, cutting ${cut.length} request(s)`,
+  );
 }

@@ -12,7 +12,10 @@ import { CUSTOMER } from './helpers/http.ts';
 const BIN = new URL('../bin/signet.js', import.meta.url).pathname;
 
 function run(args: string[], env: Record<string, string> = {}) {
-  return spawnSync(process.execPath, [BIN, ...args], { env: { ...process.env, LOG_LEVEL: 'silent', ...env }, encoding: 'utf8' });
+  return spawnSync(process.execPath, [BIN, ...args], {
+    env: { ...process.env, LOG_LEVEL: 'silent', ...env },
+    encoding: 'utf8',
+  });
 }
 
 /** Collects a child's stdout and resolves once a line matches. */
@@ -71,7 +74,9 @@ describe('signet command', () => {
     const waitFor = outputWatcher(child);
     const port = Number((await waitFor(/listening at http:\/\/127\.0\.0\.1:(\d+)/))[1]);
     const secret = 'not-a-jwt-but-still-a-secret-0123456789';
-    const response = await fetch(`http://127.0.0.1:${port}/api/orders/1`, { headers: { authorization: `Bearer ${secret}` } });
+    const response = await fetch(`http://127.0.0.1:${port}/api/orders/1`, {
+      headers: { authorization: `Bearer ${secret}` },
+    });
     const requestId = response.headers.get('x-request-id') ?? '';
     assert.match(requestId, /^[0-9a-f-]{36}$/);
     const line = (await waitFor(new RegExp(`\\{[^\\n]*"reqId":"${requestId}"[^\\n]*"statusCode":401[^\\n]*\\}`)))[0];
@@ -86,14 +91,28 @@ describe('signet command', () => {
     const dir = mkdtempSync(join(tmpdir(), 'signet-cli-'));
     const issuer = await createTestIssuer();
     const child = spawn(process.execPath, [BIN, 'serve'], {
-      env: { ...process.env, PORT: '0', LOG_LEVEL: 'info', DATABASE_URL: `sqlite:${join(dir, 'signet.db')}`, AUTH_ISSUER: TEST_ISSUER, API_RESOURCE: TEST_RESOURCE, AUTH_JWKS_FILE: issuer.jwksFile },
+      env: {
+        ...process.env,
+        PORT: '0',
+        LOG_LEVEL: 'info',
+        DATABASE_URL: `sqlite:${join(dir, 'signet.db')}`,
+        AUTH_ISSUER: TEST_ISSUER,
+        API_RESOURCE: TEST_RESOURCE,
+        AUTH_JWKS_FILE: issuer.jwksFile,
+      },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     const waitFor = outputWatcher(child);
     const port = Number((await waitFor(/listening at http:\/\/127\.0\.0\.1:(\d+)/))[1]);
     const token = await issuer.clientToken('orders:write');
     const body = JSON.stringify({ CustomerId: CUSTOMER, Total: 3 });
-    const req = request({ host: '127.0.0.1', port, method: 'POST', path: '/api/orders', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', 'content-length': body.length } });
+    const req = request({
+      host: '127.0.0.1',
+      port,
+      method: 'POST',
+      path: '/api/orders',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', 'content-length': body.length },
+    });
     const response = new Promise<number>((resolve, reject) => {
       req.on('response', (res) => {
         res.resume();
@@ -119,7 +138,12 @@ describe('signet command', () => {
     const { port } = holder.address() as { port: number };
     const dir = mkdtempSync(join(tmpdir(), 'signet-cli-'));
     const child = spawn(process.execPath, [BIN, 'serve'], {
-      env: { ...process.env, PORT: String(port), LOG_LEVEL: 'silent', DATABASE_URL: `sqlite:${join(dir, 'signet.db')}` },
+      env: {
+        ...process.env,
+        PORT: String(port),
+        LOG_LEVEL: 'silent',
+        DATABASE_URL: `sqlite:${join(dir, 'signet.db')}`,
+      },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     t.after(() => {

@@ -24,10 +24,16 @@ describe('configuration', () => {
   });
 
   test('refuses a PUBLIC_URL with a path, since /api and /oauth are served at the root', () => {
-    for (const value of ['https://gw.example.com/signet', 'https://gw.example.com/signet/', 'http://127.0.0.1:3000/a/b']) {
+    for (const value of [
+      'https://gw.example.com/signet',
+      'https://gw.example.com/signet/',
+      'http://127.0.0.1:3000/a/b',
+    ]) {
       assert.throws(
         () => loadConfig({ PUBLIC_URL: value }),
-        (err: Error) => err.name === 'ConfigError' && /^PUBLIC_URL: expected scheme:\/\/host\[:port\] without a path/.test(err.message),
+        (err: Error) =>
+          err.name === 'ConfigError' &&
+          /^PUBLIC_URL: expected scheme:\/\/host\[:port\] without a path/.test(err.message),
         value,
       );
     }
@@ -37,7 +43,11 @@ describe('configuration', () => {
   test('parses TRUST_PROXY as off, a hop count or an address list', () => {
     assert.equal(loadConfig({ TRUST_PROXY: 'false' }).trustProxy, false);
     assert.equal(loadConfig({ TRUST_PROXY: '2' }).trustProxy, 2);
-    assert.deepEqual(loadConfig({ TRUST_PROXY: '127.0.0.1, 10.0.0.0/8,loopback' }).trustProxy, ['127.0.0.1', '10.0.0.0/8', 'loopback']);
+    assert.deepEqual(loadConfig({ TRUST_PROXY: '127.0.0.1, 10.0.0.0/8,loopback' }).trustProxy, [
+      '127.0.0.1',
+      '10.0.0.0/8',
+      'loopback',
+    ]);
   });
 
   test('refuses a bad value with a message naming the variable', () => {
@@ -54,16 +64,25 @@ describe('configuration', () => {
       SQLITE_SYNCHRONOUS: 'OFF',
     };
     for (const [name, value] of Object.entries(cases)) {
-      assert.throws(() => loadConfig({ [name]: value }), (err: Error) => err.name === 'ConfigError' && err.message.startsWith(`${name}:`), name);
+      assert.throws(
+        () => loadConfig({ [name]: value }),
+        (err: Error) => err.name === 'ConfigError' && err.message.startsWith(`${name}:`),
+        name,
+      );
     }
   });
 
   test('never accepts an HMAC or none algorithm for access tokens', () => {
-    for (const alg of ['HS256', 'HS512', 'none']) assert.throws(() => loadConfig({ AUTH_ALGORITHMS: `RS256,${alg}` }), /AUTH_ALGORITHMS/);
+    for (const alg of ['HS256', 'HS512', 'none'])
+      assert.throws(() => loadConfig({ AUTH_ALGORITHMS: `RS256,${alg}` }), /AUTH_ALGORITHMS/);
   });
 
   test('the README documents every setting', () => {
     const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8');
-    for (const setting of SETTINGS) assert.ok(readme.includes(`| \`${setting.env}\` |`), `${setting.env} missing from the README's configuration table`);
+    for (const setting of SETTINGS)
+      assert.ok(
+        readme.includes(`| \`${setting.env}\` |`),
+        `${setting.env} missing from the README's configuration table`,
+      );
   });
 });

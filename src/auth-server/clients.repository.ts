@@ -36,7 +36,10 @@ function newSecret(): string {
   return `scs_${randomBytes(32).toString('base64url')}`;
 }
 
-export async function createClient(db: Kysely<Database>, client: NewClient): Promise<{ record: ClientRecord; clientSecret: string | undefined }> {
+export async function createClient(
+  db: Kysely<Database>,
+  client: NewClient,
+): Promise<{ record: ClientRecord; clientSecret: string | undefined }> {
   const clientId = `cl_${randomUUID().replaceAll('-', '')}`;
   const clientSecret = client.type === 'confidential' ? newSecret() : undefined;
   await db
@@ -92,7 +95,10 @@ export async function rotateClientSecret(db: Kysely<Database>, clientId: string)
 }
 
 /** The client as oidc-provider's metadata (OIDC Dynamic Client Registration §2 names). */
-export async function findClientMetadata(db: Kysely<Database>, clientId: string): Promise<Record<string, unknown> | undefined> {
+export async function findClientMetadata(
+  db: Kysely<Database>,
+  clientId: string,
+): Promise<Record<string, unknown> | undefined> {
   const row = await db.selectFrom('oauth_clients').selectAll().where('id', '=', clientId).executeTakeFirst();
   return row ? toMetadata(toRecord(row), row.secret_hash ?? undefined) : undefined;
 }

@@ -22,13 +22,29 @@ interface InteractionOptions {
   basePath: string;
 }
 
-const UID = { type: 'object', properties: { uid: { type: 'string', pattern: '^[A-Za-z0-9_-]{1,64}$' } }, required: ['uid'] } as const;
+const UID = {
+  type: 'object',
+  properties: { uid: { type: 'string', pattern: '^[A-Za-z0-9_-]{1,64}$' } },
+  required: ['uid'],
+} as const;
 
 export async function interactionRoutes(app: FastifyInstance, options: InteractionOptions): Promise<void> {
   const { holder, db } = options;
-  app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string', bodyLimit: 8192 }, (_request, body, done) => done(null, parseForm(body as string)));
-  const paths = (uid: string) => ({ self: `${options.basePath}/interaction/${uid}`, login: `${options.basePath}/interaction/${uid}/login`, confirm: `${options.basePath}/interaction/${uid}/confirm`, abort: `${options.basePath}/interaction/${uid}/abort` });
-  const csrfFor = (uid: string): string => createHmac('sha256', holder.keys.cookieKeys[0] ?? '').update(`interaction:${uid}`).digest('base64url');
+  app.addContentTypeParser(
+    'application/x-www-form-urlencoded',
+    { parseAs: 'string', bodyLimit: 8192 },
+    (_request, body, done) => done(null, parseForm(body as string)),
+  );
+  const paths = (uid: string) => ({
+    self: `${options.basePath}/interaction/${uid}`,
+    login: `${options.basePath}/interaction/${uid}/login`,
+    confirm: `${options.basePath}/interaction/${uid}/confirm`,
+    abort: `${options.basePath}/interaction/${uid}/abort`,
+  });
+  const csrfFor = (uid: string): string =>
+    createHmac('sha256', holder.keys.cookieKeys[0] ?? '')
+      .update(`interaction:${uid}`)
+      .digest('base64url');
   const csrfValid = (uid: string, presented: unknown): boolean =>
     typeof presented === 'string' &&
     holder.keys.cookieKeys.some((key) => {
@@ -38,21 +54,34 @@ export async function interactionRoutes(app: FastifyInstance, options: Interacti
     });
 
   /** The interaction, or a page explaining why there is none (expired, cookies blocked, tampered). */
-  async function load(request: FastifyRequest<{ Params: { uid: string } }>, reply: FastifyReply): Promise<Interaction | undefined> {
+  async function load(
+    request: FastifyRequest<{ Params: { uid: string } }>,
+    reply: FastifyReply,
+  ): Promise<Interaction | undefined> {
     try {
       const details = await holder.provider.interactionDetails(request.raw, reply.raw);
       if (details.uid === request.params.uid) return details;
     } catch {
       // SessionNotFound: the cookie is missing or the interaction expired.
     }
-    await sendPage(reply, 400, renderErrorPage('invalid_request', 'This sign-in page has expired or cookies are blocked. Go back to the application and start again.'));
+    await sendPage(
+      reply,
+      400,
+      renderErrorPage(
+        'invalid_request',
+        'This sign-in page has expired or cookies are blocked. Go back to the application and start again.',
+      ),
+    );
     return undefined;
   }
 
   /** What the pages need to know about the client: its display name and whether it is first-party. */
   async function clientInfo(details: Interaction): Promise<{ name: string; firstParty: boolean }> {
     const client = await holder.provider.Client.find(String(details.params.client_id));
-    return { name: client?.clientName ?? String(details.params.client_id), firstParty: (client as unknown as { first_party?: boolean } | undefined)?.first_party === true };
+    return {
+      name: client?.clientName ?? String(details.params.client_id),
+      firstParty: (client as unknown as { first_party?: boolean } | undefined)?.first_party === true,
+    };
   }
 
   function redirectOrigins(details: Interaction): string[] {
@@ -60,82 +89,163 @@ export async function interactionRoutes(app: FastifyInstance, options: Interacti
     return uri ? [uri.origin] : [];
   }
 
-  async function sendPage(reply: FastifyReply, status: number, html: string, formOrigins: string[] = [], extra: Record<string, string> = {}): Promise<void> {
-    await reply.code(status).headers({ ...pageHeaders(formOrigins), ...extra }).send(html);
+  async function sendPage(
+    reply: FastifyReply,
+    status: number,
+    html: string,
+    formOrigins: string[] = [],
+    extra: Record<string, string> = {},
+  ): Promise<void> {
+    await reply
+      .code(status)
+      .headers({ ...pageHeaders(formOrigins), ...extra })
+      .send(html);
   }
 
-  async function showLogin(reply: FastifyReply, details: Interaction, status = 200, error?: string, email?: string, extra: Record<string, string> = {}): Promise<void> {
-    const page = renderLoginPage({ action: paths(details.uid).login, csrf: csrfFor(details.uid), clientName: (await clientInfo(details)).name, error, email });
+  async function showLogin(
+    reply: FastifyReply,
+    details: Interaction,
+    status = 200,
+    error?: string,
+    email?: string,
+    extra: Record<string, string> = {},
+  ): Promise<void> {
+    const page = renderLoginPage({
+      action: paths(details.uid).login,
+      csrf: csrfFor(details.uid),
+      clientName: (await clientInfo(details)).name,
+      error,
+      email,
+    });
     await sendPage(reply, status, page, redirectOrigins(details), extra);
   }
 
-  async function finish(request: FastifyRequest, reply: FastifyReply, result: Parameters<ProviderHolder['provider']['interactionResult']>[2]): Promise<void> {
-    const location = await holder.provider.interactionResult(request.raw, reply.raw, result, { mergeWithLastSubmission: false });
+  async function finish(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    result: Parameters<ProviderHolder['provider']['interactionResult']>[2],
+  ): Promise<void> {
+    const location = await holder.provider.interactionResult(request.raw, reply.raw, result, {
+      mergeWithLastSubmission: false,
+    });
     await reply.code(303).header('cache-control', 'no-store').redirect(location, 303);
   }
 
-  app.get<{ Params: { uid: string } }>('/interaction/:uid', { schema: { params: UID, hide: true } }, async (request, reply) => {
-    const details = await load(request, reply);
-    if (!details) return;
-    if (details.prompt.name === 'login') return showLogin(reply, details);
-    const client = await clientInfo(details);
-    if (details.prompt.name === 'consent' && client.firstParty) {
-      // First-party clients (registered with --first-party) skip the consent page: the grant is what they asked.
-      return finish(request, reply, { consent: { grantId: await saveConsent(holder, details) } });
-    }
-    const scopes = requestedScopes(details);
-    const page = renderConsentPage({ action: paths(details.uid).confirm, abortAction: paths(details.uid).abort, csrf: csrfFor(details.uid), clientName: client.name, scopes: scopes.map(describeScope) });
-    await sendPage(reply, 200, page, redirectOrigins(details));
-  });
+  app.get<{ Params: { uid: string } }>(
+    '/interaction/:uid',
+    { schema: { params: UID, hide: true } },
+    async (request, reply) => {
+      const details = await load(request, reply);
+      if (!details) return;
+      if (details.prompt.name === 'login') return showLogin(reply, details);
+      const client = await clientInfo(details);
+      if (details.prompt.name === 'consent' && client.firstParty) {
+        // First-party clients (registered with --first-party) skip the consent page: the grant is what they asked.
+        return finish(request, reply, { consent: { grantId: await saveConsent(holder, details) } });
+      }
+      const scopes = requestedScopes(details);
+      const page = renderConsentPage({
+        action: paths(details.uid).confirm,
+        abortAction: paths(details.uid).abort,
+        csrf: csrfFor(details.uid),
+        clientName: client.name,
+        scopes: scopes.map(describeScope),
+      });
+      await sendPage(reply, 200, page, redirectOrigins(details));
+    },
+  );
 
-  app.post<{ Params: { uid: string }; Body: Record<string, unknown> }>('/interaction/:uid/login', { schema: { params: UID, hide: true } }, async (request, reply) => {
-    const details = await load(request, reply);
-    if (!details) return;
-    const body = request.body ?? {};
-    if (!csrfValid(details.uid, body.csrf)) return sendPage(reply, 403, renderErrorPage('invalid_request', 'The form could not be verified. Reload the page and try again.'));
-    if (details.prompt.name !== 'login') return sendPage(reply, 400, renderErrorPage('invalid_request', 'This step of sign-in is already done.'));
-    const email = typeof body.email === 'string' ? body.email.trim() : '';
-    const password = typeof body.password === 'string' ? body.password : '';
-    if (email === '' || password === '') return showLogin(reply, details, 400, 'Enter your e-mail address and your password.', email);
-    if (password.length > PASSWORD_MAX_LENGTH) return showLogin(reply, details, 400, 'That password is longer than any password here.', email);
+  app.post<{ Params: { uid: string }; Body: Record<string, unknown> }>(
+    '/interaction/:uid/login',
+    { schema: { params: UID, hide: true } },
+    async (request, reply) => {
+      const details = await load(request, reply);
+      if (!details) return;
+      const body = request.body ?? {};
+      if (!csrfValid(details.uid, body.csrf))
+        return sendPage(
+          reply,
+          403,
+          renderErrorPage('invalid_request', 'The form could not be verified. Reload the page and try again.'),
+        );
+      if (details.prompt.name !== 'login')
+        return sendPage(reply, 400, renderErrorPage('invalid_request', 'This step of sign-in is already done.'));
+      const email = typeof body.email === 'string' ? body.email.trim() : '';
+      const password = typeof body.password === 'string' ? body.password : '';
+      if (email === '' || password === '')
+        return showLogin(reply, details, 400, 'Enter your e-mail address and your password.', email);
+      if (password.length > PASSWORD_MAX_LENGTH)
+        return showLogin(reply, details, 400, 'That password is longer than any password here.', email);
 
-    const keys = throttleKeys(email, request.clientOrigin.ip);
-    const waitMs = await loginWaitMs(db, keys);
-    if (waitMs > 0) {
-      const seconds = Math.ceil(waitMs / 1000);
-      return showLogin(reply, details, 429, `Too many failed attempts. Try again in ${seconds} second${seconds === 1 ? '' : 's'}.`, email, { 'retry-after': String(seconds) });
-    }
-    const user = await findUserByEmail(db, email);
-    const valid = await verifyPassword(password, user?.passwordHash ?? (await decoyHash()));
-    if (!user || !valid) {
-      await recordLoginFailure(db, keys, { maxFailures: options.loginMaxFailures });
-      return showLogin(reply, details, 401, 'The e-mail address or the password is not right.', email);
-    }
-    await recordLoginSuccess(db, keys);
-    await finish(request, reply, { login: { accountId: user.id, amr: ['pwd'] } });
-  });
+      const keys = throttleKeys(email, request.clientOrigin.ip);
+      const waitMs = await loginWaitMs(db, keys);
+      if (waitMs > 0) {
+        const seconds = Math.ceil(waitMs / 1000);
+        return showLogin(
+          reply,
+          details,
+          429,
+          `Too many failed attempts. Try again in ${seconds} second${seconds === 1 ? '' : 's'}.`,
+          email,
+          { 'retry-after': String(seconds) },
+        );
+      }
+      const user = await findUserByEmail(db, email);
+      const valid = await verifyPassword(password, user?.passwordHash ?? (await decoyHash()));
+      if (!user || !valid) {
+        await recordLoginFailure(db, keys, { maxFailures: options.loginMaxFailures });
+        return showLogin(reply, details, 401, 'The e-mail address or the password is not right.', email);
+      }
+      await recordLoginSuccess(db, keys);
+      await finish(request, reply, { login: { accountId: user.id, amr: ['pwd'] } });
+    },
+  );
 
-  app.post<{ Params: { uid: string }; Body: Record<string, unknown> }>('/interaction/:uid/confirm', { schema: { params: UID, hide: true } }, async (request, reply) => {
-    const details = await load(request, reply);
-    if (!details) return;
-    if (!csrfValid(details.uid, request.body?.csrf)) return sendPage(reply, 403, renderErrorPage('invalid_request', 'The form could not be verified. Reload the page and try again.'));
-    if (details.prompt.name !== 'consent' || !details.session?.accountId) return sendPage(reply, 400, renderErrorPage('invalid_request', 'Sign in first.'));
-    const grantId = await saveConsent(holder, details);
-    await finish(request, reply, { consent: { grantId } });
-  });
+  app.post<{ Params: { uid: string }; Body: Record<string, unknown> }>(
+    '/interaction/:uid/confirm',
+    { schema: { params: UID, hide: true } },
+    async (request, reply) => {
+      const details = await load(request, reply);
+      if (!details) return;
+      if (!csrfValid(details.uid, request.body?.csrf))
+        return sendPage(
+          reply,
+          403,
+          renderErrorPage('invalid_request', 'The form could not be verified. Reload the page and try again.'),
+        );
+      if (details.prompt.name !== 'consent' || !details.session?.accountId)
+        return sendPage(reply, 400, renderErrorPage('invalid_request', 'Sign in first.'));
+      const grantId = await saveConsent(holder, details);
+      await finish(request, reply, { consent: { grantId } });
+    },
+  );
 
-  app.post<{ Params: { uid: string }; Body: Record<string, unknown> }>('/interaction/:uid/abort', { schema: { params: UID, hide: true } }, async (request, reply) => {
-    const details = await load(request, reply);
-    if (!details) return;
-    if (!csrfValid(details.uid, request.body?.csrf)) return sendPage(reply, 403, renderErrorPage('invalid_request', 'The form could not be verified. Reload the page and try again.'));
-    await finish(request, reply, { error: 'access_denied', error_description: 'the user denied the request' });
-  });
+  app.post<{ Params: { uid: string }; Body: Record<string, unknown> }>(
+    '/interaction/:uid/abort',
+    { schema: { params: UID, hide: true } },
+    async (request, reply) => {
+      const details = await load(request, reply);
+      if (!details) return;
+      if (!csrfValid(details.uid, request.body?.csrf))
+        return sendPage(
+          reply,
+          403,
+          renderErrorPage('invalid_request', 'The form could not be verified. Reload the page and try again.'),
+        );
+      await finish(request, reply, { error: 'access_denied', error_description: 'the user denied the request' });
+    },
+  );
 }
 
 /** Everything the consent prompt asks for: OIDC scopes and per-resource scopes not yet granted. */
 function requestedScopes(details: Interaction): string[] {
-  const missing = details.prompt.details as { missingOIDCScope?: string[]; missingResourceScopes?: Record<string, string[]> };
-  return [...new Set([...(missing.missingOIDCScope ?? []), ...Object.values(missing.missingResourceScopes ?? {}).flat()])];
+  const missing = details.prompt.details as {
+    missingOIDCScope?: string[];
+    missingResourceScopes?: Record<string, string[]>;
+  };
+  return [
+    ...new Set([...(missing.missingOIDCScope ?? []), ...Object.values(missing.missingResourceScopes ?? {}).flat()]),
+  ];
 }
 
 async function saveConsent(holder: ProviderHolder, details: Interaction): Promise<string> {
@@ -143,9 +253,14 @@ async function saveConsent(holder: ProviderHolder, details: Interaction): Promis
   const accountId = details.session?.accountId as string;
   const clientId = String(details.params.client_id);
   const grant = (details.grantId ? await Grant.find(details.grantId) : undefined) ?? new Grant({ accountId, clientId });
-  const missing = details.prompt.details as { missingOIDCScope?: string[]; missingOIDCClaims?: string[]; missingResourceScopes?: Record<string, string[]> };
+  const missing = details.prompt.details as {
+    missingOIDCScope?: string[];
+    missingOIDCClaims?: string[];
+    missingResourceScopes?: Record<string, string[]>;
+  };
   if (missing.missingOIDCScope) grant.addOIDCScope(missing.missingOIDCScope.join(' '));
   if (missing.missingOIDCClaims) grant.addOIDCClaims(missing.missingOIDCClaims);
-  for (const [resource, scopes] of Object.entries(missing.missingResourceScopes ?? {})) grant.addResourceScope(resource, scopes.join(' '));
+  for (const [resource, scopes] of Object.entries(missing.missingResourceScopes ?? {}))
+    grant.addResourceScope(resource, scopes.join(' '));
   return grant.save();
 }

@@ -37,9 +37,17 @@ export async function ensureKeys(db: Kysely<Database>, algorithms: string[], kek
 }
 
 /** Retires every current key and creates fresh ones, in one transaction. */
-export async function rotateKeys(db: Kysely<Database>, algorithms: string[], kek: Buffer | undefined): Promise<string[]> {
+export async function rotateKeys(
+  db: Kysely<Database>,
+  algorithms: string[],
+  kek: Buffer | undefined,
+): Promise<string[]> {
   return db.transaction().execute(async (trx) => {
-    await trx.updateTable('signing_keys').set({ retired_at: toDbTime(new Date()) }).where('retired_at', 'is', null).execute();
+    await trx
+      .updateTable('signing_keys')
+      .set({ retired_at: toDbTime(new Date()) })
+      .where('retired_at', 'is', null)
+      .execute();
     const kids: string[] = [];
     for (const alg of algorithms) kids.push(await insertJwsKey(trx, alg, kek));
     await insertCookieKey(trx, kek);
@@ -47,12 +55,29 @@ export async function rotateKeys(db: Kysely<Database>, algorithms: string[], kek
   });
 }
 
-export async function loadKeys(db: Kysely<Database>, kek: Buffer | undefined, cookieKeepMs: number, now = new Date()): Promise<KeyMaterial> {
-  await db.deleteFrom('signing_keys').where('use', '=', 'jws').where('retired_at', '<', toDbTime(new Date(now.getTime() - RETIRED_JWS_KEY_KEEP_MS))).execute();
-  await db.deleteFrom('signing_keys').where('use', '=', 'cookie').where('retired_at', '<', toDbTime(new Date(now.getTime() - cookieKeepMs))).execute();
+export async function loadKeys(
+  db: Kysely<Database>,
+  kek: Buffer | undefined,
+  cookieKeepMs: number,
+  now = new Date(),
+): Promise<KeyMaterial> {
+  await db
+    .deleteFrom('signing_keys')
+    .where('use', '=', 'jws')
+    .where('retired_at', '<', toDbTime(new Date(now.getTime() - RETIRED_JWS_KEY_KEEP_MS)))
+    .execute();
+  await db
+    .deleteFrom('signing_keys')
+    .where('use', '=', 'cookie')
+    .where('retired_at', '<', toDbTime(new Date(now.getTime() - cookieKeepMs)))
+    .execute();
   const rows = await db.selectFrom('signing_keys').selectAll().execute();
   // Current keys first, then retired ones newest first.
-  rows.sort((a, b) => Number(a.retired_at !== null) - Number(b.retired_at !== null) || new Date(b.created_at).getTime() - new Date(a.created_at).getTime());
+  rows.sort(
+    (a, b) =>
+      Number(a.retired_at !== null) - Number(b.retired_at !== null) ||
+      new Date(b.created_at).getTime() - new Date(a.created_at).getTime(),
+  );
   return {
     jwks: { keys: rows.filter((r) => r.use === 'jws').map((r) => JSON.parse(decrypt(r.material, kek)) as JWK) },
     cookieKeys: rows.filter((r) => r.use === 'cookie').map((r) => decrypt(r.material, kek)),
@@ -62,20 +87,55 @@ export async function loadKeys(db: Kysely<Database>, kek: Buffer | undefined, co
 
 /** The public half of the key set, as served at jwks_uri. */
 export function publicJwks(material: KeyMaterial): { keys: JWK[] } {
-  return { keys: material.jwks.keys.map(({ kty, crv, x, y, n, e, kid, alg, use }) => ({ kty, crv, x, y, n, e, kid, alg, use })) };
+  return {
+    keys: material.jwks.keys.map(({ kty, crv, x, y, n, e, kid, alg, use }) => ({
+      kty,
+      crv,
+      x,
+      y,
+      n,
+      e,
+      kid,
+      alg,
+      use,
+    })),
+  };
 }
 
 async function insertJwsKey(db: Kysely<Database>, alg: string, kek: Buffer | undefined): Promise<string> {
-  const { privateKey } = await generateKeyPair(alg, { extractable: true, ...(alg === 'EdDSA' ? { crv: 'Ed25519' } : {}) });
+  const { privateKey } = await generateKeyPair(alg, {
+    extractable: true,
+    ...(alg === 'EdDSA' ? { crv: 'Ed25519' } : {}),
+  });
   const jwk = await exportJWK(privateKey);
   const kid = await calculateJwkThumbprint(jwk); // RFC 7638: a kid derived from the key itself
-  await db.insertInto('signing_keys').values({ kid, use: 'jws', alg, material: encrypt(JSON.stringify({ ...jwk, kid, alg, use: 'sig' }), kek), created_at: toDbTime(new Date()), retired_at: null }).execute();
+  await db
+    .insertInto('signing_keys')
+    .values({
+      kid,
+      use: 'jws',
+      alg,
+      material: encrypt(JSON.stringify({ ...jwk, kid, alg, use: 'sig' }), kek),
+      created_at: toDbTime(new Date()),
+      retired_at: null,
+    })
+    .execute();
   return kid;
 }
 
 async function insertCookieKey(db: Kysely<Database>, kek: Buffer | undefined): Promise<void> {
   const kid = `ck_${randomBytes(8).toString('hex')}`;
-  await db.insertInto('signing_keys').values({ kid, use: 'cookie', alg: 'HS256', material: encrypt(randomBytes(32).toString('base64url'), kek), created_at: toDbTime(new Date()), retired_at: null }).execute();
+  await db
+    .insertInto('signing_keys')
+    .values({
+      kid,
+      use: 'cookie',
+      alg: 'HS256',
+      material: encrypt(randomBytes(32).toString('base64url'), kek),
+      created_at: toDbTime(new Date()),
+      retired_at: null,
+    })
+    .execute();
 }
 
 function encrypt(plain: string, kek: Buffer | undefined): string {
@@ -84,7 +144,10 @@ function encrypt(plain: string, kek: Buffer | undefined): string {
 
 function decrypt(stored: string, kek: Buffer | undefined): string {
   if (!isSealed(stored)) return stored;
-  if (!kek) throw new KeyEncryptionError('the signing keys are encrypted: set KEY_ENCRYPTION_KEY to the key they were stored with');
+  if (!kek)
+    throw new KeyEncryptionError(
+      'the signing keys are encrypted: set KEY_ENCRYPTION_KEY to the key they were stored with',
+    );
   try {
     return unseal(stored, kek);
   } catch {

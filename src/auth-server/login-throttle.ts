@@ -20,13 +20,26 @@ export function throttleKeys(email: string, address: string): { account: string;
 }
 
 /** Milliseconds the caller must still wait, 0 when an attempt is allowed now. */
-export async function loginWaitMs(db: Kysely<Database>, keys: { account: string; address: string }, now = new Date()): Promise<number> {
-  const rows = await db.selectFrom('login_throttle').select(['blocked_until']).where('key', 'in', [keys.account, keys.address]).execute();
+export async function loginWaitMs(
+  db: Kysely<Database>,
+  keys: { account: string; address: string },
+  now = new Date(),
+): Promise<number> {
+  const rows = await db
+    .selectFrom('login_throttle')
+    .select(['blocked_until'])
+    .where('key', 'in', [keys.account, keys.address])
+    .execute();
   const until = Math.max(0, ...rows.map((r) => new Date(r.blocked_until).getTime()));
   return Math.max(0, until - now.getTime());
 }
 
-export async function recordLoginFailure(db: Kysely<Database>, keys: { account: string; address: string }, settings: ThrottleSettings, now = new Date()): Promise<void> {
+export async function recordLoginFailure(
+  db: Kysely<Database>,
+  keys: { account: string; address: string },
+  settings: ThrottleSettings,
+  now = new Date(),
+): Promise<void> {
   await bump(db, keys.account, settings.maxFailures, now);
   await bump(db, keys.address, settings.maxFailures * ADDRESS_FACTOR, now);
 }
@@ -37,7 +50,10 @@ export async function recordLoginSuccess(db: Kysely<Database>, keys: { account: 
 }
 
 export async function purgeStaleThrottles(db: Kysely<Database>, now = new Date()): Promise<void> {
-  await db.deleteFrom('login_throttle').where('updated_at', '<', toDbTime(new Date(now.getTime() - MAX_DELAY_MS - FORGET_AFTER_MS))).execute();
+  await db
+    .deleteFrom('login_throttle')
+    .where('updated_at', '<', toDbTime(new Date(now.getTime() - MAX_DELAY_MS - FORGET_AFTER_MS)))
+    .execute();
 }
 
 /** An atomic increment (concurrent failures all count), then the delay that count earns. */
@@ -56,5 +72,9 @@ async function bump(db: Kysely<Database>, key: string, threshold: number, now: D
     .executeTakeFirstOrThrow();
   if (row.failures < threshold) return;
   const delay = Math.min(MAX_DELAY_MS, 1000 * 2 ** Math.min(30, row.failures - threshold));
-  await db.updateTable('login_throttle').set({ blocked_until: toDbTime(new Date(now.getTime() + delay)) }).where('key', '=', key).execute();
+  await db
+    .updateTable('login_throttle')
+    .set({ blocked_until: toDbTime(new Date(now.getTime() + delay)) })
+    .where('key', '=', key)
+    .execute();
 }

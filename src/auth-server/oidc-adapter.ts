@@ -20,7 +20,12 @@ import { findClientMetadata } from './clients.repository.ts';
  * their ids are useless without the signed cookies or the login that go with them.
  * Migration 0004-hashed-token-ids rehashed the rows stored before; it repeats this list and this hash.
  */
-export const HASHED_MODELS: ReadonlySet<string> = new Set(['AuthorizationCode', 'RefreshToken', 'AccessToken', 'ClientCredentials']);
+export const HASHED_MODELS: ReadonlySet<string> = new Set([
+  'AuthorizationCode',
+  'RefreshToken',
+  'AccessToken',
+  'ClientCredentials',
+]);
 
 export function hashTokenId(id: string): string {
   return createHash('sha256').update(id).digest('base64url');
@@ -100,13 +105,22 @@ export class KyselyAdapter implements Adapter {
       .where('consumed_at', 'is', null)
       .executeTakeFirst();
     if (Number(result.numUpdatedRows) === 1) return;
-    const row = await this.#db.selectFrom('oidc_payloads').select('grant_id').where('model', '=', this.#model).where('id', '=', id).executeTakeFirst();
+    const row = await this.#db
+      .selectFrom('oidc_payloads')
+      .select('grant_id')
+      .where('model', '=', this.#model)
+      .where('id', '=', id)
+      .executeTakeFirst();
     if (row?.grant_id) await revokeGrant(this.#db, row.grant_id);
     throw new errors.InvalidGrant('the token was already used');
   }
 
   async destroy(id: string): Promise<void> {
-    await this.#db.deleteFrom('oidc_payloads').where('model', '=', this.#model).where('id', '=', this.#rowId(id)).execute();
+    await this.#db
+      .deleteFrom('oidc_payloads')
+      .where('model', '=', this.#model)
+      .where('id', '=', this.#rowId(id))
+      .execute();
   }
 
   async revokeByGrantId(grantId: string): Promise<void> {
@@ -124,7 +138,9 @@ export class KyselyAdapter implements Adapter {
     if (row.expires_at !== null && new Date(row.expires_at).getTime() <= Date.now()) return undefined;
     const payload = JSON.parse(row.payload) as AdapterPayload;
     // oidc-provider reads `consumed` to detect reuse (it then revokes the grant itself).
-    return row.consumed_at === null ? payload : { ...payload, consumed: Math.floor(new Date(row.consumed_at).getTime() / 1000) };
+    return row.consumed_at === null
+      ? payload
+      : { ...payload, consumed: Math.floor(new Date(row.consumed_at).getTime() / 1000) };
   }
 }
 

@@ -52,13 +52,16 @@ export interface LoginPage {
 
 export function renderLoginPage(page: LoginPage): string {
   const described = page.error ? ' aria-describedby="form-error"' : '';
-  return layout('Sign in', `<h1>Sign in to continue to ${escapeHtml(page.clientName)}</h1>${errorBox(page.error)}
+  return layout(
+    'Sign in',
+    `<h1>Sign in to continue to ${escapeHtml(page.clientName)}</h1>${errorBox(page.error)}
 <form method="post" action="${escapeHtml(page.action)}" novalidate>
 <input type="hidden" name="csrf" value="${escapeHtml(page.csrf)}">
 <label for="email">E-mail</label><input id="email" name="email" type="email" autocomplete="username" required autofocus value="${escapeHtml(page.email ?? '')}"${described}>
 <label for="password">Password</label><input id="password" name="password" type="password" autocomplete="current-password" required${described}>
 <button type="submit">Sign in</button>
-</form>`);
+</form>`,
+  );
 }
 
 export interface ConsentPage {
@@ -71,21 +74,30 @@ export interface ConsentPage {
 
 export function renderConsentPage(page: ConsentPage): string {
   const items = page.scopes.map((s) => `<li>${escapeHtml(s)}</li>`).join('');
-  return layout('Allow access', `<h1>${escapeHtml(page.clientName)} wants to</h1><ul>${items}</ul>
+  return layout(
+    'Allow access',
+    `<h1>${escapeHtml(page.clientName)} wants to</h1><ul>${items}</ul>
 <p>Your decision is remembered for this application until you sign out or it is revoked.</p>
 <form method="post" action="${escapeHtml(page.action)}"><input type="hidden" name="csrf" value="${escapeHtml(page.csrf)}"><button type="submit" autofocus>Allow</button>
-<button type="submit" class="secondary" formaction="${escapeHtml(page.abortAction)}">Deny</button></form>`);
+<button type="submit" class="secondary" formaction="${escapeHtml(page.abortAction)}">Deny</button></form>`,
+  );
 }
 
 /** `requestId` (faults only) lets support find the logged cause. */
 export function renderErrorPage(error: string, description: string | undefined, requestId?: string): string {
   const reference = requestId ? ` Request id: <code>${escapeHtml(requestId)}</code>.` : '';
-  return layout('Error', `<h1>Something went wrong</h1>${errorBox(description ?? error)}<p>Error code: <code>${escapeHtml(error)}</code>.${reference} Return to the application and try again.</p>`);
+  return layout(
+    'Error',
+    `<h1>Something went wrong</h1>${errorBox(description ?? error)}<p>Error code: <code>${escapeHtml(error)}</code>.${reference} Return to the application and try again.</p>`,
+  );
 }
 
 /** `form` is oidc-provider's hidden logout form (id op.logoutForm, with its own anti-CSRF token). */
 export function renderLogoutPage(form: string): string {
-  return layout('Sign out', `<h1>Sign out of Signet?</h1>${form}<button type="submit" form="op.logoutForm" name="logout" value="yes" autofocus>Sign out</button><button type="submit" form="op.logoutForm" class="secondary">Stay signed in</button>`);
+  return layout(
+    'Sign out',
+    `<h1>Sign out of Signet?</h1>${form}<button type="submit" form="op.logoutForm" name="logout" value="yes" autofocus>Sign out</button><button type="submit" form="op.logoutForm" class="secondary">Stay signed in</button>`,
+  );
 }
 
 export function renderLoggedOutPage(): string {

@@ -10,7 +10,11 @@ const PHC = /^\$argon2id\$v=19\$m=(\d+),t=(\d+),p=(\d+)\$([A-Za-z0-9+/]+)\$([A-Z
 export const PASSWORD_MIN_LENGTH = 8;
 export const PASSWORD_MAX_LENGTH = 1024;
 
-function derive(password: string, nonce: Buffer, params: { memory: number; passes: number; parallelism: number; tagLength: number }): Promise<Buffer> {
+function derive(
+  password: string,
+  nonce: Buffer,
+  params: { memory: number; passes: number; parallelism: number; tagLength: number },
+): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     argon2('argon2id', { message: password, nonce, ...params }, (err, key) => (err ? reject(err) : resolve(key)));
   });
@@ -27,9 +31,21 @@ export async function hashPassword(password: string): Promise<string> {
 export async function verifyPassword(password: string, stored: string): Promise<boolean> {
   const match = PHC.exec(stored);
   if (!match) return false;
-  const [, memory, passes, parallelism, salt, hash] = match as unknown as [string, string, string, string, string, string];
+  const [, memory, passes, parallelism, salt, hash] = match as unknown as [
+    string,
+    string,
+    string,
+    string,
+    string,
+    string,
+  ];
   const expected = Buffer.from(hash, 'base64');
-  const actual = await derive(password, Buffer.from(salt, 'base64'), { memory: Number(memory), passes: Number(passes), parallelism: Number(parallelism), tagLength: expected.length });
+  const actual = await derive(password, Buffer.from(salt, 'base64'), {
+    memory: Number(memory),
+    passes: Number(passes),
+    parallelism: Number(parallelism),
+    tagLength: expected.length,
+  });
   return timingSafeEqual(actual, expected);
 }
 

@@ -45,7 +45,13 @@ export async function registerAuthServer(app: FastifyInstance, options: AuthServ
     if (requestId) res.setHeader('x-request-id', requestId);
     holder.handler(req, res);
   });
-  await app.register(interactionRoutes, { prefix: mount, holder, db, loginMaxFailures: options.loginMaxFailures, basePath: mount });
+  await app.register(interactionRoutes, {
+    prefix: mount,
+    holder,
+    db,
+    loginMaxFailures: options.loginMaxFailures,
+    basePath: mount,
+  });
   registerAuthorizationServerMetadata(app, mount);
 
   const timers = [
@@ -56,7 +62,9 @@ export async function registerAuthServer(app: FastifyInstance, options: AuthServ
       );
     }, KEY_CHECK_INTERVAL_MS),
     setInterval(() => {
-      Promise.all([purgeExpiredPayloads(db, new Date()), purgeStaleThrottles(db)]).catch((err: unknown) => app.log.warn({ err }, 'authorization server purge failed'));
+      Promise.all([purgeExpiredPayloads(db, new Date()), purgeStaleThrottles(db)]).catch((err: unknown) =>
+        app.log.warn({ err }, 'authorization server purge failed'),
+      );
     }, PURGE_INTERVAL_MS),
   ];
   for (const timer of timers) timer.unref();
@@ -82,6 +90,10 @@ function pinToIssuerOrigin(req: IncomingMessage, issuer: URL, clientIp: string |
 function registerAuthorizationServerMetadata(app: FastifyInstance, mount: string): void {
   app.get(`/.well-known/oauth-authorization-server${mount}`, { schema: { hide: true } }, async (_request, reply) => {
     const response = await app.inject({ method: 'GET', url: `${mount}/.well-known/openid-configuration` });
-    return reply.code(response.statusCode).header('content-type', 'application/json; charset=utf-8').header('cache-control', 'public, max-age=300').send(response.body);
+    return reply
+      .code(response.statusCode)
+      .header('content-type', 'application/json; charset=utf-8')
+      .header('cache-control', 'public, max-age=300')
+      .send(response.body);
   });
 }

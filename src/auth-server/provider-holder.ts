@@ -23,7 +23,13 @@ export class ProviderHolder {
   readonly #kek: Buffer | undefined;
   readonly #log: FastifyBaseLogger | undefined;
 
-  private constructor(db: Kysely<Database>, settings: ProviderSettings, kek: Buffer | undefined, keys: KeyMaterial, log: FastifyBaseLogger | undefined) {
+  private constructor(
+    db: Kysely<Database>,
+    settings: ProviderSettings,
+    kek: Buffer | undefined,
+    keys: KeyMaterial,
+    log: FastifyBaseLogger | undefined,
+  ) {
     this.#db = db;
     this.#settings = settings;
     this.#kek = kek;
@@ -34,7 +40,12 @@ export class ProviderHolder {
     this.#handler = this.#provider.callback() as Handler;
   }
 
-  static async create(db: Kysely<Database>, settings: ProviderSettings, kek: Buffer | undefined, log?: FastifyBaseLogger): Promise<ProviderHolder> {
+  static async create(
+    db: Kysely<Database>,
+    settings: ProviderSettings,
+    kek: Buffer | undefined,
+    log?: FastifyBaseLogger,
+  ): Promise<ProviderHolder> {
     return new ProviderHolder(db, settings, kek, await loadKeys(db, kek, settings.sessionTtlSeconds * 1000), log);
   }
 
@@ -44,9 +55,12 @@ export class ProviderHolder {
    */
   #build(keys: KeyMaterial): Provider {
     const provider = createProvider(this.#db, keys, this.#settings);
-    provider.on('server_error', (ctx: { req: IncomingMessage & { id?: string }; method: string; path: string }, err: unknown) => {
-      this.#log?.error({ err, reqId: ctx.req.id, method: ctx.method, path: ctx.path }, 'authorization server error');
-    });
+    provider.on(
+      'server_error',
+      (ctx: { req: IncomingMessage & { id?: string }; method: string; path: string }, err: unknown) => {
+        this.#log?.error({ err, reqId: ctx.req.id, method: ctx.method, path: ctx.path }, 'authorization server error');
+      },
+    );
     return provider;
   }
 

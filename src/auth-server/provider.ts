@@ -77,11 +77,16 @@ export function createProvider(db: Kysely<Database>, keys: KeyMaterial, settings
     rotateRefreshToken: true,
     expiresWithSession: async () => false,
     extraClientMetadata: { properties: ['cors_origins', 'first_party'] },
-    clientBasedCORS: (_ctx, origin, client) => ((client as unknown as { cors_origins?: string[] }).cors_origins ?? []).includes(origin),
+    clientBasedCORS: (_ctx, origin, client) =>
+      ((client as unknown as { cors_origins?: string[] }).cors_origins ?? []).includes(origin),
     interactions: { url: (_ctx, interaction) => interactionPath(settings.issuer, interaction.uid) },
     renderError: (ctx, out) => {
       ctx.set(pageHeaders());
-      ctx.body = renderErrorPage(out.error, out.error_description, out.error === 'server_error' ? requestIdOf(ctx) : undefined);
+      ctx.body = renderErrorPage(
+        out.error,
+        out.error_description,
+        out.error === 'server_error' ? requestIdOf(ctx) : undefined,
+      );
     },
     features: {
       devInteractions: { enabled: false },
@@ -101,7 +106,11 @@ export function createProvider(db: Kysely<Database>, keys: KeyMaterial, settings
       },
       // RFC 7662 §2.1: confidential clients only, and (no separate resource servers here) only for
       // tokens issued to them; anything else is `{"active": false}`, which reveals nothing.
-      introspection: { enabled: true, allowedPolicy: async (_ctx, client, token) => client.clientAuthMethod !== 'none' && token.clientId === client.clientId },
+      introspection: {
+        enabled: true,
+        allowedPolicy: async (_ctx, client, token) =>
+          client.clientAuthMethod !== 'none' && token.clientId === client.clientId,
+      },
       userinfo: { enabled: true },
       rpInitiatedLogout: {
         enabled: true,
@@ -122,7 +131,10 @@ export function createProvider(db: Kysely<Database>, keys: KeyMaterial, settings
         // get a token for the userinfo endpoint.
         defaultResource: (_ctx, client) => {
           const allowed = (client?.scope ?? '').split(' ');
-          return settings.resources.find((r) => r.scopes.some((s) => allowed.includes(s)))?.uri ?? (undefined as unknown as string);
+          return (
+            settings.resources.find((r) => r.scopes.some((s) => allowed.includes(s)))?.uri ??
+            (undefined as unknown as string)
+          );
         },
         useGrantedResource: () => true,
         getResourceServerInfo: (_ctx, uri) => {
@@ -157,7 +169,10 @@ export function createProvider(db: Kysely<Database>, keys: KeyMaterial, settings
  * constant-time comparison, so the provider never needs the plain value.
  */
 function hashPresentedClientSecrets(provider: Provider): void {
-  provider.Client.prototype.compareClientSecret = function compareHashed(this: { clientSecret?: string }, presented: string): boolean {
+  provider.Client.prototype.compareClientSecret = function compareHashed(
+    this: { clientSecret?: string },
+    presented: string,
+  ): boolean {
     const stored = Buffer.from(this.clientSecret ?? '', 'hex');
     const actual = Buffer.from(hashClientSecret(presented), 'hex');
     return stored.length === actual.length && timingSafeEqual(stored, actual);

@@ -32,7 +32,8 @@ export function registerRequestShaping(provider: Provider, settings: ShapingSett
     const route = routeKey(ctx.path);
     const read = ctx.method === 'GET' || ctx.method === 'HEAD';
     if (read && route === '/authorize') await shapeAuthorizationQuery(ctx as KoaContextWithOIDC, settings);
-    if (ctx.method === 'POST' && route === '/token' && ctx.is('application/x-www-form-urlencoded')) await shapeTokenRequest(ctx as KoaContextWithOIDC, settings);
+    if (ctx.method === 'POST' && route === '/token' && ctx.is('application/x-www-form-urlencoded'))
+      await shapeTokenRequest(ctx as KoaContextWithOIDC, settings);
     if (ctx.body === undefined) await next();
   });
 }
@@ -79,11 +80,17 @@ async function shapeAuthorizationQuery(ctx: KoaContextWithOIDC, settings: Shapin
 
 async function shapeTokenRequest(ctx: KoaContextWithOIDC, settings: ShapingSettings): Promise<void> {
   const raw = await readBody(ctx);
-  if (raw === undefined) return answerTokenError(ctx, 413, 'invalid_request', `the request body is larger than ${FORM_LIMIT_BYTES} bytes`);
+  if (raw === undefined)
+    return answerTokenError(ctx, 413, 'invalid_request', `the request body is larger than ${FORM_LIMIT_BYTES} bytes`);
   const body = parseForm(raw.toString('utf8'));
   const clientId = typeof body.client_id === 'string' ? body.client_id : basicClientId(ctx.get('authorization'));
   if (body.client_id === undefined && !ctx.get('authorization')) {
-    return answerTokenError(ctx, 401, 'invalid_client', 'no client authentication: send client_id and client_secret, or HTTP Basic');
+    return answerTokenError(
+      ctx,
+      401,
+      'invalid_client',
+      'no client authentication: send client_id and client_secret, or HTTP Basic',
+    );
   }
   let changed = false;
   if (body.grant_type === undefined && body.code !== undefined) {
@@ -97,9 +104,19 @@ async function shapeTokenRequest(ctx: KoaContextWithOIDC, settings: ShapingSetti
       if (resource) body.scope = `${resource}/.default`;
     }
     if (typeof body.scope === 'string') {
-      const unknown = body.scope.split(' ').filter((s) => s && !settings.apiScopes.has(s) && !parseDefaultScope(s, settings.resources));
-      if (unknown.length > 0) return answerTokenError(ctx, 400, 'invalid_scope', `unknown scope ${unknown.join(' ')}: use ${settings.resources.map((r) => `${r.uri}/.default`).join(' or ')}, or scopes of the API`);
-      const expanded = clientId ? await expandScope(body.scope, clientId, settings, { addDefaultResource: false }) : undefined;
+      const unknown = body.scope
+        .split(' ')
+        .filter((s) => s && !settings.apiScopes.has(s) && !parseDefaultScope(s, settings.resources));
+      if (unknown.length > 0)
+        return answerTokenError(
+          ctx,
+          400,
+          'invalid_scope',
+          `unknown scope ${unknown.join(' ')}: use ${settings.resources.map((r) => `${r.uri}/.default`).join(' or ')}, or scopes of the API`,
+        );
+      const expanded = clientId
+        ? await expandScope(body.scope, clientId, settings, { addDefaultResource: false })
+        : undefined;
       if (expanded) {
         body.scope = expanded.scope;
         if (expanded.resource && body.resource === undefined) body.resource = expanded.resource;
@@ -110,7 +127,13 @@ async function shapeTokenRequest(ctx: KoaContextWithOIDC, settings: ShapingSetti
   if (!changed) return replayBody(ctx, raw);
   // Re-encoding can lengthen the body (spaces become %20): oidc-provider would refuse it with a 400.
   const rewritten = Buffer.from(stringifyForm(body));
-  if (rewritten.length > FORM_LIMIT_BYTES) return answerTokenError(ctx, 413, 'invalid_request', `the request body is larger than ${FORM_LIMIT_BYTES} bytes once its scopes are expanded`);
+  if (rewritten.length > FORM_LIMIT_BYTES)
+    return answerTokenError(
+      ctx,
+      413,
+      'invalid_request',
+      `the request body is larger than ${FORM_LIMIT_BYTES} bytes once its scopes are expanded`,
+    );
   replayBody(ctx, rewritten);
 }
 
@@ -139,7 +162,12 @@ function replayBody(ctx: KoaContextWithOIDC, body: Buffer): void {
  * Replaces `<resource>/.default` with the client's scopes on that resource; in the code flow
  * (addDefaultResource), a request naming no API scope gets the client's API scopes added.
  */
-async function expandScope(scope: string, clientId: string, settings: ShapingSettings, options: { addDefaultResource: boolean }): Promise<{ scope: string; resource?: string } | undefined> {
+async function expandScope(
+  scope: string,
+  clientId: string,
+  settings: ShapingSettings,
+  options: { addDefaultResource: boolean },
+): Promise<{ scope: string; resource?: string } | undefined> {
   const requested = scope.split(' ').filter(Boolean);
   const defaults = requested.map((s) => parseDefaultScope(s, settings.resources)).filter((r) => r !== undefined);
   const namesApiScope = requested.some((s) => settings.apiScopes.has(s));

@@ -91,8 +91,10 @@ function answerOutage(ctx: KoaContextWithOIDC): void {
 }
 
 function correctOAuthError(ctx: KoaContextWithOIDC, body: OAuthErrorBody): void {
-  if (ctx.status === 401 && body.error === 'invalid_client' && !ctx.response.get('www-authenticate')) ctx.set('www-authenticate', 'Basic realm="signet"');
-  if (body.error === 'invalid_request' && body.error_description === GRANT_NOT_ALLOWED) body.error = 'unauthorized_client';
+  if (ctx.status === 401 && body.error === 'invalid_client' && !ctx.response.get('www-authenticate'))
+    ctx.set('www-authenticate', 'Basic realm="signet"');
+  if (body.error === 'invalid_request' && body.error_description === GRANT_NOT_ALLOWED)
+    body.error = 'unauthorized_client';
   if (ctx.status >= 500) body.request_id = requestIdOf(ctx);
 }
 

@@ -20,10 +20,19 @@ export function normalizeEmail(email: string): string {
   return email.trim().toLowerCase();
 }
 
-export async function createUser(db: Kysely<Database>, input: { email: string; name: string; password: string }): Promise<User> {
+export async function createUser(
+  db: Kysely<Database>,
+  input: { email: string; name: string; password: string },
+): Promise<User> {
   const email = normalizeEmail(input.email);
   if (await findUserByEmail(db, email)) throw new DuplicateEmailError(`a user with e-mail ${email} already exists`);
-  const row = { id: randomUUID(), email, name: input.name.trim(), password_hash: await hashPassword(input.password), created_at: toDbTime(new Date()) };
+  const row = {
+    id: randomUUID(),
+    email,
+    name: input.name.trim(),
+    password_hash: await hashPassword(input.password),
+    created_at: toDbTime(new Date()),
+  };
   try {
     await db.insertInto('users').values(row).execute();
   } catch (err) {
@@ -33,7 +42,10 @@ export async function createUser(db: Kysely<Database>, input: { email: string; n
   return toUser(row);
 }
 
-export async function findUserByEmail(db: Kysely<Database>, email: string): Promise<(User & { passwordHash: string }) | undefined> {
+export async function findUserByEmail(
+  db: Kysely<Database>,
+  email: string,
+): Promise<(User & { passwordHash: string }) | undefined> {
   const row = await db.selectFrom('users').selectAll().where('email', '=', normalizeEmail(email)).executeTakeFirst();
   return row ? { ...toUser(row), passwordHash: row.password_hash } : undefined;
 }

@@ -1,6 +1,15 @@
 // `signet client create|list|delete|rotate-secret`
 import { parseArgs } from 'node:util';
-import { createClient, deleteClient, GRANT_TYPES, listClients, rotateClientSecret, type ClientRecord, type GrantType, type NewClient } from '../auth-server/clients.repository.ts';
+import {
+  createClient,
+  deleteClient,
+  GRANT_TYPES,
+  listClients,
+  rotateClientSecret,
+  type ClientRecord,
+  type GrantType,
+  type NewClient,
+} from '../auth-server/clients.repository.ts';
 import { ORDERS_SCOPES } from '../auth-server/scopes.ts';
 import { listOption, output, UsageError, withDatabase } from './admin.ts';
 
@@ -42,12 +51,21 @@ export async function clientCommand(args: string[]): Promise<number> {
         firstParty: values['first-party'] ?? false,
       });
       const { record, clientSecret } = await withDatabase(({ db }) => createClient(db, client));
-      output(json, { ...clientJson(record), ...(clientSecret ? { client_secret: clientSecret } : {}) }, describeCreated(record, clientSecret));
+      output(
+        json,
+        { ...clientJson(record), ...(clientSecret ? { client_secret: clientSecret } : {}) },
+        describeCreated(record, clientSecret),
+      );
       return 0;
     }
     case 'list': {
       const clients = await withDatabase(({ db }) => listClients(db));
-      output(json, clients.map(clientJson), clients.map((c) => `${c.clientId}  ${c.type.padEnd(12)}  ${c.name}  [${c.grantTypes.join(', ')}]`).join('\n') || 'no clients');
+      output(
+        json,
+        clients.map(clientJson),
+        clients.map((c) => `${c.clientId}  ${c.type.padEnd(12)}  ${c.name}  [${c.grantTypes.join(', ')}]`).join('\n') ||
+          'no clients',
+      );
       return 0;
     }
     case 'delete': {
@@ -61,7 +79,11 @@ export async function clientCommand(args: string[]): Promise<number> {
       if (!target) throw new UsageError('name the client: signet client rotate-secret <client_id>');
       const secret = await withDatabase(({ db }) => rotateClientSecret(db, target));
       if (!secret) return notFound(target, ' (or it is a public client, which has no secret)');
-      output(json, { client_id: target, client_secret: secret }, `client_secret: ${secret}\n\nThe old secret no longer works. This is the only time the new one is shown.`);
+      output(
+        json,
+        { client_id: target, client_secret: secret },
+        `client_secret: ${secret}\n\nThe old secret no longer works. This is the only time the new one is shown.`,
+      );
       return 0;
     }
     default:
@@ -92,26 +114,43 @@ function notFound(clientId: string, hint = ''): number {
 
 function describeCreated(record: ClientRecord, secret: string | undefined): string {
   const lines = [`client_id: ${record.clientId}`];
-  if (secret) lines.push(`client_secret: ${secret}`, '', 'Store the secret now: only its hash is kept, it cannot be shown again.');
+  if (secret)
+    lines.push(
+      `client_secret: ${secret}`,
+      '',
+      'Store the secret now: only its hash is kept, it cannot be shown again.',
+    );
   return lines.join('\n');
 }
 
 /** Refuses combinations that could not work or would be unsafe, with a message saying what to change. */
 export function validateNewClient(client: NewClient): NewClient {
   if (!client.name) throw new UsageError('--name <name> is required');
-  if (client.type !== 'confidential' && client.type !== 'public') throw new UsageError('--type must be confidential or public');
-  if (client.grantTypes.length === 0) throw new UsageError(`--grant is required: one or more of ${GRANT_TYPES.join(', ')}`);
-  for (const grant of client.grantTypes) if (!GRANT_TYPES.includes(grant)) throw new UsageError(`unknown grant ${grant}: use ${GRANT_TYPES.join(', ')}`);
+  if (client.type !== 'confidential' && client.type !== 'public')
+    throw new UsageError('--type must be confidential or public');
+  if (client.grantTypes.length === 0)
+    throw new UsageError(`--grant is required: one or more of ${GRANT_TYPES.join(', ')}`);
+  for (const grant of client.grantTypes)
+    if (!GRANT_TYPES.includes(grant)) throw new UsageError(`unknown grant ${grant}: use ${GRANT_TYPES.join(', ')}`);
   const grants = new Set(client.grantTypes);
-  if (client.type === 'public' && grants.has('client_credentials')) throw new UsageError('a public client cannot use client_credentials: it has no secret to authenticate with');
-  if (grants.has('refresh_token') && !grants.has('authorization_code')) throw new UsageError('refresh_token needs authorization_code: refresh tokens are only issued in the code flow');
-  if (grants.has('authorization_code') && client.redirectUris.length === 0) throw new UsageError('authorization_code needs at least one --redirect-uri');
-  if (!grants.has('authorization_code') && client.redirectUris.length > 0) throw new UsageError('--redirect-uri only applies to clients with the authorization_code grant');
+  if (client.type === 'public' && grants.has('client_credentials'))
+    throw new UsageError('a public client cannot use client_credentials: it has no secret to authenticate with');
+  if (grants.has('refresh_token') && !grants.has('authorization_code'))
+    throw new UsageError('refresh_token needs authorization_code: refresh tokens are only issued in the code flow');
+  if (grants.has('authorization_code') && client.redirectUris.length === 0)
+    throw new UsageError('authorization_code needs at least one --redirect-uri');
+  if (!grants.has('authorization_code') && client.redirectUris.length > 0)
+    throw new UsageError('--redirect-uri only applies to clients with the authorization_code grant');
   for (const uri of client.redirectUris) validateRedirectUri(uri);
-  for (const scope of client.scopes) if (!ORDERS_SCOPES.includes(scope)) throw new UsageError(`unknown scope ${scope}: use ${ORDERS_SCOPES.join(', ')} (openid, profile and email are allowed to every client with authorization_code)`);
+  for (const scope of client.scopes)
+    if (!ORDERS_SCOPES.includes(scope))
+      throw new UsageError(
+        `unknown scope ${scope}: use ${ORDERS_SCOPES.join(', ')} (openid, profile and email are allowed to every client with authorization_code)`,
+      );
   for (const origin of client.corsOrigins) {
     const url = URL.parse(origin);
-    if (!url || url.origin !== origin) throw new UsageError(`--cors-origin ${origin} is not an origin (scheme://host[:port], no path)`);
+    if (!url || url.origin !== origin)
+      throw new UsageError(`--cors-origin ${origin} is not an origin (scheme://host[:port], no path)`);
   }
   return client;
 }
@@ -122,5 +161,6 @@ function validateRedirectUri(uri: string): void {
   if (!url) throw new UsageError(`--redirect-uri ${uri} is not an absolute URL`);
   if (url.hash) throw new UsageError(`--redirect-uri ${uri} must not contain a fragment (RFC 6749 §3.1.2)`);
   const loopback = ['localhost', '127.0.0.1', '[::1]'].includes(url.hostname);
-  if (url.protocol !== 'https:' && !(url.protocol === 'http:' && loopback)) throw new UsageError(`--redirect-uri ${uri} must use https (http only for localhost/127.0.0.1)`);
+  if (url.protocol !== 'https:' && !(url.protocol === 'http:' && loopback))
+    throw new UsageError(`--redirect-uri ${uri} must use https (http only for localhost/127.0.0.1)`);
 }

@@ -107,7 +107,8 @@ class Demo {
   }
 
   fail(err: unknown): void {
-    const message = err instanceof DemoFailure ? err.message : err instanceof Error ? (err.stack ?? err.message) : String(err);
+    const message =
+      err instanceof DemoFailure ? err.message : err instanceof Error ? (err.stack ?? err.message) : String(err);
     console.log(`       ✗ ${message}`);
     console.log(`\nDemo FAILED at step ${this.step}/${TOTAL_STEPS} after ${this.elapsed()}.`);
   }
@@ -162,7 +163,11 @@ class Demo {
     });
     check(clientSecret, 'a confidential client must get a secret');
     this.ok(`client ${client.clientId} (client_credentials; ${SCOPES})`);
-    const user = await createUser(db, { email: 'ada@example.test', name: 'Ada Lovelace', password: randomBytes(12).toString('base64url') });
+    const user = await createUser(db, {
+      email: 'ada@example.test',
+      name: 'Ada Lovelace',
+      password: randomBytes(12).toString('base64url'),
+    });
     this.ok(`user ${user.id} (${user.email}), who could sign in at ${config.oauthIssuer}/auth`);
 
     // 3. A token.
@@ -172,24 +177,37 @@ class Demo {
     const tokenEndpoint = String(discovery.json.token_endpoint);
     const tokenReply = await request('POST', tokenEndpoint, {
       form: { grant_type: 'client_credentials', scope: SCOPES, resource: config.apiResource },
-      headers: { authorization: `Basic ${Buffer.from(`${encodeURIComponent(client.clientId)}:${encodeURIComponent(clientSecret)}`).toString('base64')}` },
+      headers: {
+        authorization: `Basic ${Buffer.from(`${encodeURIComponent(client.clientId)}:${encodeURIComponent(clientSecret)}`).toString('base64')}`,
+      },
     });
     expectStatus(tokenReply, 200, 'token request');
     this.token = String(tokenReply.json.access_token);
     check(this.token.split('.').length === 3, 'the access token is not a JWT');
-    this.ok(`POST ${new URL(tokenEndpoint).pathname} → 200, ${tokenReply.json.token_type} token, expires in ${tokenReply.json.expires_in} s, scope "${tokenReply.json.scope}"`);
+    this.ok(
+      `POST ${new URL(tokenEndpoint).pathname} → 200, ${tokenReply.json.token_type} token, expires in ${tokenReply.json.expires_in} s, scope "${tokenReply.json.scope}"`,
+    );
 
     // 4. The consumer, and the subscription pointing at it.
     this.heading('Start a receiver and register the webhook');
     const secret = `whsec_${randomBytes(32).toString('base64')}`;
     const receiverDatabase = `sqlite:${join(this.dir, 'receiver.db')}`;
     const handler = (event: ReceivedEvent): void => void this.processed.push(event);
-    const receiverOptions = { host: '127.0.0.1', sources: { orders: [secret] }, database: receiverDatabase, handler, retryScheduleMs: [200, 500, 1000], logLevel: 'silent' as const };
+    const receiverOptions = {
+      host: '127.0.0.1',
+      sources: { orders: [secret] },
+      database: receiverDatabase,
+      handler,
+      retryScheduleMs: [200, 500, 1000],
+      logLevel: 'silent' as const,
+    };
     this.receiver = await startStandaloneReceiver({ ...receiverOptions, port: 0 });
     const receiverPort = Number(new URL(this.receiver.url).port);
     const webhookUrl = `${this.receiver.url}/webhooks/orders`;
     this.ok(`receiver listening on ${webhookUrl} (inbox ${receiverDatabase.replace(this.dir, '<tmp>')})`);
-    const registered = await this.api('POST', '/api/webhooks', { body: { Url: webhookUrl, Events: ['*'], Secret: secret, Description: 'signet demo' } });
+    const registered = await this.api('POST', '/api/webhooks', {
+      body: { Url: webhookUrl, Events: ['*'], Secret: secret, Description: 'signet demo' },
+    });
     expectStatus(registered, 201, 'webhook registration');
     const endpointId = String(registered.json.Id);
     this.ok(`POST /api/webhooks → 201, endpoint ${endpointId}, events *, secret whsec_… shared with the receiver`);
@@ -201,7 +219,9 @@ class Demo {
     const created = await this.api('POST', '/api/orders', { body: orderBody, headers: { 'idempotency-key': key } });
     expectStatus(created, 201, 'create order');
     const orderId = Number(created.json.Id);
-    this.ok(`POST /api/orders → 201, order ${orderId}, Status ${created.json.Status}, ${created.json.Total} ${created.json.Currency}`);
+    this.ok(
+      `POST /api/orders → 201, order ${orderId}, Status ${created.json.Status}, ${created.json.Total} ${created.json.Currency}`,
+    );
     const replay = await this.api('POST', '/api/orders', { body: orderBody, headers: { 'idempotency-key': key } });
     expectStatus(replay, 201, 'replayed create');
     check(replay.json.Id === created.json.Id, `the replay returned order ${String(replay.json.Id)}, not ${orderId}`);
@@ -232,14 +252,18 @@ class Demo {
     this.ok(`POST /api/orders/${orderId}/pay → 200, Status paid`);
     const payAgain = await this.api('POST', `/api/orders/${orderId}/pay`);
     expectStatus(payAgain, 409, 'second pay');
-    this.ok(`pay again → 409 ${payAgain.headers.get('content-type')?.split(';')[0]}: "${String(payAgain.json.detail ?? payAgain.json.title)}"`);
+    this.ok(
+      `pay again → 409 ${payAgain.headers.get('content-type')?.split(';')[0]}: "${String(payAgain.json.detail ?? payAgain.json.title)}"`,
+    );
 
     // 8. Deletion (only pending or cancelled orders may be deleted).
     this.heading('Delete an order');
     const deletePaid = await this.api('DELETE', `/api/orders/${orderId}`);
     expectStatus(deletePaid, 409, 'delete of a paid order');
     this.ok(`DELETE /api/orders/${orderId} → 409: a paid order cannot be deleted`);
-    const second = await this.api('POST', '/api/orders', { body: { CustomerId: CUSTOMER, Total: 9.99, Currency: 'USD' } });
+    const second = await this.api('POST', '/api/orders', {
+      body: { CustomerId: CUSTOMER, Total: 9.99, Currency: 'USD' },
+    });
     expectStatus(second, 201, 'create a second order');
     const secondId = Number(second.json.Id);
     const deleted = await this.api('DELETE', `/api/orders/${secondId}`);
@@ -251,21 +275,45 @@ class Demo {
     // 9. What the consumer saw.
     this.heading('Signed deliveries arrive at the receiver, verified and processed once');
     const expected = ['order.created', 'order.paid', 'order.created', 'order.deleted'];
-    await this.waitFor(() => this.processed.length >= expected.length, () => `expected ${expected.length} processed events, got ${this.processed.length}`);
-    await this.waitForDeliveries(endpointId, expected.length, (d) => d.every((x) => x.State === 'succeeded'), 'every delivery succeeded');
-    check(this.processed.length === expected.length, `expected ${expected.length} processed events, got ${this.processed.length}`);
+    await this.waitFor(
+      () => this.processed.length >= expected.length,
+      () => `expected ${expected.length} processed events, got ${this.processed.length}`,
+    );
+    await this.waitForDeliveries(
+      endpointId,
+      expected.length,
+      (d) => d.every((x) => x.State === 'succeeded'),
+      'every delivery succeeded',
+    );
+    check(
+      this.processed.length === expected.length,
+      `expected ${expected.length} processed events, got ${this.processed.length}`,
+    );
     check(
       JSON.stringify(this.processed.map((e) => e.type)) === JSON.stringify(expected),
       `processed ${this.processed.map((e) => e.type).join(', ')}; expected ${expected.join(', ')} in that order`,
     );
-    for (const event of this.processed) this.ok(`${event.type.padEnd(14)} ${event.id}  delivery ${event.deliveryId}  signature verified, processed`);
+    for (const event of this.processed)
+      this.ok(`${event.type.padEnd(14)} ${event.id}  delivery ${event.deliveryId}  signature verified, processed`);
     const first = this.processed[0]!;
-    const forged = await this.postToReceiver(webhookUrl, { id: `evt_${randomBytes(16).toString('hex')}`, deliveryId: `dlv_${randomBytes(16).toString('hex')}`, secret: 'whsec_not-the-secret' });
+    const forged = await this.postToReceiver(webhookUrl, {
+      id: `evt_${randomBytes(16).toString('hex')}`,
+      deliveryId: `dlv_${randomBytes(16).toString('hex')}`,
+      secret: 'whsec_not-the-secret',
+    });
     expectStatus(forged, 401, 'forged delivery');
     this.ok(`a forged delivery (signed with another secret) → 401 ${String(forged.json.title ?? '')}`.trimEnd());
-    const duplicate = await this.postToReceiver(webhookUrl, { id: first.id, deliveryId: first.deliveryId!, secret, type: first.type });
+    const duplicate = await this.postToReceiver(webhookUrl, {
+      id: first.id,
+      deliveryId: first.deliveryId!,
+      secret,
+      type: first.type,
+    });
     expectStatus(duplicate, 200, 'replayed delivery');
-    check(duplicate.json.Duplicate === true, `a replayed delivery id should answer {"Received":true,"Duplicate":true}, got ${duplicate.text}`);
+    check(
+      duplicate.json.Duplicate === true,
+      `a replayed delivery id should answer {"Received":true,"Duplicate":true}, got ${duplicate.text}`,
+    );
     this.ok(`the same delivery id sent again → 200 ${duplicate.text}, not processed again`);
 
     // 10. Outage.
@@ -273,33 +321,59 @@ class Demo {
     await this.receiver.close();
     this.receiver = undefined;
     this.ok(`receiver stopped (port ${receiverPort} refuses connections)`);
-    const third = await this.api('POST', '/api/orders', { body: { CustomerId: CUSTOMER, Total: 120, Currency: 'USD' } });
+    const third = await this.api('POST', '/api/orders', {
+      body: { CustomerId: CUSTOMER, Total: 120, Currency: 'USD' },
+    });
     expectStatus(third, 201, 'create a third order');
     const thirdId = Number(third.json.Id);
     const thirdPaid = await this.api('POST', `/api/orders/${thirdId}/pay`);
     expectStatus(thirdPaid, 200, 'pay the third order');
     this.ok(`order ${thirdId} created and paid while the receiver is down → 2 more events`);
-    const during = await this.waitForDeliveries(endpointId, 6, (d) => d.filter((x) => x.State === 'pending' && x.AttemptCount >= 2).length >= 2, 'two deliveries failed twice');
+    const during = await this.waitForDeliveries(
+      endpointId,
+      6,
+      (d) => d.filter((x) => x.State === 'pending' && x.AttemptCount >= 2).length >= 2,
+      'two deliveries failed twice',
+    );
     for (const delivery of during.filter((d) => d.State === 'pending').reverse()) {
       const detail = await this.api('GET', `/api/webhooks/deliveries/${delivery.Id}`);
       expectStatus(detail, 200, 'delivery detail');
-      const attempts = (detail.json.Attempts as Attempt[]).map((a) => `#${a.Attempt} failed (${a.ErrorKind ?? a.StatusCode})`).join(', ');
-      this.ok(`${delivery.EventType.padEnd(14)} ${delivery.Id}  pending; attempts: ${attempts}; next in ${nextIn(detail.json.NextAttemptAtUtc)}`);
+      const attempts = (detail.json.Attempts as Attempt[])
+        .map((a) => `#${a.Attempt} failed (${a.ErrorKind ?? a.StatusCode})`)
+        .join(', ');
+      this.ok(
+        `${delivery.EventType.padEnd(14)} ${delivery.Id}  pending; attempts: ${attempts}; next in ${nextIn(detail.json.NextAttemptAtUtc)}`,
+      );
     }
 
     // 11. Recovery.
     this.heading('Restart the receiver on the same port and inbox: recovery');
     this.receiver = await startStandaloneReceiver({ ...receiverOptions, port: receiverPort });
     this.ok(`receiver back on ${this.receiver.url}`);
-    await this.waitFor(() => this.processed.length >= 6, () => `expected 6 processed events, got ${this.processed.length}`);
-    const after = await this.waitForDeliveries(endpointId, 6, (d) => d.every((x) => x.State === 'succeeded'), 'every delivery succeeded');
-    for (const event of this.processed.slice(expected.length)) this.ok(`${event.type.padEnd(14)} ${event.id}  delivery ${event.deliveryId}  processed after the retry`);
+    await this.waitFor(
+      () => this.processed.length >= 6,
+      () => `expected 6 processed events, got ${this.processed.length}`,
+    );
+    const after = await this.waitForDeliveries(
+      endpointId,
+      6,
+      (d) => d.every((x) => x.State === 'succeeded'),
+      'every delivery succeeded',
+    );
+    for (const event of this.processed.slice(expected.length))
+      this.ok(`${event.type.padEnd(14)} ${event.id}  delivery ${event.deliveryId}  processed after the retry`);
     const ids = this.processed.map((e) => e.id);
     check(new Set(ids).size === ids.length, `an event was processed twice: ${ids.join(', ')}`);
     check(this.processed.length === 6, `expected 6 processed events, got ${this.processed.length}`);
-    await this.waitFor(async () => (await this.receiver!.inbox.list({ state: 'pending' })).length === 0, () => 'inbox entries still pending');
+    await this.waitFor(
+      async () => (await this.receiver!.inbox.list({ state: 'pending' })).length === 0,
+      () => 'inbox entries still pending',
+    );
     const inbox = await this.receiver.inbox.list();
-    check(inbox.length === 6 && inbox.every((e) => e.state === 'done'), `the inbox should hold 6 done entries, holds ${inbox.map((e) => e.state).join(', ')}`);
+    check(
+      inbox.length === 6 && inbox.every((e) => e.state === 'done'),
+      `the inbox should hold 6 done entries, holds ${inbox.map((e) => e.state).join(', ')}`,
+    );
     this.ok('every delivery succeeded; each of the 6 events processed exactly once; inbox: 6 done, 0 pending, 0 dead');
 
     // 12. Summary.
@@ -309,17 +383,37 @@ class Demo {
     for (const e of this.processed) counts.set(e.type, (counts.get(e.type) ?? 0) + 1);
     this.ok(`orders: 3 created (1 replayed without a duplicate), 2 paid, 1 deleted; 304 and 409 as specified`);
     this.ok(`events: ${this.processed.length} (${[...counts].map(([t, n]) => `${n} ${t}`).join(', ')})`);
-    this.ok(`deliveries: ${after.length} succeeded, ${attempts} attempts (${attempts - after.length} failed while the receiver was down)`);
-    this.ok(`receiver: ${this.processed.length} processed, 0 twice; 1 forged delivery refused; 1 duplicate acknowledged`);
+    this.ok(
+      `deliveries: ${after.length} succeeded, ${attempts} attempts (${attempts - after.length} failed while the receiver was down)`,
+    );
+    this.ok(
+      `receiver: ${this.processed.length} processed, 0 twice; 1 forged delivery refused; 1 duplicate acknowledged`,
+    );
     console.log(`\nDemo passed in ${this.elapsed()}.`);
   }
 
-  private api(method: string, path: string, options: { body?: unknown; headers?: Record<string, string> } = {}): Promise<Reply> {
-    return request(method, `${this.base}${path}`, { ...options, headers: { authorization: `Bearer ${this.token}`, ...options.headers } });
+  private api(
+    method: string,
+    path: string,
+    options: { body?: unknown; headers?: Record<string, string> } = {},
+  ): Promise<Reply> {
+    return request(method, `${this.base}${path}`, {
+      ...options,
+      headers: { authorization: `Bearer ${this.token}`, ...options.headers },
+    });
   }
 
-  private async postToReceiver(url: string, delivery: { id: string; deliveryId: string; secret: string; type?: string }): Promise<Reply> {
-    const body = JSON.stringify({ Id: delivery.id, Type: delivery.type ?? 'order.created', OccurredAtUtc: new Date().toISOString(), Timestamp: new Date().toISOString(), Data: {} });
+  private async postToReceiver(
+    url: string,
+    delivery: { id: string; deliveryId: string; secret: string; type?: string },
+  ): Promise<Reply> {
+    const body = JSON.stringify({
+      Id: delivery.id,
+      Type: delivery.type ?? 'order.created',
+      OccurredAtUtc: new Date().toISOString(),
+      Timestamp: new Date().toISOString(),
+      Data: {},
+    });
     return request('POST', url, {
       raw: body,
       headers: {
@@ -331,7 +425,12 @@ class Demo {
     });
   }
 
-  private async waitForDeliveries(endpointId: string, count: number, condition: (deliveries: Delivery[]) => boolean, what: string): Promise<Delivery[]> {
+  private async waitForDeliveries(
+    endpointId: string,
+    count: number,
+    condition: (deliveries: Delivery[]) => boolean,
+    what: string,
+  ): Promise<Delivery[]> {
     let latest: Delivery[] = [];
     await this.waitFor(
       async () => {
@@ -340,7 +439,8 @@ class Demo {
         latest = reply.json.Items as Delivery[];
         return latest.length >= count && condition(latest);
       },
-      () => `${what}: the delivery log shows ${latest.map((d) => `${d.EventType} ${d.State} (${d.AttemptCount} attempts)`).join(', ') || 'nothing'}`,
+      () =>
+        `${what}: the delivery log shows ${latest.map((d) => `${d.EventType} ${d.State} (${d.AttemptCount} attempts)`).join(', ') || 'nothing'}`,
     );
     return latest;
   }
@@ -358,7 +458,11 @@ function expectStatus(reply: Reply, status: number, what: string): void {
   check(reply.status === status, `${what}: expected ${status}, got ${reply.status} ${reply.text.slice(0, 300)}`);
 }
 
-async function request(method: string, url: string, options: { body?: unknown; raw?: string; form?: Record<string, string>; headers?: Record<string, string> } = {}): Promise<Reply> {
+async function request(
+  method: string,
+  url: string,
+  options: { body?: unknown; raw?: string; form?: Record<string, string>; headers?: Record<string, string> } = {},
+): Promise<Reply> {
   const headers: Record<string, string> = { ...options.headers };
   let body: string | undefined = options.raw;
   if (options.body !== undefined) {

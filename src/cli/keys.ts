@@ -13,8 +13,14 @@ export async function keysCommand(args: string[]): Promise<number> {
   const json = rest.includes('--json');
   switch (action) {
     case 'rotate': {
-      const kids = await withDatabase(({ db }, config) => rotateKeys(db, signingAlgorithms(config.accessTokenAlg), config.keyEncryptionKey));
-      output(json, { kids }, `new signing keys: ${kids.join(', ')}\nRunning servers switch to them within ${KEY_CHECK_INTERVAL_MS / 1000} s; tokens signed with the old keys stay valid until they expire.`);
+      const kids = await withDatabase(({ db }, config) =>
+        rotateKeys(db, signingAlgorithms(config.accessTokenAlg), config.keyEncryptionKey),
+      );
+      output(
+        json,
+        { kids },
+        `new signing keys: ${kids.join(', ')}\nRunning servers switch to them within ${KEY_CHECK_INTERVAL_MS / 1000} s; tokens signed with the old keys stay valid until they expire.`,
+      );
       return 0;
     }
     case 'generate-kek':

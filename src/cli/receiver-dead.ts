@@ -17,7 +17,10 @@ const DATABASE_URL = /^(?:sqlite:.+|postgres(?:ql)?:\/\/.+)$/;
 /** --database, checked the same way for the receiver and for these tools. */
 export function inboxDatabaseOption(value: string | undefined): string {
   const database = value ?? DEFAULT_DATABASE;
-  if (!DATABASE_URL.test(database)) throw new UsageError(`--database must be sqlite:<file> or postgres://user@host:port/db (got ${JSON.stringify(database)})`);
+  if (!DATABASE_URL.test(database))
+    throw new UsageError(
+      `--database must be sqlite:<file> or postgres://user@host:port/db (got ${JSON.stringify(database)})`,
+    );
   return database;
 }
 
@@ -33,22 +36,41 @@ export function parseDeadLetterArgs(action: 'dead' | 'requeue', args: string[]):
   const { values, positionals } = parseArgs({
     args,
     allowPositionals: true,
-    options: { database: { type: 'string' }, source: { type: 'string' }, seq: { type: 'string', multiple: true }, all: { type: 'boolean' }, json: { type: 'boolean' } },
+    options: {
+      database: { type: 'string' },
+      source: { type: 'string' },
+      seq: { type: 'string', multiple: true },
+      all: { type: 'boolean' },
+      json: { type: 'boolean' },
+    },
   });
-  if (positionals.length > 0) throw new UsageError(`unexpected argument ${JSON.stringify(positionals[0])}\n\n${DEAD_LETTER_USAGE}`);
+  if (positionals.length > 0)
+    throw new UsageError(`unexpected argument ${JSON.stringify(positionals[0])}\n\n${DEAD_LETTER_USAGE}`);
   if (values.source !== undefined && !values.source.trim()) throw new UsageError('--source must not be empty');
   const seqs = values.seq?.map((seq) => {
-    if (!/^[1-9]\d{0,15}$/.test(seq)) throw new UsageError(`--seq must be an entry number as \`signet receiver dead\` shows it (got ${JSON.stringify(seq)})`);
+    if (!/^[1-9]\d{0,15}$/.test(seq))
+      throw new UsageError(
+        `--seq must be an entry number as \`signet receiver dead\` shows it (got ${JSON.stringify(seq)})`,
+      );
     return Number(seq);
   });
-  if (action === 'dead' && (seqs !== undefined || values.all)) throw new UsageError(`--seq and --all only apply to requeue\n\n${DEAD_LETTER_USAGE}`);
+  if (action === 'dead' && (seqs !== undefined || values.all))
+    throw new UsageError(`--seq and --all only apply to requeue\n\n${DEAD_LETTER_USAGE}`);
   if (action === 'requeue') {
     // Requeueing every dead entry at once is a deliberate act: it has to be asked for.
-    if (values.all && (seqs !== undefined || values.source !== undefined)) throw new UsageError('--all requeues every dead entry: leave out --seq and --source, or leave out --all');
-    if (!values.all && seqs === undefined && values.source === undefined) throw new UsageError(`requeue needs --seq <n>, --source <name> or --all\n\n${DEAD_LETTER_USAGE}`);
+    if (values.all && (seqs !== undefined || values.source !== undefined))
+      throw new UsageError('--all requeues every dead entry: leave out --seq and --source, or leave out --all');
+    if (!values.all && seqs === undefined && values.source === undefined)
+      throw new UsageError(`requeue needs --seq <n>, --source <name> or --all\n\n${DEAD_LETTER_USAGE}`);
   }
   if (action === 'requeue' && values.json) throw new UsageError('--json only applies to dead');
-  return { action, database: inboxDatabaseOption(values.database), source: values.source, seqs, json: values.json ?? false };
+  return {
+    action,
+    database: inboxDatabaseOption(values.database),
+    source: values.source,
+    seqs,
+    json: values.json ?? false,
+  };
 }
 
 export async function deadLetterCommand(action: 'dead' | 'requeue', args: string[]): Promise<number> {
@@ -93,5 +115,14 @@ function describe(entry: InboxEntry) {
 
 function line(entry: InboxEntry): string {
   const error = (entry.lastError ?? '').replace(/\s+/g, ' ');
-  return [`#${entry.seq}`, entry.source, entry.eventType, entry.eventId, entry.deliveryId ?? `(${entry.via})`, entry.receivedAt.toISOString(), `${entry.attempts} attempts`, error].join('  ');
+  return [
+    `#${entry.seq}`,
+    entry.source,
+    entry.eventType,
+    entry.eventId,
+    entry.deliveryId ?? `(${entry.via})`,
+    entry.receivedAt.toISOString(),
+    `${entry.attempts} attempts`,
+    error,
+  ].join('  ');
 }

@@ -36,7 +36,11 @@ export interface ReceiverArguments {
 }
 
 /** Parses and validates everything that does not need I/O; throws UsageError with what to change. */
-export function parseReceiverArgs(args: string[], env: Record<string, string | undefined>, stdinText?: string): ReceiverArguments {
+export function parseReceiverArgs(
+  args: string[],
+  env: Record<string, string | undefined>,
+  stdinText?: string,
+): ReceiverArguments {
   const { values, positionals } = parseArgs({
     args,
     allowPositionals: true,
@@ -56,37 +60,57 @@ export function parseReceiverArgs(args: string[], env: Record<string, string | u
       'reconcile-types': { type: 'string' },
     },
   });
-  if (positionals.length > 0) throw new UsageError(`unexpected argument ${JSON.stringify(positionals[0])}\n\n${RECEIVER_USAGE}`);
+  if (positionals.length > 0)
+    throw new UsageError(`unexpected argument ${JSON.stringify(positionals[0])}\n\n${RECEIVER_USAGE}`);
 
-  if (values.port === undefined) throw new UsageError(`--port <port> is required (0 picks a free one)\n\n${RECEIVER_USAGE}`);
-  if (!/^\d{1,5}$/.test(values.port) || Number(values.port) > 65535) throw new UsageError(`--port must be an integer from 0 to 65535 (got ${JSON.stringify(values.port)})`);
+  if (values.port === undefined)
+    throw new UsageError(`--port <port> is required (0 picks a free one)\n\n${RECEIVER_USAGE}`);
+  if (!/^\d{1,5}$/.test(values.port) || Number(values.port) > 65535)
+    throw new UsageError(`--port must be an integer from 0 to 65535 (got ${JSON.stringify(values.port)})`);
   const port = Number(values.port);
   const host = values.host ?? '127.0.0.1';
   if (!host.trim()) throw new UsageError('--host must not be empty');
 
-  if (!values.source) throw new UsageError(`--source <name> is required: deliveries are received at POST /webhooks/<name>\n\n${RECEIVER_USAGE}`);
-  if (!SOURCE.test(values.source)) throw new UsageError(`--source must be letters, digits, "_", "-" or "." (at most 64, got ${JSON.stringify(values.source)})`);
+  if (!values.source)
+    throw new UsageError(
+      `--source <name> is required: deliveries are received at POST /webhooks/<name>\n\n${RECEIVER_USAGE}`,
+    );
+  if (!SOURCE.test(values.source))
+    throw new UsageError(
+      `--source must be letters, digits, "_", "-" or "." (at most 64, got ${JSON.stringify(values.source)})`,
+    );
 
   if (values['secret-stdin'] && values['client-secret-stdin']) {
-    throw new UsageError('--secret-stdin and --client-secret-stdin cannot both read standard input: pass the webhook secrets in SIGNET_RECEIVER_SECRET or the client secret in SIGNET_RECEIVER_CLIENT_SECRET');
+    throw new UsageError(
+      '--secret-stdin and --client-secret-stdin cannot both read standard input: pass the webhook secrets in SIGNET_RECEIVER_SECRET or the client secret in SIGNET_RECEIVER_CLIENT_SECRET',
+    );
   }
   const secrets = [
     ...(values.secret ?? []),
     ...(values['secret-stdin'] ? (stdinText ?? '').split(/\r?\n/) : []),
     ...(env.SIGNET_RECEIVER_SECRET ? env.SIGNET_RECEIVER_SECRET.split(',') : []),
-  ].map((s) => s.trim()).filter(Boolean);
+  ]
+    .map((s) => s.trim())
+    .filter(Boolean);
   if (values.secret?.some((s) => !s.trim())) throw new UsageError('--secret must not be empty');
-  if (secrets.length === 0) throw new UsageError(`at least one secret is required: --secret <secret>, --secret-stdin or SIGNET_RECEIVER_SECRET\n\n${RECEIVER_USAGE}`);
+  if (secrets.length === 0)
+    throw new UsageError(
+      `at least one secret is required: --secret <secret>, --secret-stdin or SIGNET_RECEIVER_SECRET\n\n${RECEIVER_USAGE}`,
+    );
   const uniqueSecrets = [...new Set(secrets)];
 
   const database = inboxDatabaseOption(values.database);
 
   if (values.handler !== undefined && !values.handler.trim()) throw new UsageError('--handler must name a module file');
   if (values.out !== undefined && !values.out.trim()) throw new UsageError('--out must name a file');
-  if (values.handler !== undefined && values.out !== undefined) throw new UsageError('--out only applies without --handler: the handler decides what to do with each event');
+  if (values.handler !== undefined && values.out !== undefined)
+    throw new UsageError('--out only applies without --handler: the handler decides what to do with each event');
 
   const headerName = values['header-name'];
-  if (headerName !== undefined && !HEADER_WORD.test(headerName)) throw new UsageError(`--header-name must be a header word such as Service or Acme-Shop (got ${JSON.stringify(headerName)})`);
+  if (headerName !== undefined && !HEADER_WORD.test(headerName))
+    throw new UsageError(
+      `--header-name must be a header word such as Service or Acme-Shop (got ${JSON.stringify(headerName)})`,
+    );
 
   const options: StandaloneOptions = { port, host, sources: { [values.source]: uniqueSecrets }, database };
   if (headerName !== undefined) options.headerName = headerName;
@@ -95,15 +119,36 @@ export function parseReceiverArgs(args: string[], env: Record<string, string | u
   if (from !== undefined) {
     const url = URL.parse(from);
     if (!url || (url.protocol !== 'https:' && url.protocol !== 'http:') || url.search || url.hash) {
-      throw new UsageError(`--reconcile-from must be the producer's base URL, http(s)://host[:port] (got ${JSON.stringify(from)})`);
+      throw new UsageError(
+        `--reconcile-from must be the producer's base URL, http(s)://host[:port] (got ${JSON.stringify(from)})`,
+      );
     }
-    if (!values['client-id']) throw new UsageError('--reconcile-from needs --client-id <id> of a client-credentials client with the events:read scope');
-    const clientSecret = values['client-secret-stdin'] ? (stdinText ?? '').replace(/\r?\n$/, '') : (env.SIGNET_RECEIVER_CLIENT_SECRET ?? '');
-    if (!clientSecret.trim()) throw new UsageError('--reconcile-from needs the client secret: --client-secret-stdin (pipe it in) or SIGNET_RECEIVER_CLIENT_SECRET');
-    options.reconcile = { from: from.replace(/\/+$/, ''), clientId: values['client-id'], clientSecret: clientSecret.trim(), source: values.source };
+    if (!values['client-id'])
+      throw new UsageError(
+        '--reconcile-from needs --client-id <id> of a client-credentials client with the events:read scope',
+      );
+    const clientSecret = values['client-secret-stdin']
+      ? (stdinText ?? '').replace(/\r?\n$/, '')
+      : (env.SIGNET_RECEIVER_CLIENT_SECRET ?? '');
+    if (!clientSecret.trim())
+      throw new UsageError(
+        '--reconcile-from needs the client secret: --client-secret-stdin (pipe it in) or SIGNET_RECEIVER_CLIENT_SECRET',
+      );
+    options.reconcile = {
+      from: from.replace(/\/+$/, ''),
+      clientId: values['client-id'],
+      clientSecret: clientSecret.trim(),
+      source: values.source,
+    };
     if (values['reconcile-types'] !== undefined) options.reconcile.types = eventTypes(values['reconcile-types']);
-  } else if (values['client-id'] !== undefined || values['client-secret-stdin'] || values['reconcile-types'] !== undefined) {
-    throw new UsageError('--client-id, --client-secret-stdin and --reconcile-types only apply with --reconcile-from <producer URL>');
+  } else if (
+    values['client-id'] !== undefined ||
+    values['client-secret-stdin'] ||
+    values['reconcile-types'] !== undefined
+  ) {
+    throw new UsageError(
+      '--client-id, --client-secret-stdin and --reconcile-types only apply with --reconcile-from <producer URL>',
+    );
   }
 
   return { options, handlerPath: values.handler, outPath: values.out };
@@ -114,7 +159,10 @@ const EVENT_TYPE = /^[a-z][a-z0-9_]*(?:\.[a-z0-9_]+)+$/;
 function eventTypes(list: string): string[] {
   const types = list.split(',').map((t) => t.trim());
   const bad = types.filter((t) => !EVENT_TYPE.test(t));
-  if (bad.length > 0) throw new UsageError(`--reconcile-types takes event types separated by commas, such as order.paid,order.cancelled (not ${bad.map((t) => JSON.stringify(t)).join(', ')})`);
+  if (bad.length > 0)
+    throw new UsageError(
+      `--reconcile-types takes event types separated by commas, such as order.paid,order.cancelled (not ${bad.map((t) => JSON.stringify(t)).join(', ')})`,
+    );
   return [...new Set(types)];
 }
 
@@ -145,7 +193,9 @@ export async function receiverCommand(args: string[]): Promise<number> {
     throw err;
   });
   const [source] = Object.keys(options.sources);
-  console.error(`signet receiver: listening on ${receiver.url}/webhooks/${source} (${Object.values(options.sources)[0]!.length} secret(s), inbox ${redact(options.database!)}${options.reconcile ? `, reconciling from ${options.reconcile.from}` : ''})`);
+  console.error(
+    `signet receiver: listening on ${receiver.url}/webhooks/${source} (${Object.values(options.sources)[0]!.length} secret(s), inbox ${redact(options.database!)}${options.reconcile ? `, reconciling from ${options.reconcile.from}` : ''})`,
+  );
 
   closeWithGrace({ delay: 10_000 }, async ({ signal, err }) => {
     if (err) console.error('signet receiver: stopping after an error', err);
@@ -163,12 +213,16 @@ async function loadHandler(path: string): Promise<EventHandler> {
   } catch (err) {
     throw new UsageError(`--handler ${path} could not be loaded: ${(err as Error).message}`);
   }
-  if (typeof loaded.default !== 'function') throw new UsageError(`--handler ${path} must export a function as its default export: export default async function (event) { … }`);
+  if (typeof loaded.default !== 'function')
+    throw new UsageError(
+      `--handler ${path} must export a function as its default export: export default async function (event) { … }`,
+    );
   return loaded.default as EventHandler;
 }
 
 async function readAllStdin(): Promise<string> {
-  if (process.stdin.isTTY) throw new UsageError('--secret-stdin and --client-secret-stdin read from standard input: pipe the secret in');
+  if (process.stdin.isTTY)
+    throw new UsageError('--secret-stdin and --client-secret-stdin read from standard input: pipe the secret in');
   const chunks: Buffer[] = [];
   for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
   return Buffer.concat(chunks).toString('utf8');

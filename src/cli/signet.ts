@@ -83,13 +83,17 @@ main(process.argv.slice(2)).then(
     if (code >= 0) process.exitCode = code;
   },
   (err: unknown) => {
-    if (err instanceof UsageError || (err instanceof TypeError && 'code' in err && String(err.code).startsWith('ERR_PARSE_ARGS'))) {
+    if (
+      err instanceof UsageError ||
+      (err instanceof TypeError && 'code' in err && String(err.code).startsWith('ERR_PARSE_ARGS'))
+    ) {
       console.error(`signet: ${err.message}`);
       process.exitCode = 2;
       return;
     }
     if (err instanceof ConfigError) console.error(`signet: invalid configuration: ${err.message}`);
-    else if (err instanceof KeyEncryptionError || err instanceof SecretKeyError) console.error(`signet: ${err.message}`);
+    else if (err instanceof KeyEncryptionError || err instanceof SecretKeyError)
+      console.error(`signet: ${err.message}`);
     else console.error(err);
     process.exitCode = 1;
   },

@@ -15,18 +15,30 @@ export async function userCommand(args: string[]): Promise<number> {
   const { values, positionals } = parseArgs({
     args,
     allowPositionals: true,
-    options: { email: { type: 'string' }, name: { type: 'string' }, 'password-stdin': { type: 'boolean' }, json: { type: 'boolean' } },
+    options: {
+      email: { type: 'string' },
+      name: { type: 'string' },
+      'password-stdin': { type: 'boolean' },
+      json: { type: 'boolean' },
+    },
   });
   const [action, target] = positionals;
   const json = values.json ?? false;
   switch (action) {
     case 'create': {
-      if (!values.email || !EMAIL.test(values.email)) throw new UsageError('--email <address> is required and must be an e-mail address');
+      if (!values.email || !EMAIL.test(values.email))
+        throw new UsageError('--email <address> is required and must be an e-mail address');
       if (!values.name?.trim()) throw new UsageError('--name <name> is required');
-      if (!values['password-stdin']) throw new UsageError('--password-stdin is required: passwords are never taken from the command line (shell history, ps)');
+      if (!values['password-stdin'])
+        throw new UsageError(
+          '--password-stdin is required: passwords are never taken from the command line (shell history, ps)',
+        );
       const password = await readStdin();
-      if (password.length < PASSWORD_MIN_LENGTH || password.length > PASSWORD_MAX_LENGTH) throw new UsageError(`the password must be ${PASSWORD_MIN_LENGTH} to ${PASSWORD_MAX_LENGTH} characters long`);
-      const user = await withDatabase(({ db }) => createUser(db, { email: values.email!, name: values.name!, password })).catch((err: unknown) => {
+      if (password.length < PASSWORD_MIN_LENGTH || password.length > PASSWORD_MAX_LENGTH)
+        throw new UsageError(`the password must be ${PASSWORD_MIN_LENGTH} to ${PASSWORD_MAX_LENGTH} characters long`);
+      const user = await withDatabase(({ db }) =>
+        createUser(db, { email: values.email!, name: values.name!, password }),
+      ).catch((err: unknown) => {
         if (err instanceof DuplicateEmailError) throw new UsageError(err.message);
         throw err;
       });
@@ -45,7 +57,11 @@ export async function userCommand(args: string[]): Promise<number> {
         console.error(`signet: no user ${target}`);
         return 1;
       }
-      output(json, { deleted: deleted.id }, `deleted user ${deleted.id} (${deleted.email}) and every session and token issued for them`);
+      output(
+        json,
+        { deleted: deleted.id },
+        `deleted user ${deleted.id} (${deleted.email}) and every session and token issued for them`,
+      );
       return 0;
     }
     default:

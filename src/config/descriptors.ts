@@ -12,7 +12,9 @@ const MAX_DEFAULT_CONNECTIONS = 65_536;
 /** The soft open-file limit of this process (`ulimit -n`), from /proc/self/limits. */
 export function descriptorLimit(limitsFile = '/proc/self/limits'): number {
   try {
-    const line = readFileSync(limitsFile, 'utf8').split('\n').find((l) => l.startsWith('Max open files'));
+    const line = readFileSync(limitsFile, 'utf8')
+      .split('\n')
+      .find((l) => l.startsWith('Max open files'));
     const soft = line?.slice('Max open files'.length).trim().split(/\s+/)[0];
     if (soft === 'unlimited') return MAX_DEFAULT_CONNECTIONS / (1 - RESERVED_SHARE);
     const n = Number(soft);

@@ -41,8 +41,12 @@ function url(raw: string): string {
 function baseUrl(raw: string): string {
   const value = url(raw);
   const parsed = new URL(value);
-  if (parsed.search || parsed.hash || parsed.username || parsed.password) throw new Error('expected a base URL without query, fragment or credentials');
-  if (parsed.pathname !== '/') throw new Error(`expected scheme://host[:port] without a path ("${parsed.pathname}"); Signet serves /api and /oauth at the root, so a gateway must forward the host's root to it`);
+  if (parsed.search || parsed.hash || parsed.username || parsed.password)
+    throw new Error('expected a base URL without query, fragment or credentials');
+  if (parsed.pathname !== '/')
+    throw new Error(
+      `expected scheme://host[:port] without a path ("${parsed.pathname}"); Signet serves /api and /oauth at the root, so a gateway must forward the host's root to it`,
+    );
   return value;
 }
 
@@ -76,7 +80,10 @@ function trustProxy(raw: string): false | number | string[] {
   const value = raw.trim().toLowerCase();
   if (value === 'false' || value === '0' || value === 'off') return false;
   if (/^\d+$/.test(value)) return integer(1, 32)(value);
-  const entries = value.split(',').map((s) => s.trim()).filter(Boolean);
+  const entries = value
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
   const named = ['loopback', 'linklocal', 'uniquelocal'];
   for (const entry of entries) {
     const [address, bits] = entry.split('/');
@@ -91,7 +98,10 @@ function trustProxy(raw: string): false | number | string[] {
 
 function algorithmList(allowed: string[]) {
   return (raw: string): string[] => {
-    const list = raw.split(',').map((s) => s.trim()).filter(Boolean);
+    const list = raw
+      .split(',')
+      .map((s) => s.trim())
+      .filter(Boolean);
     for (const alg of list) {
       if (!allowed.includes(alg)) throw new Error(`"${alg}" is not allowed; choose from ${allowed.join(', ')}`);
     }
@@ -101,11 +111,15 @@ function algorithmList(allowed: string[]) {
 }
 
 function originList(raw: string): string[] {
-  return raw.split(',').map((s) => s.trim()).filter(Boolean).map((origin) => {
-    const parsed = new URL(url(origin));
-    if (parsed.origin !== origin) throw new Error(`"${origin}" is not an origin (scheme://host[:port], no path)`);
-    return origin;
-  });
+  return raw
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean)
+    .map((origin) => {
+      const parsed = new URL(url(origin));
+      if (parsed.origin !== origin) throw new Error(`"${origin}" is not an origin (scheme://host[:port], no path)`);
+      return origin;
+    });
 }
 
 function text(raw: string): string {
@@ -133,7 +147,8 @@ function duration(minMs: number, maxMs: number) {
     const match = /^(\d+)(ms|s|m|h|d)?$/.exec(raw.trim());
     if (!match) throw new Error('expected a duration such as 500ms, 5s, 5m, 2h or 1d');
     const ms = Number(match[1]) * DURATION_UNITS[match[2] ?? 's']!;
-    if (ms < minMs || ms > maxMs) throw new Error(`expected a duration between ${describe(minMs)} and ${describe(maxMs)}`);
+    if (ms < minMs || ms > maxMs)
+      throw new Error(`expected a duration between ${describe(minMs)} and ${describe(maxMs)}`);
     return ms;
   };
 }
@@ -141,8 +156,13 @@ function duration(minMs: number, maxMs: number) {
 function durationList(minMs: number, maxMs: number, maxEntries: number) {
   const one = duration(minMs, maxMs);
   return (raw: string): number[] => {
-    const list = raw.split(',').map((s) => s.trim()).filter(Boolean).map(one);
-    if (list.length === 0 || list.length > maxEntries) throw new Error(`expected 1 to ${maxEntries} comma-separated durations`);
+    const list = raw
+      .split(',')
+      .map((s) => s.trim())
+      .filter(Boolean)
+      .map(one);
+    if (list.length === 0 || list.length > maxEntries)
+      throw new Error(`expected 1 to ${maxEntries} comma-separated durations`);
     return list;
   };
 }
@@ -150,20 +170,43 @@ function durationList(minMs: number, maxMs: number, maxEntries: number) {
 /** Addresses and CIDRs, or the names loopback, private, linklocal, uniquelocal. */
 function networkList(raw: string): string[] {
   const named = ['loopback', 'private', 'linklocal', 'uniquelocal'];
-  const entries = raw.split(',').map((s) => s.trim().toLowerCase()).filter(Boolean);
+  const entries = raw
+    .split(',')
+    .map((s) => s.trim().toLowerCase())
+    .filter(Boolean);
   for (const entry of entries) {
     const [address, bits] = entry.split('/');
     const maxBits = address && isIP(address) === 6 ? 128 : 32;
     const validBits = bits === undefined || (/^\d{1,3}$/.test(bits) && Number(bits) <= maxBits);
-    if (!named.includes(entry) && !(address && isIP(address) && validBits)) throw new Error(`"${entry}" is not an address, CIDR or one of ${named.join(', ')}`);
+    if (!named.includes(entry) && !(address && isIP(address) && validBits))
+      throw new Error(`"${entry}" is not an address, CIDR or one of ${named.join(', ')}`);
   }
   return entries;
 }
 
 /** One HTTP header token part such as `Service` or `Acme-Shop` (RFC 9110 §5.6.2, letters, digits, hyphens). */
 function headerWord(raw: string): string {
-  if (!/^[A-Za-z0-9]+(-[A-Za-z0-9]+)*$/.test(raw) || raw.length > 40) throw new Error('expected letters, digits and inner hyphens (e.g. Service or Acme-Shop)');
+  if (!/^[A-Za-z0-9]+(-[A-Za-z0-9]+)*$/.test(raw) || raw.length > 40)
+    throw new Error('expected letters, digits and inner hyphens (e.g. Service or Acme-Shop)');
   return raw;
 }
 
-export const parsers = { duration, durationList, networkList, headerWord, boolean, aesKey, integer, oneOf, url, baseUrl, host, databaseUrl, redisUrl, trustProxy, algorithmList, originList, text };
+export const parsers = {
+  duration,
+  durationList,
+  networkList,
+  headerWord,
+  boolean,
+  aesKey,
+  integer,
+  oneOf,
+  url,
+  baseUrl,
+  host,
+  databaseUrl,
+  redisUrl,
+  trustProxy,
+  algorithmList,
+  originList,
+  text,
+};

@@ -3,7 +3,15 @@
 // schema another session drops meanwhile fails the statement ("relation … does not exist"), and with
 // it a migration of ours that was only asking whether its own bookkeeping table exists. This one
 // looks at the connection's current schema only, by OID, which no concurrent DDL elsewhere can break.
-import { PostgresDialect, sql, type DatabaseIntrospector, type DatabaseMetadataOptions, type Kysely, type SchemaMetadata, type TableMetadata } from 'kysely';
+import {
+  PostgresDialect,
+  sql,
+  type DatabaseIntrospector,
+  type DatabaseMetadataOptions,
+  type Kysely,
+  type SchemaMetadata,
+  type TableMetadata,
+} from 'kysely';
 
 interface ColumnRow {
   table: string;
@@ -56,7 +64,13 @@ function tablesOf(rows: (ColumnRow & { schema: string })[]): TableMetadata[] {
   for (const row of rows) {
     let table = tables.get(row.table);
     if (!table) {
-      table = { name: row.table, schema: row.schema, isView: row.kind === 'v', isForeign: row.kind === 'f', columns: [] };
+      table = {
+        name: row.table,
+        schema: row.schema,
+        isView: row.kind === 'v',
+        isForeign: row.kind === 'f',
+        columns: [],
+      };
       tables.set(row.table, table);
     }
     table.columns.push({

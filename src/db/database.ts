@@ -74,7 +74,10 @@ function logIdleConnectionError(err: Error): void {
   idleErrorLog ??= pino({ name: 'signet-db' });
   // The message and code only: pg-pool attaches the whole client to the error.
   const { message, code } = err as Error & { code?: string };
-  idleErrorLog.warn({ err: { message, code } }, 'a pooled PostgreSQL connection was lost while idle; the next query opens a new one');
+  idleErrorLog.warn(
+    { err: { message, code } },
+    'a pooled PostgreSQL connection was lost while idle; the next query opens a new one',
+  );
 }
 let idleErrorLog: pino.Logger | undefined;
 
@@ -85,7 +88,10 @@ export function openDatabase(url: string, options: OpenOptions = {}): DatabaseHa
     const path = url.slice('sqlite:'.length);
     if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
     const database = openSqlite(path, options.sqliteSynchronous ?? 'FULL', 0);
-    return { dialect, db: new Kysely<Database>({ dialect: new NodeSqliteDialect(database, timeouts.sqliteBusyTimeoutMs) }) };
+    return {
+      dialect,
+      db: new Kysely<Database>({ dialect: new NodeSqliteDialect(database, timeouts.sqliteBusyTimeoutMs) }),
+    };
   }
   const pool = new pg.Pool({
     connectionString: url,
@@ -104,7 +110,10 @@ export function openDatabase(url: string, options: OpenOptions = {}): DatabaseHa
     keepAlive: true,
     keepAliveInitialDelayMillis: KEEPALIVE_MS,
     // int8 (ids, counts, minor units) fits in a double below 2^53; every such column here stays far below it.
-    types: { getTypeParser: (oid: number, format?: 'text' | 'binary') => (oid === PG_INT8_OID ? Number : pg.types.getTypeParser(oid, format)) } as pg.CustomTypesConfig,
+    types: {
+      getTypeParser: (oid: number, format?: 'text' | 'binary') =>
+        oid === PG_INT8_OID ? Number : pg.types.getTypeParser(oid, format),
+    } as pg.CustomTypesConfig,
   } as pg.PoolConfig & { readTimeoutMs: number });
   // node-postgres reports an idle client's failure as the pool's 'error' event; unheard, that event
   // throws and ends the process (a database restart would take every instance down with it).
@@ -114,7 +123,8 @@ export function openDatabase(url: string, options: OpenOptions = {}): DatabaseHa
 
 function timeoutsOf(options: OpenOptions): typeof DEFAULT_TIMEOUTS {
   const timeouts = { ...DEFAULT_TIMEOUTS };
-  for (const key of Object.keys(timeouts) as Array<keyof typeof DEFAULT_TIMEOUTS>) timeouts[key] = options[key] ?? timeouts[key];
+  for (const key of Object.keys(timeouts) as Array<keyof typeof DEFAULT_TIMEOUTS>)
+    timeouts[key] = options[key] ?? timeouts[key];
   return timeouts;
 }
 
@@ -151,7 +161,10 @@ class GuardedClient extends pg.Client {
   override query(...args: any[]): any {
     const answer: unknown = super.query(...(args as Parameters<pg.Client['query']>));
     if (!(answer instanceof Promise)) return answer;
-    const timer = this.#readTimeoutMs > 0 && !unbounded.getStore() ? setTimeout(() => this.#abandon(), this.#readTimeoutMs) : undefined;
+    const timer =
+      this.#readTimeoutMs > 0 && !unbounded.getStore()
+        ? setTimeout(() => this.#abandon(), this.#readTimeoutMs)
+        : undefined;
     answer.then(
       () => clearTimeout(timer),
       (err: unknown) => {
@@ -167,7 +180,10 @@ class GuardedClient extends pg.Client {
   }
 
   #abandon(): void {
-    const err = Object.assign(new Error(`no answer from PostgreSQL within ${this.#readTimeoutMs} ms; connection closed`), { code: 'ETIMEDOUT' });
+    const err = Object.assign(
+      new Error(`no answer from PostgreSQL within ${this.#readTimeoutMs} ms; connection closed`),
+      { code: 'ETIMEDOUT' },
+    );
     this.connection.stream.destroy(err);
   }
 }
@@ -181,9 +197,12 @@ export async function withoutTimeouts<T>(handle: DatabaseHandle, work: (db: Db) 
   if (handle.dialect !== 'postgres') return work(handle.db);
   return unbounded.run(true, () =>
     handle.db.connection().execute(async (connection) => {
-      await sql`set statement_timeout = 0; set lock_timeout = 0; set idle_in_transaction_session_timeout = 0`.execute(connection);
+      await sql`set statement_timeout = 0; set lock_timeout = 0; set idle_in_transaction_session_timeout = 0`.execute(
+        connection,
+      );
       // RESET returns to the session's defaults: the values sent when the connection opened.
-      const restore = () => sql`reset statement_timeout; reset lock_timeout; reset idle_in_transaction_session_timeout`.execute(connection);
+      const restore = () =>
+        sql`reset statement_timeout; reset lock_timeout; reset idle_in_transaction_session_timeout`.execute(connection);
       let result: T;
       try {
         result = await work(connection);

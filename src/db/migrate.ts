@@ -22,7 +22,10 @@ function migrationsFor(handle: DatabaseHandle): Record<string, Migration> {
  * Kysely looks for them in every schema and skips creating its own when another schema has them.
  */
 async function migratorFor(handle: DatabaseHandle): Promise<Migrator> {
-  const schema = handle.dialect === 'postgres' ? (await sql<{ schema: string }>`select current_schema() as schema`.execute(handle.db)).rows[0]?.schema : undefined;
+  const schema =
+    handle.dialect === 'postgres'
+      ? (await sql<{ schema: string }>`select current_schema() as schema`.execute(handle.db)).rows[0]?.schema
+      : undefined;
   return new Migrator({
     db: handle.db,
     provider: { getMigrations: async () => migrationsFor(handle) },
@@ -56,5 +59,8 @@ export async function migrationsAreCurrent(handle: DatabaseHandle): Promise<bool
 /** PostgreSQL undefined_table (42P01); SQLite "no such table". */
 function isMissingTable(err: unknown): boolean {
   const { code, message } = err as { code?: unknown; message?: unknown };
-  return code === '42P01' || (code === 'ERR_SQLITE_ERROR' && typeof message === 'string' && message.startsWith('no such table'));
+  return (
+    code === '42P01' ||
+    (code === 'ERR_SQLITE_ERROR' && typeof message === 'string' && message.startsWith('no such table'))
+  );
 }

@@ -4,7 +4,14 @@
 // it waits, /healthz and /readyz included, and every queued write freezes it again. Here the
 // connection's own busy_timeout is 0; a statement that gets SQLITE_BUSY is retried on a timer until
 // SQLITE_BUSY_TIMEOUT has passed, and then fails as a 503 with Retry-After (src/http/outage.ts).
-import { CompiledQuery, SqliteDialect, SqliteDriver, type DatabaseConnection, type Driver, type QueryResult } from 'kysely';
+import {
+  CompiledQuery,
+  SqliteDialect,
+  SqliteDriver,
+  type DatabaseConnection,
+  type Driver,
+  type QueryResult,
+} from 'kysely';
 import type { NodeSqliteDatabase } from './sqlite-driver.ts';
 
 const FIRST_RETRY_MS = 2;
@@ -13,7 +20,10 @@ const LONGEST_RETRY_MS = 50;
 const SQLITE_BUSY = 5;
 
 function isBusy(err: unknown): boolean {
-  return (err as { code?: unknown; errcode?: unknown } | null)?.code === 'ERR_SQLITE_ERROR' && (err as { errcode?: unknown }).errcode === SQLITE_BUSY;
+  return (
+    (err as { code?: unknown; errcode?: unknown } | null)?.code === 'ERR_SQLITE_ERROR' &&
+    (err as { errcode?: unknown }).errcode === SQLITE_BUSY
+  );
 }
 
 export class NodeSqliteDialect extends SqliteDialect {

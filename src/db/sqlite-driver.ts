@@ -53,7 +53,9 @@ export interface NodeSqliteDatabase extends SqliteDatabase {
 export function openSqlite(path: string, synchronous: 'NORMAL' | 'FULL', busyTimeoutMs = 5000): NodeSqliteDatabase {
   createPrivately(path);
   const db = new DatabaseSync(path);
-  db.exec(`PRAGMA journal_mode = WAL; PRAGMA synchronous = ${synchronous}; PRAGMA foreign_keys = ON; PRAGMA busy_timeout = ${Math.trunc(busyTimeoutMs)};`);
+  db.exec(
+    `PRAGMA journal_mode = WAL; PRAGMA synchronous = ${synchronous}; PRAGMA foreign_keys = ON; PRAGMA busy_timeout = ${Math.trunc(busyTimeoutMs)};`,
+  );
   const cache = new Map<string, CachedStatement>();
   return {
     close: () => db.close(),

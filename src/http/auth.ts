@@ -96,7 +96,9 @@ function scopeFailure(request: FastifyRequest, scope: string): Problem | undefin
   if (request.authFailure) return request.authFailure;
   if (!request.principal) {
     // RFC 6750 §3.1: no error code when the request carried no credentials at all.
-    return new Problem('unauthorized', 'send an access token: Authorization: Bearer <token>', { headers: { 'www-authenticate': `Bearer realm="${REALM}"` } });
+    return new Problem('unauthorized', 'send an access token: Authorization: Bearer <token>', {
+      headers: { 'www-authenticate': `Bearer realm="${REALM}"` },
+    });
   }
   if (!request.principal.scopes.has(scope)) {
     return new Problem('insufficientScope', `this request needs the "${scope}" scope`, {
@@ -114,9 +116,13 @@ function bearerToken(request: FastifyRequest): string | null {
   const match = /^Bearer +([A-Za-z0-9\-._~+/]+=*) *$/i.exec(header);
   if (match) return match[1] ?? null;
   if (/^Bearer\b/i.test(header)) {
-    request.authFailure = new Problem('badRequest', 'the Authorization header is not a well-formed Bearer credential (RFC 6750 §2.1)', {
-      headers: { 'www-authenticate': `Bearer realm="${REALM}", error="invalid_request"` },
-    });
+    request.authFailure = new Problem(
+      'badRequest',
+      'the Authorization header is not a well-formed Bearer credential (RFC 6750 §2.1)',
+      {
+        headers: { 'www-authenticate': `Bearer realm="${REALM}", error="invalid_request"` },
+      },
+    );
   }
   return null;
 }

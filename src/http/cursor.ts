@@ -69,6 +69,8 @@ export function decodeCursor(cursor: string, shape: CursorShape): CursorPayload 
 export async function requireDecimalLimit(request: FastifyRequest): Promise<void> {
   const { limit } = request.query as { limit?: unknown };
   if (typeof limit === 'string' && !/^\d+$/.test(limit)) {
-    throw new Problem('invalidParameter', 'limit must be written in decimal digits', { errors: [{ pointer: '/limit', detail: 'decimal digits only' }] });
+    throw new Problem('invalidParameter', 'limit must be written in decimal digits', {
+      errors: [{ pointer: '/limit', detail: 'decimal digits only' }],
+    });
   }
 }

@@ -36,7 +36,11 @@ export function sendProblem(request: FastifyRequest, reply: FastifyReply, proble
   };
   if (options.errors) body.errors = options.errors;
   for (const [name, value] of Object.entries(options.headers ?? {})) reply.header(name, value);
-  return reply.code(type.status).header('content-type', PROBLEM_CONTENT_TYPE).header('cache-control', 'no-store').send(JSON.stringify(body));
+  return reply
+    .code(type.status)
+    .header('content-type', PROBLEM_CONTENT_TYPE)
+    .header('cache-control', 'no-store')
+    .send(JSON.stringify(body));
 }
 
 interface AjvError {
@@ -55,18 +59,29 @@ export function fieldErrors(validation: AjvError[]): FieldError[] {
   // ajv reports a value outside an enum without naming the allowed ones, plus a "must be string" at
   // the same place when it is not even a string: one entry per field, naming what is allowed.
   const enumAt = new Set(validation.filter((e) => e.keyword === 'enum').map((e) => e.instancePath));
-  return validation.filter((e) => e.keyword !== 'type' || !enumAt.has(e.instancePath)).map((e) => {
-    if (e.keyword === 'enum') {
-      return { pointer: clip(e.instancePath), detail: clip(`must be one of: ${(e.params.allowedValues as unknown[]).join(', ')}`) };
-    }
-    if (e.keyword === 'additionalProperties') {
-      return { pointer: clip(`${e.instancePath}/${pointerSegment(String(e.params.additionalProperty))}`), detail: 'unknown field' };
-    }
-    if (e.keyword === 'required') {
-      return { pointer: clip(`${e.instancePath}/${pointerSegment(String(e.params.missingProperty))}`), detail: 'is required' };
-    }
-    return { pointer: clip(e.instancePath), detail: e.message ?? e.keyword };
-  });
+  return validation
+    .filter((e) => e.keyword !== 'type' || !enumAt.has(e.instancePath))
+    .map((e) => {
+      if (e.keyword === 'enum') {
+        return {
+          pointer: clip(e.instancePath),
+          detail: clip(`must be one of: ${(e.params.allowedValues as unknown[]).join(', ')}`),
+        };
+      }
+      if (e.keyword === 'additionalProperties') {
+        return {
+          pointer: clip(`${e.instancePath}/${pointerSegment(String(e.params.additionalProperty))}`),
+          detail: 'unknown field',
+        };
+      }
+      if (e.keyword === 'required') {
+        return {
+          pointer: clip(`${e.instancePath}/${pointerSegment(String(e.params.missingProperty))}`),
+          detail: 'is required',
+        };
+      }
+      return { pointer: clip(e.instancePath), detail: e.message ?? e.keyword };
+    });
 }
 
 /** "3 field(s) did not validate: /a, /b, /c", naming at most DETAIL_POINTERS of them. */
@@ -76,7 +91,10 @@ function validationDetail(errors: FieldError[]): string {
   return `${errors.length} field(s) did not validate: ${named.join(', ')}${more}`;
 }
 
-function fromFastifyError(error: FastifyError & { validation?: AjvError[]; validationContext?: string }, request: FastifyRequest): Problem {
+function fromFastifyError(
+  error: FastifyError & { validation?: AjvError[]; validationContext?: string },
+  request: FastifyRequest,
+): Problem {
   if (error.validation && error.validationContext === 'body' && request.body === undefined) {
     return new Problem('malformedBody', 'a JSON body is required (Content-Type: application/json)');
   }
@@ -85,12 +103,21 @@ function fromFastifyError(error: FastifyError & { validation?: AjvError[]; valid
     if (error.validationContext === 'body') {
       return new Problem('validation', validationDetail(errors), { errors });
     }
-    return new Problem('invalidParameter', `invalid ${error.validationContext ?? 'request'} parameter: ${errors.slice(0, DETAIL_POINTERS).map((e) => `${e.pointer.slice(1) || 'value'} ${e.detail}`).join('; ')}`, { errors });
+    return new Problem(
+      'invalidParameter',
+      `invalid ${error.validationContext ?? 'request'} parameter: ${errors
+        .slice(0, DETAIL_POINTERS)
+        .map((e) => `${e.pointer.slice(1) || 'value'} ${e.detail}`)
+        .join('; ')}`,
+      { errors },
+    );
   }
   switch (error.code) {
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
       if (request.method === 'PATCH') {
-        return new Problem('unsupportedMediaType', `PATCH takes ${PATCH_TYPES}`, { headers: { 'accept-patch': PATCH_TYPES } });
+        return new Problem('unsupportedMediaType', `PATCH takes ${PATCH_TYPES}`, {
+          headers: { 'accept-patch': PATCH_TYPES },
+        });
       }
       return new Problem('unsupportedMediaType', 'send the body as application/json');
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
@@ -101,10 +128,15 @@ function fromFastifyError(error: FastifyError & { validation?: AjvError[]; valid
       return new Problem('badRequest', 'Content-Length does not match the body');
   }
   if (isDatabaseOutage(error)) {
-    return new Problem('temporarilyUnavailable', 'the service cannot complete requests right now; retry after the Retry-After delay', { headers: { 'retry-after': OUTAGE_RETRY_AFTER } });
+    return new Problem(
+      'temporarilyUnavailable',
+      'the service cannot complete requests right now; retry after the Retry-After delay',
+      { headers: { 'retry-after': OUTAGE_RETRY_AFTER } },
+    );
   }
   if (error.statusCode === 413) return new Problem('payloadTooLarge', 'the request body exceeds the configured limit');
-  if (error.statusCode && error.statusCode >= 400 && error.statusCode < 500) return new Problem('badRequest', clip(error.message));
+  if (error.statusCode && error.statusCode >= 400 && error.statusCode < 500)
+    return new Problem('badRequest', clip(error.message));
   return new Problem('internal', 'an unexpected error occurred; quote the requestId when reporting it');
 }
 

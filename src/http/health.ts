@@ -51,17 +51,27 @@ export function registerHealth(app: FastifyInstance, handle: DatabaseHandle, sof
     noStore(reply);
     return { status: 'ok' };
   });
-  app.get('/readyz', { schema: { tags: ['operations'], summary: 'Database reachable and migrations current' } }, async (_request, reply) => {
-    noStore(reply);
-    const [databaseState, redisState] = await Promise.all([database(), redis?.()]);
-    // `checks` names every dependency and its state, so a failing probe says which one failed.
-    const checks = { database: databaseState, ...(redisState && { redis: redisState }) };
-    if (databaseState === 'unavailable') {
-      throw new Problem('notReady', 'the database is not reachable', { headers: { 'retry-after': '5' }, extensions: { checks } });
-    }
-    if (databaseState === 'migrations-pending') {
-      throw new Problem('notReady', 'database migrations are pending: run `signet migrate`', { headers: { 'retry-after': '30' }, extensions: { checks } });
-    }
-    return { status: 'ready', database: handle.dialect, checks };
-  });
+  app.get(
+    '/readyz',
+    { schema: { tags: ['operations'], summary: 'Database reachable and migrations current' } },
+    async (_request, reply) => {
+      noStore(reply);
+      const [databaseState, redisState] = await Promise.all([database(), redis?.()]);
+      // `checks` names every dependency and its state, so a failing probe says which one failed.
+      const checks = { database: databaseState, ...(redisState && { redis: redisState }) };
+      if (databaseState === 'unavailable') {
+        throw new Problem('notReady', 'the database is not reachable', {
+          headers: { 'retry-after': '5' },
+          extensions: { checks },
+        });
+      }
+      if (databaseState === 'migrations-pending') {
+        throw new Problem('notReady', 'database migrations are pending: run `signet migrate`', {
+          headers: { 'retry-after': '30' },
+          extensions: { checks },
+        });
+      }
+      return { status: 'ready', database: handle.dialect, checks };
+    },
+  );
 }

@@ -41,23 +41,31 @@ export function parseIdempotencyKey(header: string | string[] | undefined): stri
   const quoted = value === undefined ? null : QUOTED_KEY.exec(value);
   if (quoted?.[1]) return quoted[1].replace(/\\(["\\])/g, '$1');
   if (value !== undefined && BARE_KEY.test(value) && !value.startsWith('"')) return value;
-  throw new Problem('badRequest', 'Idempotency-Key must be 1–255 visible ASCII characters (or a quoted structured-field string), sent once', {
-    errors: [{ pointer: '/headers/idempotency-key', detail: 'invalid key' }],
-  });
+  throw new Problem(
+    'badRequest',
+    'Idempotency-Key must be 1–255 visible ASCII characters (or a quoted structured-field string), sent once',
+    {
+      errors: [{ pointer: '/headers/idempotency-key', detail: 'invalid key' }],
+    },
+  );
 }
 
 /** RFC 8785-style canonical JSON: members sorted, so key order and whitespace do not change the fingerprint. */
 function canonicalJson(value: unknown): string {
   if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
   if (value !== null && typeof value === 'object') {
-    const entries = Object.keys(value).sort().map((k) => `${JSON.stringify(k)}:${canonicalJson((value as Record<string, unknown>)[k])}`);
+    const entries = Object.keys(value)
+      .sort()
+      .map((k) => `${JSON.stringify(k)}:${canonicalJson((value as Record<string, unknown>)[k])}`);
     return `{${entries.join(',')}}`;
   }
   return JSON.stringify(value) ?? 'null';
 }
 
 export function requestFingerprint(method: string, path: string, body: unknown): string {
-  return createHash('sha256').update(`${method} ${path}\n${canonicalJson(body ?? null)}`).digest('base64url');
+  return createHash('sha256')
+    .update(`${method} ${path}\n${canonicalJson(body ?? null)}`)
+    .digest('base64url');
 }
 
 export function sendStored(reply: FastifyReply, stored: StoredResponse, replayed = false): FastifyReply {
@@ -67,7 +75,13 @@ export function sendStored(reply: FastifyReply, stored: StoredResponse, replayed
 }
 
 /** Runs `operation` in a transaction, once per (caller, Idempotency-Key) when the header is present. */
-export async function runIdempotent(request: FastifyRequest, reply: FastifyReply, db: Db, settings: IdempotencySettings, operation: Operation): Promise<FastifyReply> {
+export async function runIdempotent(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  db: Db,
+  settings: IdempotencySettings,
+  operation: Operation,
+): Promise<FastifyReply> {
   const key = parseIdempotencyKey(request.headers['idempotency-key']);
   if (key === undefined) return sendStored(reply, await db.transaction().execute(operation));
   const caller = request.principal?.callerKey ?? `ip:${request.clientOrigin.ip}`;
@@ -76,7 +90,10 @@ export async function runIdempotent(request: FastifyRequest, reply: FastifyReply
     const outcome = await db.transaction().execute(async (trx) => {
       const claimed = await claim(trx, settings, { caller, key, fingerprint });
       if ('replay' in claimed) return { stored: claimed.replay, replayed: true };
-      return { stored: await runAndStore(trx, operation, { caller, key, lockedUntil: claimed.lockedUntil }), replayed: false };
+      return {
+        stored: await runAndStore(trx, operation, { caller, key, lockedUntil: claimed.lockedUntil }),
+        replayed: false,
+      };
     });
     return sendStored(reply, outcome.stored, outcome.replayed);
   }
@@ -97,7 +114,12 @@ export async function runIdempotent(request: FastifyRequest, reply: FastifyReply
 async function runAndStore(trx: Executor, operation: Operation, ours: Ownership): Promise<StoredResponse> {
   const result = await operation(trx);
   const saved = await whileOwned(trx.updateTable('idempotency_keys'), ours)
-    .set({ state: 'done', response_status: result.status, response_headers: toDbJson(result.headers), response_body: result.body })
+    .set({
+      state: 'done',
+      response_status: result.status,
+      response_headers: toDbJson(result.headers),
+      response_body: result.body,
+    })
     .executeTakeFirst();
   if (Number(saved.numUpdatedRows) !== 1) throw inFlight(await currentLock(trx, ours)); // rolls the operation back
   return result;
@@ -105,7 +127,13 @@ async function runAndStore(trx: Executor, operation: Operation, ours: Ownership)
 
 /** The lock of whichever request took the key over from us, if it still holds it. */
 async function currentLock(db: Executor, ours: Ownership): Promise<Date | undefined> {
-  const row = await db.selectFrom('idempotency_keys').select('locked_until').where('caller', '=', ours.caller).where('key', '=', ours.key).where('state', '=', 'in_flight').executeTakeFirst();
+  const row = await db
+    .selectFrom('idempotency_keys')
+    .select('locked_until')
+    .where('caller', '=', ours.caller)
+    .where('key', '=', ours.key)
+    .where('state', '=', 'in_flight')
+    .executeTakeFirst();
   return row && fromDbTime(row.locked_until);
 }
 
@@ -121,7 +149,11 @@ interface KeyFilterable<T> {
 }
 
 function whileOwned<T extends KeyFilterable<T>>(query: T, ours: Ownership): T {
-  return query.where('caller', '=', ours.caller).where('key', '=', ours.key).where('state', '=', 'in_flight').where('locked_until', '=', ours.lockedUntil);
+  return query
+    .where('caller', '=', ours.caller)
+    .where('key', '=', ours.key)
+    .where('state', '=', 'in_flight')
+    .where('locked_until', '=', ours.lockedUntil);
 }
 
 /**
@@ -132,7 +164,11 @@ function whileOwned<T extends KeyFilterable<T>>(query: T, ours: Ownership): T {
  */
 function inFlight(lockedUntil?: Date, now = new Date()): Problem {
   const seconds = lockedUntil ? Math.max(1, Math.ceil((lockedUntil.getTime() - now.getTime()) / 1000)) : 1;
-  return new Problem('idempotencyKeyInFlight', `the first request with this key has not finished; retry in ${seconds} s`, { headers: { 'retry-after': String(seconds) } });
+  return new Problem(
+    'idempotencyKeyInFlight',
+    `the first request with this key has not finished; retry in ${seconds} s`,
+    { headers: { 'retry-after': String(seconds) } },
+  );
 }
 
 interface KeyId {
@@ -149,12 +185,23 @@ async function claim(db: Executor, settings: IdempotencySettings, id: KeyId, att
   const lockedUntil = toDbTime(new Date(now.getTime() + settings.lockSeconds * 1000));
   const inserted = await db
     .insertInto('idempotency_keys')
-    .values({ ...id, state: 'in_flight', locked_until: lockedUntil, created_at: toDbTime(now), expires_at: toDbTime(new Date(now.getTime() + settings.ttlSeconds * 1000)) })
+    .values({
+      ...id,
+      state: 'in_flight',
+      locked_until: lockedUntil,
+      created_at: toDbTime(now),
+      expires_at: toDbTime(new Date(now.getTime() + settings.ttlSeconds * 1000)),
+    })
     .onConflict((oc) => oc.columns(['caller', 'key']).doNothing())
     .executeTakeFirst();
   if (Number(inserted.numInsertedOrUpdatedRows ?? 0) === 1) return { lockedUntil };
 
-  const row = await db.selectFrom('idempotency_keys').selectAll().where('caller', '=', id.caller).where('key', '=', id.key).executeTakeFirst();
+  const row = await db
+    .selectFrom('idempotency_keys')
+    .selectAll()
+    .where('caller', '=', id.caller)
+    .where('key', '=', id.key)
+    .executeTakeFirst();
   // Released meanwhile: try to claim again. Never report ownership without a row we inserted or took
   // over: the operation would then run unguarded, next to the request that does own the key.
   if (!row) {
@@ -162,14 +209,28 @@ async function claim(db: Executor, settings: IdempotencySettings, id: KeyId, att
     throw inFlight();
   }
   if (fromDbTime(row.expires_at) <= now) {
-    await db.deleteFrom('idempotency_keys').where('caller', '=', id.caller).where('key', '=', id.key).where('expires_at', '=', row.expires_at).execute();
+    await db
+      .deleteFrom('idempotency_keys')
+      .where('caller', '=', id.caller)
+      .where('key', '=', id.key)
+      .where('expires_at', '=', row.expires_at)
+      .execute();
     return claim(db, settings, id, attempt + 1);
   }
   if (row.fingerprint !== id.fingerprint) {
-    throw new Problem('idempotencyKeyReused', 'this Idempotency-Key was already used with a different method, path or body; use a new key for a new request');
+    throw new Problem(
+      'idempotencyKeyReused',
+      'this Idempotency-Key was already used with a different method, path or body; use a new key for a new request',
+    );
   }
   if (row.state === 'done') {
-    return { replay: { status: row.response_status ?? 200, headers: fromDbJson<Record<string, string>>(row.response_headers) ?? {}, body: row.response_body ?? '' } };
+    return {
+      replay: {
+        status: row.response_status ?? 200,
+        headers: fromDbJson<Record<string, string>>(row.response_headers) ?? {},
+        body: row.response_body ?? '',
+      },
+    };
   }
   if (fromDbTime(row.locked_until) > now || attempt >= 2) throw inFlight(fromDbTime(row.locked_until), now);
   // The owner died without finishing: take the claim over, unless another request just did.

@@ -49,7 +49,15 @@ export class RemoteKeySet {
   #retryAt = 0;
 
   constructor(settings: RemoteKeySettings) {
-    this.#settings = { fetchTimeoutMs: 5000, cooldownMs: 30_000, maxAgeMs: 600_000, minBackoffMs: 1000, maxBackoffMs: 30_000, now: Date.now, ...settings };
+    this.#settings = {
+      fetchTimeoutMs: 5000,
+      cooldownMs: 30_000,
+      maxAgeMs: 600_000,
+      minBackoffMs: 1000,
+      maxBackoffMs: 30_000,
+      now: Date.now,
+      ...settings,
+    };
     this.#jwksUri = settings.jwksUrl;
   }
 
@@ -88,7 +96,10 @@ export class RemoteKeySet {
   }
 
   #refetchAllowed(): boolean {
-    return this.#inFlight !== undefined || (this.#now() >= this.#attemptedAt + this.#settings.cooldownMs && this.#fetchAllowed());
+    return (
+      this.#inFlight !== undefined ||
+      (this.#now() >= this.#attemptedAt + this.#settings.cooldownMs && this.#fetchAllowed())
+    );
   }
 
   /** No key for the `kid`: the set was checked within the cooldown (a 401), or could not be (the issuer is down). */
@@ -101,7 +112,11 @@ export class RemoteKeySet {
   }
 
   #refreshIfStale(): void {
-    if (this.#now() - this.#loadedAt >= this.#settings.maxAgeMs && this.#inFlight === undefined && this.#now() >= this.#retryAt) {
+    if (
+      this.#now() - this.#loadedAt >= this.#settings.maxAgeMs &&
+      this.#inFlight === undefined &&
+      this.#now() >= this.#retryAt
+    ) {
       this.#refresh().catch(() => undefined); // the keys held keep verifying; the failure is in the backoff state
     }
   }
@@ -165,7 +180,11 @@ export class RemoteKeySet {
   }
 
   async #getJson(url: string, redirect: 'manual' | 'follow'): Promise<unknown> {
-    const response = await fetch(url, { redirect, signal: AbortSignal.timeout(this.#settings.fetchTimeoutMs), headers: { accept: 'application/json' } });
+    const response = await fetch(url, {
+      redirect,
+      signal: AbortSignal.timeout(this.#settings.fetchTimeoutMs),
+      headers: { accept: 'application/json' },
+    });
     if (response.status !== 200) {
       await response.body?.cancel();
       throw new HttpStatusError(url, response.status);

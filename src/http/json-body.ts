@@ -37,7 +37,8 @@ function nestsDeeperThan(text: string, limit: number): boolean {
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i);
     if (inString) {
-      if (c === 0x5c) i++; // backslash: the next character is escaped
+      if (c === 0x5c)
+        i++; // backslash: the next character is escaped
       else if (c === 0x22) inString = false;
     } else if (c === 0x22) inString = true;
     else if (c === 0x5b || c === 0x7b) {
@@ -108,9 +109,13 @@ export function parseJsonBody(text: string): unknown {
     throw new Problem('malformedBody', `the body is not valid JSON${why}`);
   }
   if (inexact) {
-    throw new Problem('validation', `the number ${clip(inexact.source, 40)} cannot be represented exactly; send at most 15 significant digits`, {
-      errors: [{ pointer: clip(pointerOf(document, inexact)), detail: 'number cannot be represented exactly' }],
-    });
+    throw new Problem(
+      'validation',
+      `the number ${clip(inexact.source, 40)} cannot be represented exactly; send at most 15 significant digits`,
+      {
+        errors: [{ pointer: clip(pointerOf(document, inexact)), detail: 'number cannot be represented exactly' }],
+      },
+    );
   }
   return document;
 }
@@ -136,7 +141,15 @@ export function registerJsonBody(app: FastifyInstance): void {
   // replace the wrong thing, so outside PATCH these types are 415 (RFC 9110 §15.5.16).
   app.addContentTypeParser(PATCH_MEDIA_TYPES, { parseAs: 'string' }, (request, body: string, done) => {
     if (request.method === 'PATCH') return parse(request, body, done);
-    const type = PATCH_MEDIA_TYPES.find((t) => request.headers['content-type']?.trim().toLowerCase().startsWith(t)) ?? PATCH_MEDIA_TYPES.join(' or ');
-    done(new Problem('unsupportedMediaType', `${type} is only accepted by PATCH; send the ${request.method} body as application/json`), undefined);
+    const type =
+      PATCH_MEDIA_TYPES.find((t) => request.headers['content-type']?.trim().toLowerCase().startsWith(t)) ??
+      PATCH_MEDIA_TYPES.join(' or ');
+    done(
+      new Problem(
+        'unsupportedMediaType',
+        `${type} is only accepted by PATCH; send the ${request.method} body as application/json`,
+      ),
+      undefined,
+    );
   });
 }

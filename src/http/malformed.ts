@@ -18,7 +18,10 @@ const PARSER_ERRORS: Record<string, { key: ProblemKey; detail: string }> = {
   // method; the code also covers bytes that are no request line at all, which stay 400 (see below).
   HPE_INVALID_METHOD: { key: 'notImplemented', detail: 'the request method is not one this server implements' },
   // RFC 6585 §5; the request line counts too, so an over-long URL lands here.
-  HPE_HEADER_OVERFLOW: { key: 'headerFieldsTooLarge', detail: `the request line and header fields exceed ${maxHeaderSize} bytes` },
+  HPE_HEADER_OVERFLOW: {
+    key: 'headerFieldsTooLarge',
+    detail: `the request line and header fields exceed ${maxHeaderSize} bytes`,
+  },
   HPE_CHUNK_EXTENSIONS_OVERFLOW: { key: 'payloadTooLarge', detail: 'the chunk extensions are too large' },
   // RFC 9110 §15.5.9: headers (or the whole request) not received within the server's timeouts.
   ERR_HTTP_REQUEST_TIMEOUT: { key: 'requestTimeout', detail: 'the request was not received in time' },
@@ -44,14 +47,21 @@ export function clientErrorHandler(this: FastifyInstance, error: Error, socket: 
     socket.destroy(); // the client is gone, or a response is half written: no status line can follow
     return;
   }
-  const notARequestLine = err.code === 'HPE_INVALID_METHOD' && !METHOD_TOKEN.test(err.rawPacket?.toString('latin1', 0, 64) ?? '');
+  const notARequestLine =
+    err.code === 'HPE_INVALID_METHOD' && !METHOD_TOKEN.test(err.rawPacket?.toString('latin1', 0, 64) ?? '');
   const known = notARequestLine ? undefined : PARSER_ERRORS[err.code ?? ''];
   const type = PROBLEM_TYPES[known?.key ?? 'badRequest'];
   const detail = known?.detail ?? `the request is not valid HTTP/1.1${err.reason ? ` (${clip(err.reason)})` : ''}`;
   const requestId = randomUUID();
   const base = baseUrlOf(this, socket);
   // No `instance`: the request target was not (reliably) read.
-  const body = JSON.stringify({ type: `${base}/problems/${type.slug}`, title: type.title, status: type.status, detail, requestId });
+  const body = JSON.stringify({
+    type: `${base}/problems/${type.slug}`,
+    title: type.title,
+    status: type.status,
+    detail,
+    requestId,
+  });
   this.log.debug({ err, reqId: requestId }, 'malformed request');
   socket.end(
     `HTTP/1.1 ${type.status} ${STATUS_CODES[type.status]}\r\ncontent-type: ${PROBLEM_CONTENT_TYPE}; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\n` +
@@ -83,7 +93,10 @@ function hostProblem(raw: IncomingMessage): string | null {
     if (raw.rawHeaders[i]!.length === 4 && raw.rawHeaders[i]!.toLowerCase() === 'host') lines++;
   }
   if (lines > 1) return 'the request has more than one Host header field';
-  if (lines === 0) return raw.httpVersionMajor === 1 && raw.httpVersionMinor === 0 ? null : 'an HTTP/1.1 request needs a Host header field';
+  if (lines === 0)
+    return raw.httpVersionMajor === 1 && raw.httpVersionMinor === 0
+      ? null
+      : 'an HTTP/1.1 request needs a Host header field';
   // The same rule the forwarded headers follow (forwarded.ts): the host ends up in absolute URLs.
   return normalizeHost(raw.headers.host) === null ? 'the Host header field is not a valid host[:port]' : null;
 }

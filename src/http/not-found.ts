@@ -15,14 +15,23 @@ export function registerNotFound(app: FastifyInstance): void {
     const methods = Array.isArray(route.method) ? route.method : [route.method];
     for (const method of methods) {
       if (route.url.includes('*') && method === 'OPTIONS') continue; // CORS preflight catch-all
-      if (!router.find(method.toUpperCase() as HTTPMethod, route.url)) router.on(method.toUpperCase() as HTTPMethod, route.url, noop);
+      if (!router.find(method.toUpperCase() as HTTPMethod, route.url))
+        router.on(method.toUpperCase() as HTTPMethod, route.url, noop);
     }
   });
   app.setNotFoundHandler((request, reply) => {
     const path = request.url.split('?')[0] ?? '/';
     const allowed = METHODS.filter((m) => m !== request.method && router.find(m, path));
     if (allowed.length > 0) {
-      return sendProblem(request, reply, new Problem('methodNotAllowed', `${request.method} is not supported on ${clip(path)}; use ${allowed.join(', ')}`, { headers: { allow: allowed.join(', ') } }));
+      return sendProblem(
+        request,
+        reply,
+        new Problem(
+          'methodNotAllowed',
+          `${request.method} is not supported on ${clip(path)}; use ${allowed.join(', ')}`,
+          { headers: { allow: allowed.join(', ') } },
+        ),
+      );
     }
     return sendProblem(request, reply, new Problem('notFound', `no resource at ${clip(path)}`));
   });

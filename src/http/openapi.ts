@@ -13,7 +13,9 @@ Only \`pending\` orders can change CustomerId/Total/Currency; only \`pending\` a
 Transitions: \`POST /api/orders/{id}/{pay|cancel|ship|deliver}\`, or PATCH of \`Status\`.
 
 **Errors** are \`application/problem+json\` (RFC 9457) with \`type\`, \`title\`, \`status\`, \`detail\`, \`instance\`, \`requestId\` and, for validation, \`errors[]\` of \`{pointer, detail}\`.
-Types: ${Object.values(PROBLEM_TYPES).map((t) => `\`${t.slug}\` (${t.status})`).join(', ')}.
+Types: ${Object.values(PROBLEM_TYPES)
+  .map((t) => `\`${t.slug}\` (${t.status})`)
+  .join(', ')}.
 
 **Idempotency-Key** on POST: same key + same body → the stored response again with \`Idempotent-Replayed: true\`; different body → 409; still in flight → 409 with Retry-After. Keys expire after 24 h (configurable).
 
@@ -32,14 +34,27 @@ const PROBLEM_SCHEMA = {
     detail: { type: 'string', description: 'What went wrong with this request, and what to change.' },
     instance: { type: 'string', format: 'uri' },
     requestId: { type: 'string', description: 'Also in X-Request-Id; quote it to find the request in the logs.' },
-    errors: { type: 'array', items: { type: 'object', properties: { pointer: { type: 'string', description: 'RFC 6901 JSON pointer' }, detail: { type: 'string' } } } },
+    errors: {
+      type: 'array',
+      items: {
+        type: 'object',
+        properties: { pointer: { type: 'string', description: 'RFC 6901 JSON pointer' }, detail: { type: 'string' } },
+      },
+    },
   },
 };
 
 /** Every operation can fail; the ranges name the body every error has (OpenAPI 3.1 §4.8.16.2). */
 const ERROR_RESPONSES = {
-  '4xx': { description: 'The request cannot be served as sent (see `type` and `detail`); 429 and 409 in flight carry Retry-After.', content: { 'application/problem+json': { schema: PROBLEM_SCHEMA } } },
-  '5xx': { description: 'A fault or a temporary outage; 503 carries Retry-After.', content: { 'application/problem+json': { schema: PROBLEM_SCHEMA } } },
+  '4xx': {
+    description:
+      'The request cannot be served as sent (see `type` and `detail`); 429 and 409 in flight carry Retry-After.',
+    content: { 'application/problem+json': { schema: PROBLEM_SCHEMA } },
+  },
+  '5xx': {
+    description: 'A fault or a temporary outage; 503 carries Retry-After.',
+    content: { 'application/problem+json': { schema: PROBLEM_SCHEMA } },
+  },
 };
 
 export async function registerOpenApi(app: FastifyInstance, options: { webhookHeaderName: string }): Promise<void> {

@@ -25,15 +25,26 @@ const REQUEST_ID = /^[\x21-\x7e]{1,128}$/;
 export function requestIdGenerator(trust: TrustFn): (req: IncomingMessage) => string {
   return (req) => {
     const header = req.headers['x-request-id'];
-    const fromTrustedPeer = typeof header === 'string' && REQUEST_ID.test(header) && trust(req.socket.remoteAddress ?? '', 0);
+    const fromTrustedPeer =
+      typeof header === 'string' && REQUEST_ID.test(header) && trust(req.socket.remoteAddress ?? '', 0);
     return fromTrustedPeer ? header : randomUUID();
   };
 }
 
-export function registerOrigin(app: FastifyInstance, options: { trustProxy: false | number | string[]; publicUrl: string | undefined; fallbackHost: string }): TrustFn {
+export function registerOrigin(
+  app: FastifyInstance,
+  options: { trustProxy: false | number | string[]; publicUrl: string | undefined; fallbackHost: string },
+): TrustFn {
   const trust = compileTrust(options.trustProxy);
   const originOf = (raw: IncomingMessage) =>
-    resolveClientOrigin({ remoteAddress: raw.socket.remoteAddress ?? '', encrypted: Boolean((raw.socket as TLSSocket).encrypted), headers: raw.headers }, trust);
+    resolveClientOrigin(
+      {
+        remoteAddress: raw.socket.remoteAddress ?? '',
+        encrypted: Boolean((raw.socket as TLSSocket).encrypted),
+        headers: raw.headers,
+      },
+      trust,
+    );
   app.decorate('publicUrlSetting', options.publicUrl);
   app.decorate('fallbackHost', options.fallbackHost);
   app.decorate('originOf', originOf);

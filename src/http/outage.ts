@@ -3,7 +3,15 @@
 // outage", which clients and gateways retry, where a 500 would say the request itself broke something.
 
 /** Socket-level failures reaching PostgreSQL (Node system error codes). */
-const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'EPIPE', 'EAI_AGAIN']);
+const NETWORK_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EPIPE',
+  'EAI_AGAIN',
+]);
 
 /**
  * SQLSTATEs (PostgreSQL manual, Appendix A): class 08 connection exception; 57P01 admin_shutdown,
@@ -18,7 +26,8 @@ const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOST
 const SQLSTATE = /^(08[0-9A-Z]{3}|57P0[123]|53300|57014|55P03|25P03)$/;
 
 /** node-postgres reports these without a code: pool connect timeout, and a connection lost under a client. */
-const PG_MESSAGES = /^(timeout exceeded when trying to connect|Connection terminated|Client has encountered a connection error|Client was closed and is not queryable)/;
+const PG_MESSAGES =
+  /^(timeout exceeded when trying to connect|Connection terminated|Client has encountered a connection error|Client was closed and is not queryable)/;
 
 /** node:sqlite's error for SQLITE_BUSY (errcode 5; extended codes keep 5 in the low byte): another process holds the write lock past busy_timeout. */
 const SQLITE_BUSY = 5;

@@ -28,7 +28,11 @@ export function registerOverloadGuard(app: FastifyInstance, maxEventLoopDelayMs:
   app.addHook('onRequest', (request, reply, done) => {
     if (delayMs <= maxEventLoopDelayMs) return done();
     const detail = `the service is overloaded (event loop delayed ${Math.round(delayMs)} ms); retry later`;
-    sendProblem(request, reply, new Problem('unavailable', detail, { headers: { 'retry-after': RETRY_AFTER_SECONDS } }));
+    sendProblem(
+      request,
+      reply,
+      new Problem('unavailable', detail, { headers: { 'retry-after': RETRY_AFTER_SECONDS } }),
+    );
   });
   app.addHook('onClose', async () => {
     clearInterval(sampler);

@@ -24,8 +24,16 @@ interface StoreParams {
 // The plugin's own two stores (its package has no exports map, so these files are reachable): the same
 // Lua script and the same bounded LRU it would pick by itself, rather than copies of them.
 const require = createRequire(import.meta.url);
-const RedisStore = require('@fastify/rate-limit/store/RedisStore') as new (continueExceeding?: boolean, exponentialBackoff?: boolean, redis?: Redis, nameSpace?: string) => Store;
-const LocalStore = require('@fastify/rate-limit/store/LocalStore') as new (continueExceeding?: boolean, exponentialBackoff?: boolean) => Store;
+const RedisStore = require('@fastify/rate-limit/store/RedisStore') as new (
+  continueExceeding?: boolean,
+  exponentialBackoff?: boolean,
+  redis?: Redis,
+  nameSpace?: string,
+) => Store;
+const LocalStore = require('@fastify/rate-limit/store/LocalStore') as new (
+  continueExceeding?: boolean,
+  exponentialBackoff?: boolean,
+) => Store;
 
 const PROBE_INTERVAL_MS = 1000;
 
@@ -76,7 +84,11 @@ class FallbackStore implements Store {
   }
 
   #markDown(error: Error | null): void {
-    if (this.#available) this.#log.warn({ err: error }, 'Redis unavailable: rate limits are counted per instance, in memory, until it answers again');
+    if (this.#available)
+      this.#log.warn(
+        { err: error },
+        'Redis unavailable: rate limits are counted per instance, in memory, until it answers again',
+      );
     this.#available = false;
     this.#probeAt = Date.now() + PROBE_INTERVAL_MS;
   }
@@ -103,7 +115,11 @@ class FallbackStore implements Store {
 }
 
 /** The store class for the plugin's `store` option (it calls `new Store(globalParams)`). */
-export function redisWithFallback(redis: Redis, nameSpace: string, log: FastifyBaseLogger): new (params: StoreParams) => FallbackStore {
+export function redisWithFallback(
+  redis: Redis,
+  nameSpace: string,
+  log: FastifyBaseLogger,
+): new (params: StoreParams) => FallbackStore {
   return class extends FallbackStore {
     constructor(params: StoreParams) {
       super(redis, nameSpace, log, params);

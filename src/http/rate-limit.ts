@@ -29,10 +29,14 @@ export async function registerRateLimit(app: FastifyInstance, settings: RateLimi
     enableDraftSpec: true,
     // The route, so `/healthz?probe=1` is exempt too. The authorization server's pages have their own
     // per-account and per-address login throttle (auth-server/login-throttle.ts).
-    allowList: (request) => EXEMPT.has(request.routeOptions.url ?? '') || (request.routeOptions.url ?? '').startsWith('/oauth/'),
+    allowList: (request) =>
+      EXEMPT.has(request.routeOptions.url ?? '') || (request.routeOptions.url ?? '').startsWith('/oauth/'),
     keyGenerator: (request) => (request.principal ? request.principal.callerKey : `ip:${request.clientOrigin.ip}`),
     errorResponseBuilder: (_request, context) =>
-      new Problem('rateLimited', `limit of ${context.max} requests per ${settings.windowSeconds} s reached; retry in ${context.after}`),
+      new Problem(
+        'rateLimited',
+        `limit of ${context.max} requests per ${settings.windowSeconds} s reached; retry in ${context.after}`,
+      ),
   });
   app.addHook('onSend', (_request, reply, payload, done) => {
     rewriteHeaders(reply, settings.windowSeconds);

@@ -22,11 +22,18 @@ export function registerResourceMetadata(app: FastifyInstance, settings: Resourc
     bearer_methods_supported: ['header'],
     resource_name: 'Signet orders API',
   };
-  const paths = new Set(['/.well-known/oauth-protected-resource', new URL(resourceMetadataUrl(settings.resource)).pathname]);
+  const paths = new Set([
+    '/.well-known/oauth-protected-resource',
+    new URL(resourceMetadataUrl(settings.resource)).pathname,
+  ]);
   for (const url of paths) {
-    app.get(url, { schema: { tags: ['operations'], summary: 'Protected resource metadata (RFC 9728)' } }, async (_request, reply) => {
-      reply.header('cache-control', 'public, max-age=300');
-      return document;
-    });
+    app.get(
+      url,
+      { schema: { tags: ['operations'], summary: 'Protected resource metadata (RFC 9728)' } },
+      async (_request, reply) => {
+        reply.header('cache-control', 'public, max-age=300');
+        return document;
+      },
+    );
   }
 }

@@ -25,7 +25,10 @@ function headersFrom(options: HelmetOptions): HeaderSet {
 }
 
 function policies(https: boolean): { api: HeaderSet; docs: HeaderSet } {
-  const common: HelmetOptions = { strictTransportSecurity: https ? { maxAge: 31536000 } : false, xFrameOptions: { action: 'deny' } };
+  const common: HelmetOptions = {
+    strictTransportSecurity: https ? { maxAge: 31536000 } : false,
+    xFrameOptions: { action: 'deny' },
+  };
   const api = headersFrom({
     ...common,
     contentSecurityPolicy: { useDefaults: false, directives: { defaultSrc: ["'none'"], frameAncestors: ["'none'"] } },
@@ -34,7 +37,16 @@ function policies(https: boolean): { api: HeaderSet; docs: HeaderSet } {
     ...common,
     contentSecurityPolicy: {
       useDefaults: false,
-      directives: { defaultSrc: ["'self'"], imgSrc: ["'self'", 'data:'], styleSrc: ["'self'", "'unsafe-inline'"], scriptSrc: ["'self'"], frameAncestors: ["'none'"], baseUri: ["'none'"], formAction: ["'self'"], objectSrc: ["'none'"] },
+      directives: {
+        defaultSrc: ["'self'"],
+        imgSrc: ["'self'", 'data:'],
+        styleSrc: ["'self'", "'unsafe-inline'"],
+        scriptSrc: ["'self'"],
+        frameAncestors: ["'none'"],
+        baseUri: ["'none'"],
+        formAction: ["'self'"],
+        objectSrc: ["'none'"],
+      },
     },
   });
   return { api, docs };

@@ -34,7 +34,13 @@ export function registerShutdownResponses(app: FastifyInstance): void {
       inFlight.set(request, Date.now());
       return done();
     }
-    sendProblem(request, reply, new Problem('shuttingDown', 'this instance is shutting down; retry on a new connection', { headers: { 'retry-after': RETRY_AFTER_SECONDS } }));
+    sendProblem(
+      request,
+      reply,
+      new Problem('shuttingDown', 'this instance is shutting down; retry on a new connection', {
+        headers: { 'retry-after': RETRY_AFTER_SECONDS },
+      }),
+    );
   });
   app.addHook('onSend', (_request, reply, payload, done) => {
     if (closing) reply.header('connection', 'close');
@@ -49,7 +55,10 @@ export function registerShutdownResponses(app: FastifyInstance): void {
 }
 
 /** What the log says of each request a forced exit cuts: enough to find it, nothing a client sent in secret. */
-export function describeCutRequests(requests: Map<FastifyRequest, number>, now = Date.now()): Array<Record<string, unknown>> {
+export function describeCutRequests(
+  requests: Map<FastifyRequest, number>,
+  now = Date.now(),
+): Array<Record<string, unknown>> {
   return [...requests].map(([request, startedAt]) => ({
     reqId: request.id,
     method: request.method,

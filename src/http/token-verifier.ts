@@ -3,7 +3,14 @@
 // Keys fetched over HTTP come from issuer-keys.ts, which bounds the fetching; a token whose key is not
 // at hand is verified in two steps, so that its request is rate-limited before any fetch (auth.ts).
 import { readFileSync } from 'node:fs';
-import { createLocalJWKSet, errors as joseErrors, jwtVerify, type JSONWebKeySet, type JWTPayload, type JWTVerifyGetKey } from 'jose';
+import {
+  createLocalJWKSet,
+  errors as joseErrors,
+  jwtVerify,
+  type JSONWebKeySet,
+  type JWTPayload,
+  type JWTVerifyGetKey,
+} from 'jose';
 import { IssuerUnavailable, KeysNotAtHand, RemoteKeySet, type RemoteKeySettings } from './issuer-keys.ts';
 import { Problem } from './problems.ts';
 
@@ -73,10 +80,11 @@ export function createTokenVerifier(settings: VerifierSettings): TokenVerifier {
   };
   return {
     cached,
-    verifyAtHand: (token) => verifyToken(token, keys.atHand).catch((err: unknown) => {
-      if (err instanceof KeysNotAtHand) return undefined;
-      throw err;
-    }),
+    verifyAtHand: (token) =>
+      verifyToken(token, keys.atHand).catch((err: unknown) => {
+        if (err instanceof KeysNotAtHand) return undefined;
+        throw err;
+      }),
     verify: (token) => verifyToken(token, keys.resolve),
   };
 }
@@ -93,7 +101,8 @@ async function verify(token: string, getKey: JWTVerifyGetKey, settings: Verifier
     });
     // jose checks `iat` only against maxTokenAge; a token issued in the future (beyond the clock
     // tolerance) comes from a wrong clock or a forger (RFC 7519 §4.1.6).
-    if ((payload.iat as number) > Date.now() / 1000 + settings.clockToleranceSeconds) throw invalidToken('the "iat" claim is in the future');
+    if ((payload.iat as number) > Date.now() / 1000 + settings.clockToleranceSeconds)
+      throw invalidToken('the "iat" claim is in the future');
     return payload;
   } catch (err) {
     throw err instanceof KeysNotAtHand ? err : toProblem(err);
@@ -103,11 +112,17 @@ async function verify(token: string, getKey: JWTVerifyGetKey, settings: Verifier
 function toProblem(err: unknown): Problem {
   if (err instanceof Problem) return err;
   if (err instanceof IssuerUnavailable) {
-    return new Problem('issuerUnavailable', 'the signing keys of the token issuer could not be fetched; try again shortly', { headers: { 'retry-after': String(err.retryAfterSeconds) } });
+    return new Problem(
+      'issuerUnavailable',
+      'the signing keys of the token issuer could not be fetched; try again shortly',
+      { headers: { 'retry-after': String(err.retryAfterSeconds) } },
+    );
   }
   if (err instanceof joseErrors.JWTExpired) return invalidToken('the access token has expired');
-  if (err instanceof joseErrors.JWTClaimValidationFailed) return invalidToken(`the "${err.claim}" claim is not acceptable`);
-  if (err instanceof joseErrors.JOSEAlgNotAllowed) return invalidToken('the token is signed with an algorithm that is not allowed');
+  if (err instanceof joseErrors.JWTClaimValidationFailed)
+    return invalidToken(`the "${err.claim}" claim is not acceptable`);
+  if (err instanceof joseErrors.JOSEAlgNotAllowed)
+    return invalidToken('the token is signed with an algorithm that is not allowed');
   if (err instanceof joseErrors.JWKSNoMatchingKey) return invalidToken('no published key matches the token');
   return invalidToken('the access token could not be verified');
 }

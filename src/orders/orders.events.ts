@@ -4,7 +4,14 @@ import type { Executor } from '../db/database.ts';
 import type { OrderRecord } from './orders.repository.ts';
 import type { OrderStatus } from './orders.states.ts';
 
-export type OrderEventType = 'order.created' | 'order.updated' | 'order.paid' | 'order.cancelled' | 'order.shipped' | 'order.delivered' | 'order.deleted';
+export type OrderEventType =
+  | 'order.created'
+  | 'order.updated'
+  | 'order.paid'
+  | 'order.cancelled'
+  | 'order.shipped'
+  | 'order.delivered'
+  | 'order.deleted';
 
 export interface OrderEventSink {
   orderChanged(trx: Executor, type: OrderEventType, order: OrderRecord, now: Date): Promise<void>;
@@ -14,4 +21,3 @@ export interface OrderEventSink {
 export function statusEvent(status: Exclude<OrderStatus, 'pending'>): OrderEventType {
   return `order.${status}`;
 }
-

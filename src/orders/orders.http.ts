@@ -21,13 +21,30 @@ function validatorHeaders(order: OrderRecord, baseUrl: string, variant: Variant)
   return { etag: entityTag(order, baseUrl, variant), 'cache-control': CACHE_CONTROL, vary: VARY };
 }
 
-function representationResponse(order: OrderRecord, status: number, baseUrl: string, validators: ValidatorHeaders, variant: Variant, history?: StatusChangeRecord[]): StoredResponse {
-  const headers: Record<string, string> = { ...validators, 'content-type': 'application/json; charset=utf-8', 'last-modified': formatHttpDate(order.updatedAt) };
+function representationResponse(
+  order: OrderRecord,
+  status: number,
+  baseUrl: string,
+  validators: ValidatorHeaders,
+  variant: Variant,
+  history?: StatusChangeRecord[],
+): StoredResponse {
+  const headers: Record<string, string> = {
+    ...validators,
+    'content-type': 'application/json; charset=utf-8',
+    'last-modified': formatHttpDate(order.updatedAt),
+  };
   if (status === 201) headers.location = orderUrl(baseUrl, order.id);
   return { status, headers, body: JSON.stringify(toRepresentation(order, baseUrl, variant, history)) };
 }
 
-export function orderResponse(request: FastifyRequest, order: OrderRecord, status: number, variant = DEFAULT_VARIANT, history?: StatusChangeRecord[]): StoredResponse {
+export function orderResponse(
+  request: FastifyRequest,
+  order: OrderRecord,
+  status: number,
+  variant = DEFAULT_VARIANT,
+  history?: StatusChangeRecord[],
+): StoredResponse {
   const baseUrl = publicBaseUrl(request);
   return representationResponse(order, status, baseUrl, validatorHeaders(order, baseUrl, variant), variant, history);
 }
@@ -36,12 +53,22 @@ export function orderResponse(request: FastifyRequest, order: OrderRecord, statu
  * GET/HEAD of one order: 304 when the client's copy is current (with the headers RFC 9110 §15.4.5
  * requires), 412 on a failed If-Match, else the representation. Validators are computed once.
  */
-export async function sendOrderRead(request: FastifyRequest, reply: FastifyReply, order: OrderRecord, variant: Variant, loadHistory: () => Promise<StatusChangeRecord[]>): Promise<FastifyReply> {
+export async function sendOrderRead(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  order: OrderRecord,
+  variant: Variant,
+  loadHistory: () => Promise<StatusChangeRecord[]>,
+): Promise<FastifyReply> {
   const baseUrl = publicBaseUrl(request);
   const validators = validatorHeaders(order, baseUrl, variant);
-  const outcome = evaluatePreconditions(request.method, request.headers, { etag: validators.etag, lastModified: order.updatedAt });
+  const outcome = evaluatePreconditions(request.method, request.headers, {
+    etag: validators.etag,
+    lastModified: order.updatedAt,
+  });
   if (outcome === 'not-modified') return reply.code(304).headers(validators).send();
-  if (outcome === 'precondition-failed') throw new Problem('preconditionFailed', 'the order does not match If-Match / If-Unmodified-Since');
+  if (outcome === 'precondition-failed')
+    throw new Problem('preconditionFailed', 'the order does not match If-Match / If-Unmodified-Since');
   const history = variant.include.includes('history') ? await loadHistory() : undefined;
   return sendStored(reply, representationResponse(order, 200, baseUrl, validators, variant, history));
 }
@@ -54,7 +81,11 @@ export function wantsMinimal(request: FastifyRequest): boolean {
 
 export function minimalResponse(request: FastifyRequest, order: OrderRecord): StoredResponse {
   const headers = validatorHeaders(order, publicBaseUrl(request), DEFAULT_VARIANT);
-  return { status: 204, headers: { ...headers, 'preference-applied': 'return=minimal', 'last-modified': formatHttpDate(order.updatedAt) }, body: '' };
+  return {
+    status: 204,
+    headers: { ...headers, 'preference-applied': 'return=minimal', 'last-modified': formatHttpDate(order.updatedAt) },
+    body: '',
+  };
 }
 
 /** For writes: If-Match / If-Unmodified-Since / If-None-Match against the current order. */
@@ -66,9 +97,13 @@ export function preconditionsOf(request: FastifyRequest): PreconditionCheck {
       matchesCurrent: (tag: string) => tagMatchesVersion(tag, order),
     };
     if (evaluatePreconditions(request.method, request.headers, validators) !== 'proceed') {
-      throw new Problem('preconditionFailed', `order ${order.id} has changed since the representation you sent preconditions for; fetch it again (current ETag ${validators.etag})`, {
-        headers: { etag: validators.etag },
-      });
+      throw new Problem(
+        'preconditionFailed',
+        `order ${order.id} has changed since the representation you sent preconditions for; fetch it again (current ETag ${validators.etag})`,
+        {
+          headers: { etag: validators.etag },
+        },
+      );
     }
     return request.headers['if-match'] !== undefined || request.headers['if-unmodified-since'] !== undefined;
   };

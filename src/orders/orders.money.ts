@@ -54,9 +54,7 @@ export function isActiveCurrency(code: string): boolean {
 
 export type TotalError = 'negative' | 'too-many-decimals' | 'too-large' | 'not-finite';
 
-export type ToMinorUnitsResult =
-  | { ok: true; minor: number }
-  | { ok: false; error: TotalError; detail: string };
+export type ToMinorUnitsResult = { ok: true; minor: number } | { ok: false; error: TotalError; detail: string };
 
 function requireDigits(currency: string): number {
   const digits = minorUnits(currency);

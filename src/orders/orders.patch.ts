@@ -6,7 +6,10 @@ import type { Operation } from 'fast-json-patch';
 
 export type PatchMediaType = 'application/merge-patch+json' | 'application/json-patch+json';
 
-export const PATCH_MEDIA_TYPES: readonly PatchMediaType[] = ['application/merge-patch+json', 'application/json-patch+json'];
+export const PATCH_MEDIA_TYPES: readonly PatchMediaType[] = [
+  'application/merge-patch+json',
+  'application/json-patch+json',
+];
 
 export type PatchFailureKind = 'invalid-patch' | 'test-failed' | 'conflict';
 
@@ -76,7 +79,10 @@ export function applyMergePatch(target: Record<string, unknown>, patch: unknown)
 
 // RFC 6901 tokens of a pointer, unescaped (~1 before ~0, §4).
 function pointerTokens(pointer: string): string[] {
-  return pointer.split('/').slice(1).map((token) => token.replaceAll('~1', '/').replaceAll('~0', '~'));
+  return pointer
+    .split('/')
+    .slice(1)
+    .map((token) => token.replaceAll('~1', '/').replaceAll('~0', '~'));
 }
 
 function touchesForbiddenKey(pointer: unknown): boolean {
@@ -139,7 +145,8 @@ function fromLibraryError(error: unknown, ops: readonly Operation[]): PatchResul
   // to its validator), so locate the failing operation by identity instead.
   const index = ops.indexOf(error.operation as Operation);
   const pointer = index === -1 ? undefined : `/${index}`;
-  const path = isObject(error.operation) && typeof error.operation.path === 'string' ? ` at "${error.operation.path}"` : '';
+  const path =
+    isObject(error.operation) && typeof error.operation.path === 'string' ? ` at "${error.operation.path}"` : '';
   return failure(kind, `${error.name.toLowerCase().replaceAll('_', ' ')}${path}`, pointer);
 }
 

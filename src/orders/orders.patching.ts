@@ -9,7 +9,13 @@ import { Problem } from '../http/problems.ts';
 import type { Principal } from '../http/token-verifier.ts';
 import { compileBodyValidator } from '../http/validation.ts';
 import { fromMinorUnits } from './orders.money.ts';
-import { applyJsonPatch, applyMergePatch, patchMediaType, PATCH_MEDIA_TYPES, type PatchResult } from './orders.patch.ts';
+import {
+  applyJsonPatch,
+  applyMergePatch,
+  patchMediaType,
+  PATCH_MEDIA_TYPES,
+  type PatchResult,
+} from './orders.patch.ts';
 import type { OrderRecord } from './orders.repository.ts';
 import { ReplaceOrderBody } from './orders.schemas.ts';
 import * as service from './orders.service.ts';
@@ -38,22 +44,41 @@ function patched(result: PatchResult): Record<string, unknown> {
   throw new Problem('patchConflict', result.detail, { errors });
 }
 
-export async function applyJsonPatchToOrder(db: Executor, principal: Principal, id: number, request: FastifyRequest, events: OrderEventSink): Promise<OrderRecord> {
+export async function applyJsonPatchToOrder(
+  db: Executor,
+  principal: Principal,
+  id: number,
+  request: FastifyRequest,
+  events: OrderEventSink,
+): Promise<OrderRecord> {
   const mediaType = patchMediaType(request.headers['content-type']);
   if (!mediaType) {
-    throw new Problem('unsupportedMediaType', `PATCH takes ${ACCEPT_PATCH}`, { headers: { 'accept-patch': ACCEPT_PATCH } });
+    throw new Problem('unsupportedMediaType', `PATCH takes ${ACCEPT_PATCH}`, {
+      headers: { 'accept-patch': ACCEPT_PATCH },
+    });
   }
   // The patch is applied to the very state the service compares and writes over (and again to the
   // new state if a concurrent write wins), so `test` operations and unchanged members always refer
   // to what is actually replaced.
   const patchedOrder = (order: OrderRecord): service.Replacement => {
     const view = writableView(order);
-    const document = patched(mediaType === 'application/merge-patch+json' ? applyMergePatch(view, request.body) : applyJsonPatch(view, request.body));
+    const document = patched(
+      mediaType === 'application/merge-patch+json'
+        ? applyMergePatch(view, request.body)
+        : applyJsonPatch(view, request.body),
+    );
     if (!validatePatched(document)) {
       const errors = fieldErrors(validatePatched.errors ?? []);
-      throw new Problem('validation', `the patched order is not valid: ${errors.map((e) => e.pointer).join(', ')}`, { errors });
+      throw new Problem('validation', `the patched order is not valid: ${errors.map((e) => e.pointer).join(', ')}`, {
+        errors,
+      });
     }
     return document;
   };
-  return service.replaceOrder(db, principal, id, patchedOrder, { statusIsReadOnly: false, check: preconditionsOf(request), now: new Date(), events });
+  return service.replaceOrder(db, principal, id, patchedOrder, {
+    statusIsReadOnly: false,
+    check: preconditionsOf(request),
+    now: new Date(),
+    events,
+  });
 }

@@ -23,7 +23,16 @@ export interface StatusChangeRecord {
   at: Date;
 }
 
-const COLUMNS = ['id', 'customer_id', 'total_minor', 'currency', 'status', 'version', 'created_at', 'updated_at'] as const;
+const COLUMNS = [
+  'id',
+  'customer_id',
+  'total_minor',
+  'currency',
+  'status',
+  'version',
+  'created_at',
+  'updated_at',
+] as const;
 
 type OrderRow = { [K in (typeof COLUMNS)[number]]: K extends 'id' ? number : OrdersTable[K] };
 
@@ -51,7 +60,15 @@ export async function insertOrder(db: Executor, order: NewOrder): Promise<OrderR
   const at = toDbTime(order.now);
   const row = await db
     .insertInto('orders')
-    .values({ customer_id: order.customerId, total_minor: order.totalMinor, currency: order.currency, status: 'pending', version: 1, created_at: at, updated_at: at })
+    .values({
+      customer_id: order.customerId,
+      total_minor: order.totalMinor,
+      currency: order.currency,
+      status: 'pending',
+      version: 1,
+      created_at: at,
+      updated_at: at,
+    })
     .returning(COLUMNS)
     .executeTakeFirstOrThrow();
   return toRecord(row);
@@ -105,7 +122,13 @@ export interface UpdateGuard {
 }
 
 /** Applies the changes if the guard still holds; undefined when it does not (or the order is gone). */
-export async function updateOrderIf(db: Executor, id: number, guard: UpdateGuard, changes: OrderChanges, now: Date): Promise<OrderRecord | undefined> {
+export async function updateOrderIf(
+  db: Executor,
+  id: number,
+  guard: UpdateGuard,
+  changes: OrderChanges,
+  now: Date,
+): Promise<OrderRecord | undefined> {
   let query = db
     .updateTable('orders')
     .set((eb) => ({
@@ -123,7 +146,12 @@ export async function updateOrderIf(db: Executor, id: number, guard: UpdateGuard
   return row && toRecord(row);
 }
 
-export async function deleteOrderIf(db: Executor, id: number, statuses: OrderStatus[], version?: number): Promise<boolean> {
+export async function deleteOrderIf(
+  db: Executor,
+  id: number,
+  statuses: OrderStatus[],
+  version?: number,
+): Promise<boolean> {
   let query = db.deleteFrom('orders').where('id', '=', id).where('status', 'in', statuses);
   if (version !== undefined) query = query.where('version', '=', version);
   const result = await query.executeTakeFirst();
@@ -131,10 +159,18 @@ export async function deleteOrderIf(db: Executor, id: number, statuses: OrderSta
 }
 
 export async function insertStatusChange(db: Executor, orderId: number, status: OrderStatus, at: Date): Promise<void> {
-  await db.insertInto('order_status_changes').values({ order_id: orderId, status, changed_at: toDbTime(at) }).execute();
+  await db
+    .insertInto('order_status_changes')
+    .values({ order_id: orderId, status, changed_at: toDbTime(at) })
+    .execute();
 }
 
 export async function listStatusChanges(db: Executor, orderId: number): Promise<StatusChangeRecord[]> {
-  const rows = await db.selectFrom('order_status_changes').select(['status', 'changed_at']).where('order_id', '=', orderId).orderBy('id').execute();
+  const rows = await db
+    .selectFrom('order_status_changes')
+    .select(['status', 'changed_at'])
+    .where('order_id', '=', orderId)
+    .orderBy('id')
+    .execute();
   return rows.map((r) => ({ status: r.status as OrderStatus, at: fromDbTime(r.changed_at) }));
 }

@@ -7,7 +7,16 @@ import { fromMinorUnits } from './orders.money.ts';
 import type { OrderRecord, StatusChangeRecord } from './orders.repository.ts';
 import { actionsFrom, isDeletable, isEditable, isTrackable } from './orders.states.ts';
 
-export const ORDER_MEMBERS = ['Id', 'CustomerId', 'Total', 'Currency', 'Status', 'CreatedAtUtc', 'UpdatedAtUtc', '_links'] as const;
+export const ORDER_MEMBERS = [
+  'Id',
+  'CustomerId',
+  'Total',
+  'Currency',
+  'Status',
+  'CreatedAtUtc',
+  'UpdatedAtUtc',
+  '_links',
+] as const;
 export const ORDER_INCLUDES = ['history'] as const;
 export type OrderInclude = (typeof ORDER_INCLUDES)[number];
 
@@ -35,7 +44,12 @@ export function orderLinks(order: OrderRecord, baseUrl: string): Record<string, 
   return links;
 }
 
-export function toRepresentation(order: OrderRecord, baseUrl: string, variant: Variant, history?: StatusChangeRecord[]): Record<string, unknown> {
+export function toRepresentation(
+  order: OrderRecord,
+  baseUrl: string,
+  variant: Variant,
+  history?: StatusChangeRecord[],
+): Record<string, unknown> {
   const full: Record<string, unknown> = {
     Id: order.id,
     CustomerId: order.customerId,
@@ -66,12 +80,23 @@ export function parseVariant(fields: string | undefined, include: string | undef
 }
 
 function namesFrom(parameter: string, value: string, allowed: readonly string[]): string[] {
-  const names = [...new Set(value.split(',').map((s) => s.trim()).filter(Boolean))];
+  const names = [
+    ...new Set(
+      value
+        .split(',')
+        .map((s) => s.trim())
+        .filter(Boolean),
+    ),
+  ];
   const unknown = names.filter((n) => !allowed.includes(n));
   if (names.length === 0 || unknown.length > 0) {
-    throw new Problem('invalidParameter', `${parameter}: unknown member(s) ${unknown.map((u) => JSON.stringify(u)).join(', ') || '(none given)'}; allowed: ${allowed.join(', ')}`, {
-      errors: [{ pointer: `/${parameter}`, detail: `allowed: ${allowed.join(', ')}` }],
-    });
+    throw new Problem(
+      'invalidParameter',
+      `${parameter}: unknown member(s) ${unknown.map((u) => JSON.stringify(u)).join(', ') || '(none given)'}; allowed: ${allowed.join(', ')}`,
+      {
+        errors: [{ pointer: `/${parameter}`, detail: `allowed: ${allowed.join(', ')}` }],
+      },
+    );
   }
   return names;
 }

@@ -7,12 +7,32 @@ import { runIdempotent, sendStored, type IdempotencySettings } from '../http/ide
 import { publicBaseUrl } from '../http/origin.ts';
 import { Problem } from '../http/problems.ts';
 import type { Principal } from '../http/token-verifier.ts';
-import { DEFAULT_VARIANT, minimalResponse, orderResponse, preconditionsOf, sendOrderRead, wantsMinimal } from './orders.http.ts';
+import {
+  DEFAULT_VARIANT,
+  minimalResponse,
+  orderResponse,
+  preconditionsOf,
+  sendOrderRead,
+  wantsMinimal,
+} from './orders.http.ts';
 import type { OrderEventSink } from './orders.events.ts';
 import { applyJsonPatchToOrder } from './orders.patching.ts';
 import { parseVariant, toRepresentation } from './orders.representation.ts';
 import {
-  ActionHeaders, CreateHeaders, CreateOrderBody, DeleteHeaders, ListQuery, Order, OrderIdParams, OrderList, OrderQuery, PatchBody, ReadHeaders, ReplaceHeaders, ReplaceOrderBody, UUID_PATTERN,
+  ActionHeaders,
+  CreateHeaders,
+  CreateOrderBody,
+  DeleteHeaders,
+  ListQuery,
+  Order,
+  OrderIdParams,
+  OrderList,
+  OrderQuery,
+  PatchBody,
+  ReadHeaders,
+  ReplaceHeaders,
+  ReplaceOrderBody,
+  UUID_PATTERN,
 } from './orders.schemas.ts';
 import * as service from './orders.service.ts';
 import { isOrderStatus, ORDER_ACTIONS, type OrderStatus } from './orders.states.ts';
@@ -38,71 +58,207 @@ export async function ordersRoutes(fastify: FastifyInstance, options: OrdersRout
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
   const { db, idempotency, events } = options;
 
-  app.post('/api/orders', { config: write, schema: { tags: TAGS, summary: 'Create an order', headers: CreateHeaders, body: CreateOrderBody, response: { 201: Order } } }, async (request, reply) =>
-    runIdempotent(request, reply, db, idempotency, async (trx) => orderResponse(request, await service.createOrder(trx, principalOf(request), request.body, new Date(), events), 201)),
+  app.post(
+    '/api/orders',
+    {
+      config: write,
+      schema: {
+        tags: TAGS,
+        summary: 'Create an order',
+        headers: CreateHeaders,
+        body: CreateOrderBody,
+        response: { 201: Order },
+      },
+    },
+    async (request, reply) =>
+      runIdempotent(request, reply, db, idempotency, async (trx) =>
+        orderResponse(
+          request,
+          await service.createOrder(trx, principalOf(request), request.body, new Date(), events),
+          201,
+        ),
+      ),
   );
 
-  app.get('/api/orders/:id', { config: read, schema: { tags: TAGS, summary: 'Read an order', headers: ReadHeaders, params: OrderIdParams, querystring: OrderQuery, response: { 200: Order } } }, async (request, reply) => {
-    const variant = parseVariant(request.query.fields, request.query.include);
-    const order = await service.getVisibleOrder(db, principalOf(request), Number(request.params.id));
-    return sendOrderRead(request, reply, order, variant, () => service.getHistory(db, order));
-  });
+  app.get(
+    '/api/orders/:id',
+    {
+      config: read,
+      schema: {
+        tags: TAGS,
+        summary: 'Read an order',
+        headers: ReadHeaders,
+        params: OrderIdParams,
+        querystring: OrderQuery,
+        response: { 200: Order },
+      },
+    },
+    async (request, reply) => {
+      const variant = parseVariant(request.query.fields, request.query.include);
+      const order = await service.getVisibleOrder(db, principalOf(request), Number(request.params.id));
+      return sendOrderRead(request, reply, order, variant, () => service.getHistory(db, order));
+    },
+  );
 
-  app.get('/api/orders', { config: read, preValidation: requireDecimalLimit, schema: { tags: TAGS, summary: 'List orders, newest first', querystring: ListQuery, response: { 200: OrderList } } }, async (request, reply) => {
-    const { limit, fields, include } = request.query;
-    const variant = parseVariant(fields, include);
-    const filter = listFilter(request.query);
-    const { orders, hasMore } = await service.listOrders(db, principalOf(request), { limit, ...filter });
-    const baseUrl = publicBaseUrl(request);
-    const items = await Promise.all(
-      orders.map(async (o) => toRepresentation(o, baseUrl, variant, variant.include.includes('history') ? await service.getHistory(db, o) : undefined)),
-    );
-    const self = `${baseUrl}${request.url}`;
-    const links: Record<string, { href: string; method: string }> = { self: { href: self, method: 'GET' } };
-    const last = orders.at(-1);
-    if (hasMore && last) {
-      const next = new URL(self);
-      next.searchParams.set('cursor', encodeCursor({ b: last.id, s: filter.status ?? '', c: filter.customerId ?? '' }));
-      next.searchParams.delete('Status');
-      next.searchParams.delete('CustomerId');
-      links.next = { href: next.toString(), method: 'GET' };
-      reply.header('link', `<${next.toString()}>; rel="next"`);
-    }
-    return reply.header('cache-control', 'private, no-cache').header('vary', 'Authorization, Origin').send({ Items: items, _links: links });
-  });
+  app.get(
+    '/api/orders',
+    {
+      config: read,
+      preValidation: requireDecimalLimit,
+      schema: {
+        tags: TAGS,
+        summary: 'List orders, newest first',
+        querystring: ListQuery,
+        response: { 200: OrderList },
+      },
+    },
+    async (request, reply) => {
+      const { limit, fields, include } = request.query;
+      const variant = parseVariant(fields, include);
+      const filter = listFilter(request.query);
+      const { orders, hasMore } = await service.listOrders(db, principalOf(request), { limit, ...filter });
+      const baseUrl = publicBaseUrl(request);
+      const items = await Promise.all(
+        orders.map(async (o) =>
+          toRepresentation(
+            o,
+            baseUrl,
+            variant,
+            variant.include.includes('history') ? await service.getHistory(db, o) : undefined,
+          ),
+        ),
+      );
+      const self = `${baseUrl}${request.url}`;
+      const links: Record<string, { href: string; method: string }> = { self: { href: self, method: 'GET' } };
+      const last = orders.at(-1);
+      if (hasMore && last) {
+        const next = new URL(self);
+        next.searchParams.set(
+          'cursor',
+          encodeCursor({ b: last.id, s: filter.status ?? '', c: filter.customerId ?? '' }),
+        );
+        next.searchParams.delete('Status');
+        next.searchParams.delete('CustomerId');
+        links.next = { href: next.toString(), method: 'GET' };
+        reply.header('link', `<${next.toString()}>; rel="next"`);
+      }
+      return reply
+        .header('cache-control', 'private, no-cache')
+        .header('vary', 'Authorization, Origin')
+        .send({ Items: items, _links: links });
+    },
+  );
 
-  app.put('/api/orders/:id', { config: write, schema: { tags: TAGS, summary: 'Replace an order from its full representation', headers: ReplaceHeaders, params: OrderIdParams, body: ReplaceOrderBody, response: { 200: Order } } }, async (request, reply) => {
-    const next = request.body;
-    const order = await db.transaction().execute((trx) =>
-      service.replaceOrder(trx, principalOf(request), Number(request.params.id), next, { statusIsReadOnly: true, check: preconditionsOf(request), now: new Date(), events }),
-    );
-    return sendStored(reply, wantsMinimal(request) ? minimalResponse(request, order) : orderResponse(request, order, 200));
-  });
+  app.put(
+    '/api/orders/:id',
+    {
+      config: write,
+      schema: {
+        tags: TAGS,
+        summary: 'Replace an order from its full representation',
+        headers: ReplaceHeaders,
+        params: OrderIdParams,
+        body: ReplaceOrderBody,
+        response: { 200: Order },
+      },
+    },
+    async (request, reply) => {
+      const next = request.body;
+      const order = await db.transaction().execute((trx) =>
+        service.replaceOrder(trx, principalOf(request), Number(request.params.id), next, {
+          statusIsReadOnly: true,
+          check: preconditionsOf(request),
+          now: new Date(),
+          events,
+        }),
+      );
+      return sendStored(
+        reply,
+        wantsMinimal(request) ? minimalResponse(request, order) : orderResponse(request, order, 200),
+      );
+    },
+  );
 
   app.patch(
     '/api/orders/:id',
     {
       config: write,
       validatorCompiler: patchValidatorCompiler,
-      schema: { tags: TAGS, summary: 'Change an order with JSON Merge Patch (RFC 7396) or JSON Patch (RFC 6902)', headers: ReplaceHeaders, params: OrderIdParams, body: PatchBody, response: { 200: Order } },
+      schema: {
+        tags: TAGS,
+        summary: 'Change an order with JSON Merge Patch (RFC 7396) or JSON Patch (RFC 6902)',
+        headers: ReplaceHeaders,
+        params: OrderIdParams,
+        body: PatchBody,
+        response: { 200: Order },
+      },
     },
     async (request, reply) => {
-      const order = await db.transaction().execute((trx) => applyJsonPatchToOrder(trx, principalOf(request), Number(request.params.id), request, events));
-      return sendStored(reply, wantsMinimal(request) ? minimalResponse(request, order) : orderResponse(request, order, 200));
+      const order = await db
+        .transaction()
+        .execute((trx) => applyJsonPatchToOrder(trx, principalOf(request), Number(request.params.id), request, events));
+      return sendStored(
+        reply,
+        wantsMinimal(request) ? minimalResponse(request, order) : orderResponse(request, order, 200),
+      );
     },
   );
 
-  app.delete('/api/orders/:id', { config: write, schema: { tags: TAGS, summary: 'Delete a pending or cancelled order', headers: DeleteHeaders, params: OrderIdParams, response: { 204: { type: 'null', description: 'Deleted' } } } }, async (request, reply) => {
-    await db.transaction().execute((trx) => service.deleteOrder(trx, principalOf(request), Number(request.params.id), preconditionsOf(request), new Date(), events));
-    return reply.code(204).send(null);
-  });
+  app.delete(
+    '/api/orders/:id',
+    {
+      config: write,
+      schema: {
+        tags: TAGS,
+        summary: 'Delete a pending or cancelled order',
+        headers: DeleteHeaders,
+        params: OrderIdParams,
+        response: { 204: { type: 'null', description: 'Deleted' } },
+      },
+    },
+    async (request, reply) => {
+      await db
+        .transaction()
+        .execute((trx) =>
+          service.deleteOrder(
+            trx,
+            principalOf(request),
+            Number(request.params.id),
+            preconditionsOf(request),
+            new Date(),
+            events,
+          ),
+        );
+      return reply.code(204).send(null);
+    },
+  );
 
   for (const action of ORDER_ACTIONS) {
-    app.post(`/api/orders/:id/${action}`, { config: write, schema: { tags: TAGS, summary: `Transition: ${action}`, headers: ActionHeaders, params: OrderIdParams, response: { 200: Order } } }, async (request, reply) =>
-      runIdempotent(request, reply, db, idempotency, async (trx) => {
-        const order = await service.transitionOrder(trx, principalOf(request), Number(request.params.id), action, preconditionsOf(request), new Date(), events);
-        return orderResponse(request, order, 200, DEFAULT_VARIANT);
-      }),
+    app.post(
+      `/api/orders/:id/${action}`,
+      {
+        config: write,
+        schema: {
+          tags: TAGS,
+          summary: `Transition: ${action}`,
+          headers: ActionHeaders,
+          params: OrderIdParams,
+          response: { 200: Order },
+        },
+      },
+      async (request, reply) =>
+        runIdempotent(request, reply, db, idempotency, async (trx) => {
+          const order = await service.transitionOrder(
+            trx,
+            principalOf(request),
+            Number(request.params.id),
+            action,
+            preconditionsOf(request),
+            new Date(),
+            events,
+          );
+          return orderResponse(request, order, 200, DEFAULT_VARIANT);
+        }),
     );
   }
 }
@@ -119,9 +275,15 @@ const UUID = new RegExp(UUID_PATTERN);
 function listFilter(query: { cursor?: string; Status?: OrderStatus; CustomerId?: string }): ListFilter {
   if (query.cursor === undefined) return { status: query.Status, customerId: query.CustomerId?.toLowerCase() };
   const filter = fromCursor(query.cursor);
-  const conflicting = (query.Status !== undefined && query.Status !== filter?.status) || (query.CustomerId !== undefined && query.CustomerId.toLowerCase() !== filter?.customerId);
+  const conflicting =
+    (query.Status !== undefined && query.Status !== filter?.status) ||
+    (query.CustomerId !== undefined && query.CustomerId.toLowerCase() !== filter?.customerId);
   if (!filter || conflicting) {
-    throw new Problem('invalidParameter', 'cursor is not one this service issued for these filters; start again without it', { errors: [{ pointer: '/cursor', detail: 'invalid cursor' }] });
+    throw new Problem(
+      'invalidParameter',
+      'cursor is not one this service issued for these filters; start again without it',
+      { errors: [{ pointer: '/cursor', detail: 'invalid cursor' }] },
+    );
   }
   return filter;
 }
@@ -136,5 +298,9 @@ function fromCursor(cursor: string): ListFilter | null {
   if (!decoded) return null;
   const { b, s, c } = decoded as { b: number; s: string; c: string }; // types checked by the shape
   if (!Number.isSafeInteger(b) || b < 1 || (s !== '' && !isOrderStatus(s)) || (c !== '' && !UUID.test(c))) return null;
-  return { beforeId: b, status: s === '' ? undefined : (s as OrderStatus), customerId: c === '' ? undefined : c.toLowerCase() };
+  return {
+    beforeId: b,
+    status: s === '' ? undefined : (s as OrderStatus),
+    customerId: c === '' ? undefined : c.toLowerCase(),
+  };
 }

@@ -5,18 +5,26 @@ import { ORDER_STATUSES, type OrderStatus } from './orders.states.ts';
 
 // An enum, not a union of literals: ajv reports a union (anyOf) with one "must be equal to constant" per
 // member, an enum with one error that can name the allowed values (orders.validation.ts).
-const Status = Type.Unsafe<OrderStatus>({ type: 'string', enum: [...ORDER_STATUSES], description: 'Order state; see the state machine.' });
+const Status = Type.Unsafe<OrderStatus>({
+  type: 'string',
+  enum: [...ORDER_STATUSES],
+  description: 'Order state; see the state machine.',
+});
 
 /**
  * 8-4-4-4-12 hex digits. Not ajv's `uuid` format: it also accepts a `urn:uuid:` prefix, which SQLite
  * would store as is and PostgreSQL's uuid column refuses (a 500).
  */
 export const UUID_PATTERN = '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$';
-const CustomerId = Type.String({ pattern: UUID_PATTERN, description: 'UUID (GUID) of the customer, 8-4-4-4-12 hex digits; stored and returned in lower case.' });
+const CustomerId = Type.String({
+  pattern: UUID_PATTERN,
+  description: 'UUID (GUID) of the customer, 8-4-4-4-12 hex digits; stored and returned in lower case.',
+});
 const Total = Type.Number({
   minimum: 0,
   exclusiveMaximum: 1_000_000_000_000,
-  description: 'Exact decimal amount: at most as many decimals as the currency has minor units (USD 2, JPY 0, KWD 3), below 10^12.',
+  description:
+    'Exact decimal amount: at most as many decimals as the currency has minor units (USD 2, JPY 0, KWD 3), below 10^12.',
   examples: [19.99],
 });
 const CURRENCY = { pattern: '^[A-Z]{3}$', description: 'Active ISO 4217 alphabetic code (upper case).' };
@@ -24,7 +32,9 @@ const Currency = Type.String(CURRENCY);
 const Timestamp = Type.String({ format: 'date-time', description: 'UTC, RFC 3339.' });
 
 const Link = Type.Object({ href: Type.String({ format: 'uri' }), method: Type.String() });
-const Links = Type.Record(Type.String(), Link, { description: 'HAL-style links allowed in the current state: self, pay, cancel, ship, deliver, track, update, delete.' });
+const Links = Type.Record(Type.String(), Link, {
+  description: 'HAL-style links allowed in the current state: self, pay, cancel, ship, deliver, track, update, delete.',
+});
 
 export const OrderIdParams = Type.Object({
   id: Type.String({ pattern: '^[1-9][0-9]{0,14}$', description: 'Positive integer order id.' }),
@@ -32,7 +42,10 @@ export const OrderIdParams = Type.Object({
 
 // Only a new order defaults to USD. Validation runs with useDefaults, so a default on the shared schema
 // made a PUT without Currency, a merge patch {"Currency":null} or a JSON Patch remove switch the order to USD.
-export const CreateOrderBody = Type.Object({ CustomerId, Total, Currency: Type.Optional(Type.String({ ...CURRENCY, default: 'USD' })) }, { additionalProperties: false });
+export const CreateOrderBody = Type.Object(
+  { CustomerId, Total, Currency: Type.Optional(Type.String({ ...CURRENCY, default: 'USD' })) },
+  { additionalProperties: false },
+);
 export type CreateOrderBody = Static<typeof CreateOrderBody>;
 
 /**
@@ -58,8 +71,16 @@ export const ReplaceOrderBody = Type.Object(
 export type ReplaceOrderBody = Static<typeof ReplaceOrderBody>;
 
 const MergePatch = Type.Object(
-  { CustomerId: Type.Optional(CustomerId), Total: Type.Optional(Total), Currency: Type.Optional(Currency), Status: Type.Optional(Status) },
-  { description: 'JSON Merge Patch (RFC 7396): the members to change; a Status change is a transition. null removes a member (removing CustomerId, Total or Currency is 422). The patched order is validated like a PUT body.' },
+  {
+    CustomerId: Type.Optional(CustomerId),
+    Total: Type.Optional(Total),
+    Currency: Type.Optional(Currency),
+    Status: Type.Optional(Status),
+  },
+  {
+    description:
+      'JSON Merge Patch (RFC 7396): the members to change; a Status change is a transition. null removes a member (removing CustomerId, Total or Currency is 422). The patched order is validated like a PUT body.',
+  },
 );
 
 const JsonPatch = Type.Array(
@@ -69,7 +90,10 @@ const JsonPatch = Type.Array(
     from: Type.Optional(Type.String({ description: 'move, copy: JSON Pointer of the source.' })),
     value: Type.Optional(Type.Unknown({ description: 'add, replace, test.' })),
   }),
-  { description: 'JSON Patch (RFC 6902), atomic: a failing operation or `test` applies nothing (409). The patched order is validated like a PUT body.' },
+  {
+    description:
+      'JSON Patch (RFC 6902), atomic: a failing operation or `test` applies nothing (409). The patched order is validated like a PUT body.',
+  },
 );
 
 /**
@@ -77,7 +101,12 @@ const JsonPatch = Type.Array(
  * patch code checks them (orders.patch.ts), answering a malformed patch with 400 invalid-patch
  * (RFC 5789 §2.2) where schema validation would say 422, so the route does not validate them.
  */
-export const PatchBody = { content: { 'application/merge-patch+json': { schema: MergePatch }, 'application/json-patch+json': { schema: JsonPatch } } };
+export const PatchBody = {
+  content: {
+    'application/merge-patch+json': { schema: MergePatch },
+    'application/json-patch+json': { schema: JsonPatch },
+  },
+};
 
 export const StatusChange = Type.Object({ Status, AtUtc: Timestamp });
 
@@ -101,10 +130,20 @@ export const OrderList = Type.Object({
   _links: Links,
 });
 
-const FieldsParam = Type.String({ description: 'Comma list of members to return (Id, CustomerId, Total, Currency, Status, CreatedAtUtc, UpdatedAtUtc, _links). Unknown member → 400.', maxLength: 200 });
-const IncludeParam = Type.String({ description: 'Comma list of related data to embed under `_embedded`: `history` (status changes). Unknown → 400.', maxLength: 200 });
+const FieldsParam = Type.String({
+  description:
+    'Comma list of members to return (Id, CustomerId, Total, Currency, Status, CreatedAtUtc, UpdatedAtUtc, _links). Unknown member → 400.',
+  maxLength: 200,
+});
+const IncludeParam = Type.String({
+  description: 'Comma list of related data to embed under `_embedded`: `history` (status changes). Unknown → 400.',
+  maxLength: 200,
+});
 
-export const OrderQuery = Type.Object({ fields: Type.Optional(FieldsParam), include: Type.Optional(IncludeParam) }, { additionalProperties: false });
+export const OrderQuery = Type.Object(
+  { fields: Type.Optional(FieldsParam), include: Type.Optional(IncludeParam) },
+  { additionalProperties: false },
+);
 export type OrderQuery = Static<typeof OrderQuery>;
 
 export const ListQuery = Type.Object(
@@ -128,14 +167,30 @@ export const ActionParams = Type.Object({
 // Request headers the order routes read, declared so the OpenAPI document lists them. Their values are
 // parsed where they are used (idempotency.ts, conditional.ts, orders.http.ts), with the errors those
 // give, so here they are only strings.
-const IdempotencyKey = Type.String({ description: '1–255 visible ASCII characters: a retry with the same key and body gets the stored response (Idempotent-Replayed: true).' });
-const IfMatch = Type.String({ description: 'ETag(s) of the version the request is for, or *; 412 when none is current (RFC 9110 §13.1.1). Ignored when the answer would be 404 or 409.' });
-const IfNoneMatch = Type.String({ description: 'ETag(s) or *; when one is current: 304 for GET/HEAD, 412 for a write (RFC 9110 §13.1.2).' });
-const IfModifiedSince = Type.String({ description: 'HTTP-date; 304 when the order has not changed since (RFC 9110 §13.1.3). Ignored with If-None-Match.' });
-const IfUnmodifiedSince = Type.String({ description: 'HTTP-date; 412 when the order changed since (RFC 9110 §13.1.4). Ignored with If-Match.' });
+const IdempotencyKey = Type.String({
+  description:
+    '1–255 visible ASCII characters: a retry with the same key and body gets the stored response (Idempotent-Replayed: true).',
+});
+const IfMatch = Type.String({
+  description:
+    'ETag(s) of the version the request is for, or *; 412 when none is current (RFC 9110 §13.1.1). Ignored when the answer would be 404 or 409.',
+});
+const IfNoneMatch = Type.String({
+  description: 'ETag(s) or *; when one is current: 304 for GET/HEAD, 412 for a write (RFC 9110 §13.1.2).',
+});
+const IfModifiedSince = Type.String({
+  description: 'HTTP-date; 304 when the order has not changed since (RFC 9110 §13.1.3). Ignored with If-None-Match.',
+});
+const IfUnmodifiedSince = Type.String({
+  description: 'HTTP-date; 412 when the order changed since (RFC 9110 §13.1.4). Ignored with If-Match.',
+});
 const Prefer = Type.String({ description: '`return=minimal`: 204 with ETag and Last-Modified, no body (RFC 7240).' });
 
-const writeConditions = { 'If-Match': Type.Optional(IfMatch), 'If-None-Match': Type.Optional(IfNoneMatch), 'If-Unmodified-Since': Type.Optional(IfUnmodifiedSince) };
+const writeConditions = {
+  'If-Match': Type.Optional(IfMatch),
+  'If-None-Match': Type.Optional(IfNoneMatch),
+  'If-Unmodified-Since': Type.Optional(IfUnmodifiedSince),
+};
 export const CreateHeaders = Type.Object({ 'Idempotency-Key': Type.Optional(IdempotencyKey) });
 export const ReadHeaders = Type.Object({ ...writeConditions, 'If-Modified-Since': Type.Optional(IfModifiedSince) });
 export const ReplaceHeaders = Type.Object({ ...writeConditions, Prefer: Type.Optional(Prefer) });

@@ -8,7 +8,14 @@ import { statusEvent, type OrderEventSink } from './orders.events.ts';
 import { isActiveCurrency, toMinorUnits } from './orders.money.ts';
 import * as repo from './orders.repository.ts';
 import type { OrderChanges, OrderRecord, StatusChangeRecord } from './orders.repository.ts';
-import { actionBetween, isDeletable, isEditable, TRANSITIONS, type OrderAction, type OrderStatus } from './orders.states.ts';
+import {
+  actionBetween,
+  isDeletable,
+  isEditable,
+  TRANSITIONS,
+  type OrderAction,
+  type OrderStatus,
+} from './orders.states.ts';
 import { UUID_PATTERN } from './orders.schemas.ts';
 
 /** Throws 412 when the request's preconditions fail; returns true when the write must also match the version. */
@@ -36,7 +43,10 @@ export async function getHistory(db: Executor, order: OrderRecord): Promise<Stat
 }
 
 /** Validates the mutable fields; collects every violation so the client can fix them at once. */
-function validateFields(principal: Principal, fields: OrderFields): { customerId: string; totalMinor: number; currency: string } {
+function validateFields(
+  principal: Principal,
+  fields: OrderFields,
+): { customerId: string; totalMinor: number; currency: string } {
   const errors: FieldError[] = [];
   const customerId = fields.CustomerId.toLowerCase();
   const currency = fields.Currency ?? 'USD';
@@ -48,14 +58,21 @@ function validateFields(principal: Principal, fields: OrderFields): { customerId
     if (money.ok) totalMinor = money.minor;
     else errors.push({ pointer: '/Total', detail: money.detail });
   }
-  if (errors.length > 0) throw new Problem('validation', errors.map((e) => `${e.pointer.slice(1)}: ${e.detail}`).join('; '), { errors });
+  if (errors.length > 0)
+    throw new Problem('validation', errors.map((e) => `${e.pointer.slice(1)}: ${e.detail}`).join('; '), { errors });
   if (!principal.isClient && customerId !== principal.subject.toLowerCase()) {
     throw new Problem('forbidden', 'an end-user token may only use its own subject as CustomerId');
   }
   return { customerId, totalMinor, currency };
 }
 
-export async function createOrder(db: Executor, principal: Principal, fields: OrderFields, now: Date, events: OrderEventSink): Promise<OrderRecord> {
+export async function createOrder(
+  db: Executor,
+  principal: Principal,
+  fields: OrderFields,
+  now: Date,
+  events: OrderEventSink,
+): Promise<OrderRecord> {
   const valid = validateFields(principal, fields);
   const order = await repo.insertOrder(db, { ...valid, now });
   await repo.insertStatusChange(db, order.id, order.status, now);
@@ -64,23 +81,45 @@ export async function createOrder(db: Executor, principal: Principal, fields: Or
 }
 
 function invalidState(order: OrderRecord, attempted: string): Problem {
-  return new Problem('invalidTransition', `order ${order.id} is ${order.status}; cannot ${attempted}`, { extensions: { currentStatus: order.status } });
+  return new Problem('invalidTransition', `order ${order.id} is ${order.status}; cannot ${attempted}`, {
+    extensions: { currentStatus: order.status },
+  });
 }
 
 /** After a compare-and-set matched nothing: say why, from the state as it is now. */
-async function explainLostRace(db: Executor, principal: Principal, id: number, attempted: string, expectedStatus: OrderStatus): Promise<never> {
+async function explainLostRace(
+  db: Executor,
+  principal: Principal,
+  id: number,
+  attempted: string,
+  expectedStatus: OrderStatus,
+): Promise<never> {
   const now = await getVisibleOrder(db, principal, id);
   if (now.status !== expectedStatus) throw invalidState(now, attempted);
   throw new Problem('preconditionFailed', `order ${id} changed while this request was processed; fetch it and retry`);
 }
 
-export async function transitionOrder(db: Executor, principal: Principal, id: number, action: OrderAction, check: PreconditionCheck, now: Date, events: OrderEventSink): Promise<OrderRecord> {
+export async function transitionOrder(
+  db: Executor,
+  principal: Principal,
+  id: number,
+  action: OrderAction,
+  check: PreconditionCheck,
+  now: Date,
+  events: OrderEventSink,
+): Promise<OrderRecord> {
   const { from, to } = TRANSITIONS[action];
   const order = await getVisibleOrder(db, principal, id);
   if (order.status !== from) throw invalidState(order, action);
   const guardVersion = check(order);
   // One conditional UPDATE: of N concurrent requests exactly one finds the order still in `from`.
-  const updated = await repo.updateOrderIf(db, id, { status: from, version: guardVersion ? order.version : undefined }, { status: to }, now);
+  const updated = await repo.updateOrderIf(
+    db,
+    id,
+    { status: from, version: guardVersion ? order.version : undefined },
+    { status: to },
+    now,
+  );
   if (!updated) return explainLostRace(db, principal, id, action, from);
   await repo.insertStatusChange(db, id, to, now);
   await events.orderChanged(db, statusEvent(to as Exclude<OrderStatus, 'pending'>), updated, now);
@@ -95,12 +134,15 @@ export interface ReadOnlyMembers {
 
 function checkReadOnly(order: OrderRecord, sent: ReadOnlyMembers, statusIsReadOnly: boolean): void {
   const errors: FieldError[] = [];
-  if (sent.Id !== undefined && sent.Id !== order.id) errors.push({ pointer: '/Id', detail: `read-only; this order's Id is ${order.id}` });
-  if (sent.CreatedAtUtc !== undefined && Date.parse(sent.CreatedAtUtc) !== order.createdAt.getTime()) errors.push({ pointer: '/CreatedAtUtc', detail: 'read-only' });
+  if (sent.Id !== undefined && sent.Id !== order.id)
+    errors.push({ pointer: '/Id', detail: `read-only; this order's Id is ${order.id}` });
+  if (sent.CreatedAtUtc !== undefined && Date.parse(sent.CreatedAtUtc) !== order.createdAt.getTime())
+    errors.push({ pointer: '/CreatedAtUtc', detail: 'read-only' });
   if (statusIsReadOnly && sent.Status !== undefined && sent.Status !== order.status) {
     errors.push({ pointer: '/Status', detail: 'read-only in PUT; use the pay/cancel/ship/deliver actions or PATCH' });
   }
-  if (errors.length > 0) throw new Problem('validation', errors.map((e) => `${e.pointer.slice(1)}: ${e.detail}`).join('; '), { errors });
+  if (errors.length > 0)
+    throw new Problem('validation', errors.map((e) => `${e.pointer.slice(1)}: ${e.detail}`).join('; '), { errors });
 }
 
 function diff(order: OrderRecord, valid: { customerId: string; totalMinor: number; currency: string }): OrderChanges {
@@ -135,7 +177,13 @@ const MAX_WRITE_ATTEMPTS = 50;
  * unconditional write is applied to the current state instead of failing with a 412 for a
  * precondition it never sent, and a patch is never written back over a change it did not see.
  */
-export async function replaceOrder(db: Executor, principal: Principal, id: number, next: NextState, options: { statusIsReadOnly: boolean; check: PreconditionCheck; now: Date; events: OrderEventSink }): Promise<OrderRecord> {
+export async function replaceOrder(
+  db: Executor,
+  principal: Principal,
+  id: number,
+  next: NextState,
+  options: { statusIsReadOnly: boolean; check: PreconditionCheck; now: Date; events: OrderEventSink },
+): Promise<OrderRecord> {
   for (let attempt = 1; ; attempt++) {
     const order = await getVisibleOrder(db, principal, id);
     const wanted = typeof next === 'function' ? next(order) : next;
@@ -153,13 +201,24 @@ export async function replaceOrder(db: Executor, principal: Principal, id: numbe
     // whatever the preconditions say (README: preconditions are ignored when the answer would be 409).
     options.check(order);
     if (Object.keys(changes).length === 0) return order;
-    const updated = await repo.updateOrderIf(db, id, { status: order.status, version: order.version }, changes, options.now);
+    const updated = await repo.updateOrderIf(
+      db,
+      id,
+      { status: order.status, version: order.version },
+      changes,
+      options.now,
+    );
     if (updated) {
       // A PATCH may change fields and move a pending order on at once: both are announced, in that order.
       if (fieldsChange) await options.events.orderChanged(db, 'order.updated', updated, options.now);
       if (changes.status) {
         await repo.insertStatusChange(db, id, changes.status, options.now);
-        await options.events.orderChanged(db, statusEvent(changes.status as Exclude<OrderStatus, 'pending'>), updated, options.now);
+        await options.events.orderChanged(
+          db,
+          statusEvent(changes.status as Exclude<OrderStatus, 'pending'>),
+          updated,
+          options.now,
+        );
       }
       return updated;
     }
@@ -167,9 +226,17 @@ export async function replaceOrder(db: Executor, principal: Principal, id: numbe
   }
 }
 
-export async function deleteOrder(db: Executor, principal: Principal, id: number, check: PreconditionCheck, now: Date, events: OrderEventSink): Promise<void> {
+export async function deleteOrder(
+  db: Executor,
+  principal: Principal,
+  id: number,
+  check: PreconditionCheck,
+  now: Date,
+  events: OrderEventSink,
+): Promise<void> {
   const order = await getVisibleOrder(db, principal, id);
-  if (!isDeletable(order.status)) throw invalidState(order, 'delete it (only pending and cancelled orders can be deleted)');
+  if (!isDeletable(order.status))
+    throw invalidState(order, 'delete it (only pending and cancelled orders can be deleted)');
   const guardVersion = check(order);
   const deleted = await repo.deleteOrderIf(db, id, ['pending', 'cancelled'], guardVersion ? order.version : undefined);
   if (!deleted) return explainLostRace(db, principal, id, 'delete it', order.status);
@@ -186,11 +253,20 @@ export interface ListRequest {
 const UUID = new RegExp(UUID_PATTERN);
 
 /** One page plus whether another follows (one extra row is read to know). */
-export async function listOrders(db: Executor, principal: Principal, request: ListRequest): Promise<{ orders: OrderRecord[]; hasMore: boolean }> {
+export async function listOrders(
+  db: Executor,
+  principal: Principal,
+  request: ListRequest,
+): Promise<{ orders: OrderRecord[]; hasMore: boolean }> {
   // Every CustomerId is a UUID; a subject that is not one (another issuer's user) owns nothing, and
   // PostgreSQL's uuid column would refuse it as a query parameter.
   if (!principal.isClient && !UUID.test(principal.subject)) return { orders: [], hasMore: false };
   const customerId = principal.isClient ? request.customerId?.toLowerCase() : principal.subject.toLowerCase();
-  const rows = await repo.listOrders(db, { customerId, status: request.status, beforeId: request.beforeId, limit: request.limit + 1 });
+  const rows = await repo.listOrders(db, {
+    customerId,
+    status: request.status,
+    beforeId: request.beforeId,
+    limit: request.limit + 1,
+  });
   return { orders: rows.slice(0, request.limit), hasMore: rows.length > request.limit };
 }

@@ -4,4 +4,5 @@
 import type { FastifySchemaCompiler } from 'fastify';
 import { validatorCompiler } from '../http/validation.ts';
 
-export const patchValidatorCompiler: FastifySchemaCompiler<unknown> = (route) => (route.httpPart === 'body' ? () => true : validatorCompiler(route));
+export const patchValidatorCompiler: FastifySchemaCompiler<unknown> = (route) =>
+  route.httpPart === 'body' ? () => true : validatorCompiler(route);

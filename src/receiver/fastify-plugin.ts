@@ -3,7 +3,14 @@
 // webhook bug (contract "Authentication" 8: the HMAC is over the exact raw body bytes).
 // Not wrapped in fastify-plugin on purpose: the parser and error handler stay inside this scope.
 import type { FastifyError, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
-import { acceptDelivery, acceptedBody, DEFAULT_MAX_BODY_BYTES, distinctHeaders, type IntakeOptions, type IntakeResult } from './intake.ts';
+import {
+  acceptDelivery,
+  acceptedBody,
+  DEFAULT_MAX_BODY_BYTES,
+  distinctHeaders,
+  type IntakeOptions,
+  type IntakeResult,
+} from './intake.ts';
 import { problem, PROBLEM_CONTENT_TYPE, type Problem } from './problems.ts';
 import type { InboxWorker } from './worker.ts';
 
@@ -21,7 +28,8 @@ function sendResult(reply: FastifyReply, result: IntakeResult): FastifyReply {
 /** Framework errors (body too large, unreadable body) and faults, as problem+json; 5xx hide details. */
 function problemFor(error: FastifyError): Problem {
   if (error.statusCode === 413) return problem('payload-too-large', error.message);
-  if (error.statusCode !== undefined && error.statusCode >= 400 && error.statusCode < 500) return problem('bad-request', error.message);
+  if (error.statusCode !== undefined && error.statusCode >= 400 && error.statusCode < 500)
+    return problem('bad-request', error.message);
   return problem('internal-error', 'the webhook could not be stored; the producer will retry');
 }
 
@@ -42,7 +50,11 @@ export const receiverPlugin: FastifyPluginAsync<ReceiverPluginOptions> = async (
 
   fastify.post<{ Params: { source: string } }>('/webhooks/:source', { bodyLimit }, async (request, reply) => {
     const rawBody = Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0);
-    const result = await acceptDelivery(options, { source: request.params.source, rawBody, headers: distinctHeaders(request.raw) });
+    const result = await acceptDelivery(options, {
+      source: request.params.source,
+      rawBody,
+      headers: distinctHeaders(request.raw),
+    });
     if (result.status === 200 && !result.duplicate) options.worker?.wake();
     return sendResult(reply, result);
   });
@@ -51,16 +63,32 @@ export const receiverPlugin: FastifyPluginAsync<ReceiverPluginOptions> = async (
   fastify.route({
     method: ['GET', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'],
     url: '/webhooks/:source',
-    handler: async (request, reply) => sendProblem(reply.header('allow', 'POST'), problem('method-not-allowed', `${request.method} is not allowed; webhooks are POSTed`)),
+    handler: async (request, reply) =>
+      sendProblem(
+        reply.header('allow', 'POST'),
+        problem('method-not-allowed', `${request.method} is not allowed; webhooks are POSTed`),
+      ),
   });
 };
 
 /** The not-found handler of a server that hosts only the receiver (the standalone one). */
 export function strayRequestProblem(request: FastifyRequest, reply: FastifyReply): FastifyReply {
-  return sendProblem(reply, problem('not-found', `no route for ${request.method} ${request.url.split('?')[0]}; webhooks are POSTed to /webhooks/<source>`));
+  return sendProblem(
+    reply,
+    problem(
+      'not-found',
+      `no route for ${request.method} ${request.url.split('?')[0]}; webhooks are POSTed to /webhooks/<source>`,
+    ),
+  );
 }
 
 /** Fastify's `frameworkErrors` option: a URL it cannot decode, as a problem. */
 export function frameworkErrorProblem(error: FastifyError, _request: unknown, reply: FastifyReply): void {
-  void sendProblem(reply, problem(error.code === 'FST_ERR_BAD_URL' ? 'not-found' : 'bad-request', error.code === 'FST_ERR_BAD_URL' ? 'the path is not valid percent-encoding' : error.message));
+  void sendProblem(
+    reply,
+    problem(
+      error.code === 'FST_ERR_BAD_URL' ? 'not-found' : 'bad-request',
+      error.code === 'FST_ERR_BAD_URL' ? 'the path is not valid percent-encoding' : error.message,
+    ),
+  );
 }

@@ -45,23 +45,35 @@ export function openInboxDatabase(url: string): InboxDatabase {
     const database = openSqlite(path, 'FULL');
     return { dialect: 'sqlite', db: new Kysely<InboxTables>({ dialect: new SqliteDialect({ database }) }) };
   }
-  if (!/^postgres(ql)?:\/\//.test(url)) throw new Error('inbox database: expected sqlite:<path>, sqlite::memory: or postgres://…');
+  if (!/^postgres(ql)?:\/\//.test(url))
+    throw new Error('inbox database: expected sqlite:<path>, sqlite::memory: or postgres://…');
   const pool = new pg.Pool({
     connectionString: url,
     max: 4,
     // seq is bigserial (int8); it stays far below 2^53, so a JS number is exact.
-    types: { getTypeParser: (oid: number, format?: 'text' | 'binary') => (oid === PG_INT8_OID ? Number : pg.types.getTypeParser(oid, format)) } as pg.CustomTypesConfig,
+    types: {
+      getTypeParser: (oid: number, format?: 'text' | 'binary') =>
+        oid === PG_INT8_OID ? Number : pg.types.getTypeParser(oid, format),
+    } as pg.CustomTypesConfig,
   });
   // An idle client's failure (database restart, failover) is the pool's 'error' event; unheard, it would
   // end the receiver. The pool has dropped the client already; the next query opens a new one.
-  pool.on('error', (err) => process.emitWarning(`inbox database: a pooled connection was lost while idle (${err.message})`, 'SignetReceiverWarning'));
+  pool.on('error', (err) =>
+    process.emitWarning(
+      `inbox database: a pooled connection was lost while idle (${err.message})`,
+      'SignetReceiverWarning',
+    ),
+  );
   return { dialect: 'postgres', db: new Kysely<InboxTables>({ dialect: new CurrentSchemaPostgresDialect({ pool }) }) };
 }
 
 export async function migrateInbox(handle: InboxDatabase): Promise<void> {
   // PostgreSQL: pin the bookkeeping tables to the current schema, or Kysely may find another
   // schema's copy on the search path and skip creating its own.
-  const schema = handle.dialect === 'postgres' ? (await sql<{ schema: string }>`select current_schema() as schema`.execute(handle.db)).rows[0]?.schema : undefined;
+  const schema =
+    handle.dialect === 'postgres'
+      ? (await sql<{ schema: string }>`select current_schema() as schema`.execute(handle.db)).rows[0]?.schema
+      : undefined;
   const migrator = new Migrator({
     db: handle.db,
     provider: { getMigrations: async () => inboxMigrations(handle.dialect) },

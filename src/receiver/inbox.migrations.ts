@@ -31,16 +31,36 @@ function inboxMigration(dialect: InboxDialect): Migration {
       // Contract "Events" 3: the delivery id is the idempotency key; the event id also dedupes, because
       // reconciliation and a late webhook can bring the same event under different (or no) delivery ids.
       // NULL delivery ids never collide, on SQLite and on PostgreSQL alike.
-      await db.schema.createIndex('receiver_inbox_delivery_uq').on('receiver_inbox').columns(['source', 'delivery_id']).unique().execute();
-      await db.schema.createIndex('receiver_inbox_event_uq').on('receiver_inbox').columns(['source', 'event_id']).unique().execute();
-      await db.schema.createIndex('receiver_inbox_pending_idx').on('receiver_inbox').columns(['state', 'seq']).execute();
-      await db.schema.createIndex('receiver_inbox_received_idx').on('receiver_inbox').columns(['state', 'received_at']).execute();
+      await db.schema
+        .createIndex('receiver_inbox_delivery_uq')
+        .on('receiver_inbox')
+        .columns(['source', 'delivery_id'])
+        .unique()
+        .execute();
+      await db.schema
+        .createIndex('receiver_inbox_event_uq')
+        .on('receiver_inbox')
+        .columns(['source', 'event_id'])
+        .unique()
+        .execute();
+      await db.schema
+        .createIndex('receiver_inbox_pending_idx')
+        .on('receiver_inbox')
+        .columns(['state', 'seq'])
+        .execute();
+      await db.schema
+        .createIndex('receiver_inbox_received_idx')
+        .on('receiver_inbox')
+        .columns(['state', 'received_at'])
+        .execute();
 
       await db.schema
         .createTable('receiver_cursors')
         .addColumn('source', 'text', (c) => c.primaryKey())
         .addColumn('cursor', 'text', (c) => c.notNull()) // the producer's opaque NextCursor
-        .addColumn('updated_at', time, (c) => c.notNull().defaultTo(pg ? sql`now()` : sql`(strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))`))
+        .addColumn('updated_at', time, (c) =>
+          c.notNull().defaultTo(pg ? sql`now()` : sql`(strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))`),
+        )
         .execute();
     },
   };

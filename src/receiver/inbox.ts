@@ -18,7 +18,10 @@ export interface InboxEntry {
   lastError: string | null;
 }
 
-export type NewInboxEntry = Pick<InboxEntry, 'source' | 'deliveryId' | 'eventId' | 'eventType' | 'body' | 'via' | 'receivedAt'>;
+export type NewInboxEntry = Pick<
+  InboxEntry,
+  'source' | 'deliveryId' | 'eventId' | 'eventType' | 'body' | 'via' | 'receivedAt'
+>;
 
 export interface Inbox {
   readonly dialect: 'sqlite' | 'postgres';
@@ -125,15 +128,27 @@ class KyselyInbox implements Inbox {
   }
 
   async complete(seq: number): Promise<void> {
-    await this.#db.updateTable('receiver_inbox').set({ state: 'done', lease_until: null }).where('seq', '=', seq).execute();
+    await this.#db
+      .updateTable('receiver_inbox')
+      .set({ state: 'done', lease_until: null })
+      .where('seq', '=', seq)
+      .execute();
   }
 
   async retryLater(seq: number, error: string, at: Date): Promise<void> {
-    await this.#db.updateTable('receiver_inbox').set({ state: 'pending', last_error: error.slice(0, MAX_ERROR_LENGTH), next_attempt_at: at, lease_until: null }).where('seq', '=', seq).execute();
+    await this.#db
+      .updateTable('receiver_inbox')
+      .set({ state: 'pending', last_error: error.slice(0, MAX_ERROR_LENGTH), next_attempt_at: at, lease_until: null })
+      .where('seq', '=', seq)
+      .execute();
   }
 
   async markDead(seq: number, error: string): Promise<void> {
-    await this.#db.updateTable('receiver_inbox').set({ state: 'dead', last_error: error.slice(0, MAX_ERROR_LENGTH), lease_until: null }).where('seq', '=', seq).execute();
+    await this.#db
+      .updateTable('receiver_inbox')
+      .set({ state: 'dead', last_error: error.slice(0, MAX_ERROR_LENGTH), lease_until: null })
+      .where('seq', '=', seq)
+      .execute();
   }
 
   async list(filter: { state?: InboxEntry['state']; source?: string } = {}): Promise<InboxEntry[]> {
@@ -161,7 +176,11 @@ class KyselyInbox implements Inbox {
   }
 
   async getCursor(source: string): Promise<string | undefined> {
-    const row = await this.#db.selectFrom('receiver_cursors').select('cursor').where('source', '=', source).executeTakeFirst();
+    const row = await this.#db
+      .selectFrom('receiver_cursors')
+      .select('cursor')
+      .where('source', '=', source)
+      .executeTakeFirst();
     return row?.cursor;
   }
 
@@ -177,7 +196,11 @@ class KyselyInbox implements Inbox {
   async purgeProcessed(before: Date): Promise<number> {
     // Only done entries: pending ones are still owed to the handler, dead ones wait for an operator
     // (requeueDead, or `signet receiver requeue`).
-    const result = await this.#db.deleteFrom('receiver_inbox').where('state', '=', 'done').where('received_at', '<', before).executeTakeFirst();
+    const result = await this.#db
+      .deleteFrom('receiver_inbox')
+      .where('state', '=', 'done')
+      .where('received_at', '<', before)
+      .executeTakeFirst();
     return Number(result.numDeletedRows);
   }
 

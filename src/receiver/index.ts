@@ -4,9 +4,21 @@ export { verifySignature, signBody, type SignatureCheck, type SignatureFailure }
 export { acceptDelivery, type IntakeOptions, type IntakeResult, type IntakeRequest } from './intake.ts';
 export { problem, PROBLEM_CONTENT_TYPE, type Problem, type ProblemSlug } from './problems.ts';
 export { openInbox, type Inbox, type InboxEntry, type NewInboxEntry } from './inbox.ts';
-export { InboxWorker, DEFAULT_RETRY_SCHEDULE_MS, DEFAULT_RETENTION_MS, type InboxWorkerOptions, type WorkerLog } from './worker.ts';
+export {
+  InboxWorker,
+  DEFAULT_RETRY_SCHEDULE_MS,
+  DEFAULT_RETENTION_MS,
+  type InboxWorkerOptions,
+  type WorkerLog,
+} from './worker.ts';
 export type { EventHandler, ReceivedEvent } from './event.ts';
 export { Reconciler, type ReconcilerOptions } from './reconciler.ts';
 export { receiverPlugin, type ReceiverPluginOptions } from './fastify-plugin.ts';
 export { createWebhookHandler, type WebhookHandlerOptions } from './node-handler.ts';
-export { startStandaloneReceiver, jsonLinesHandler, DEFAULT_DATABASE, type StandaloneOptions, type StandaloneReceiver } from './standalone.ts';
+export {
+  startStandaloneReceiver,
+  jsonLinesHandler,
+  DEFAULT_DATABASE,
+  type StandaloneOptions,
+  type StandaloneReceiver,
+} from './standalone.ts';

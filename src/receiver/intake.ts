@@ -39,11 +39,16 @@ export interface IntakeRequest {
  * Every header as the list of its lines. Node's `headersDistinct`, or the same built from `rawHeaders`
  * where a request object (an injected test request) lacks it.
  */
-export function distinctHeaders(req: { headers: IntakeRequest['headers']; headersDistinct?: Record<string, string[] | undefined>; rawHeaders?: string[] }): IntakeRequest['headers'] {
+export function distinctHeaders(req: {
+  headers: IntakeRequest['headers'];
+  headersDistinct?: Record<string, string[] | undefined>;
+  rawHeaders?: string[];
+}): IntakeRequest['headers'] {
   if (req.headersDistinct) return req.headersDistinct;
   if (!req.rawHeaders?.length) return req.headers;
   const lines: Record<string, string[]> = {};
-  for (let i = 0; i + 1 < req.rawHeaders.length; i += 2) (lines[req.rawHeaders[i]!.toLowerCase()] ??= []).push(req.rawHeaders[i + 1]!);
+  for (let i = 0; i + 1 < req.rawHeaders.length; i += 2)
+    (lines[req.rawHeaders[i]!.toLowerCase()] ??= []).push(req.rawHeaders[i + 1]!);
   return lines;
 }
 
@@ -98,36 +103,51 @@ function parsePayload(rawBody: Buffer): Payload | string {
   if (typeof body !== 'object' || body === null || Array.isArray(body)) return 'the body is not a JSON object';
   const { Id: id, Timestamp: timestamp, Type: type } = body as Record<string, unknown>;
   if (typeof id !== 'string' || id === '') return 'Id is missing or not a non-empty string';
-  if (typeof timestamp !== 'string' || !RFC3339.test(timestamp) || Number.isNaN(Date.parse(timestamp))) return 'Timestamp is missing or not an RFC 3339 date-time';
+  if (typeof timestamp !== 'string' || !RFC3339.test(timestamp) || Number.isNaN(Date.parse(timestamp)))
+    return 'Timestamp is missing or not an RFC 3339 date-time';
   if (type !== undefined && typeof type !== 'string') return 'Type is not a string';
   return { id, timestampMs: Date.parse(timestamp), type };
 }
 
-function checkHeaders(options: IntakeOptions, request: IntakeRequest, secrets: readonly string[]): IntakeResult | { deliveryId: string; eventType: string } {
+function checkHeaders(
+  options: IntakeOptions,
+  request: IntakeRequest,
+  secrets: readonly string[],
+): IntakeResult | { deliveryId: string; eventType: string } {
   const name = options.headerName ?? DEFAULT_HEADER_NAME;
   const signatureHeader = `X-${name}-Signature-256`;
   const signature = header(request.headers, signatureHeader);
-  if (signature === REPEATED) return rejected(problem('invalid-signature', `${signatureHeader} appears more than once`));
+  if (signature === REPEATED)
+    return rejected(problem('invalid-signature', `${signatureHeader} appears more than once`));
   const check = verifySignature(request.rawBody, signature, secrets);
   if (!check.ok) return rejected(problem('invalid-signature', `${signatureHeader}: ${check.reason.replace('_', ' ')}`));
   // Identifiers are read only after the signature: an unauthenticated caller learns nothing more.
   const ids = { deliveryId: `X-${name}-Delivery`, eventType: `X-${name}-Event` };
   const deliveryId = header(request.headers, ids.deliveryId);
   const eventType = header(request.headers, ids.eventType);
-  for (const [headerName, value] of [[ids.deliveryId, deliveryId], [ids.eventType, eventType]] as const) {
+  for (const [headerName, value] of [
+    [ids.deliveryId, deliveryId],
+    [ids.eventType, eventType],
+  ] as const) {
     if (value === REPEATED) return rejected(problem('repeated-header', `${headerName} appears more than once`));
   }
-  if (!deliveryId || deliveryId === REPEATED) return rejected(problem('missing-delivery-id', `${ids.deliveryId} is missing or empty`));
-  if (!eventType || eventType === REPEATED) return rejected(problem('missing-event-type', `${ids.eventType} is missing or empty`));
+  if (!deliveryId || deliveryId === REPEATED)
+    return rejected(problem('missing-delivery-id', `${ids.deliveryId} is missing or empty`));
+  if (!eventType || eventType === REPEATED)
+    return rejected(problem('missing-event-type', `${ids.eventType} is missing or empty`));
   return { deliveryId, eventType };
 }
 
 export async function acceptDelivery(options: IntakeOptions, request: IntakeRequest): Promise<IntakeResult> {
   // An own property only: a source named "constructor" must not reach Object.prototype.
   const secrets = hasOwn(options.sources, request.source) ? options.sources[request.source] : undefined;
-  if (!secrets) return rejected(problem('unknown-source', `no webhook source named ${JSON.stringify(request.source)} is configured`));
+  if (!secrets)
+    return rejected(
+      problem('unknown-source', `no webhook source named ${JSON.stringify(request.source)} is configured`),
+    );
   const maxBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
-  if (request.rawBody.length > maxBytes) return rejected(problem('payload-too-large', `the body exceeds ${maxBytes} bytes`));
+  if (request.rawBody.length > maxBytes)
+    return rejected(problem('payload-too-large', `the body exceeds ${maxBytes} bytes`));
 
   const headers = checkHeaders(options, request, secrets);
   if ('status' in headers) return headers;
@@ -136,7 +156,12 @@ export async function acceptDelivery(options: IntakeOptions, request: IntakeRequ
   // The header is not signed; the body's Type is. A relabelled delivery (a paid one passed off as
   // deleted) is refused rather than handed to the consumer under the wrong type.
   if (payload.type !== undefined && payload.type !== headers.eventType) {
-    return rejected(problem('event-type-mismatch', `X-${options.headerName ?? DEFAULT_HEADER_NAME}-Event says ${JSON.stringify(headers.eventType)} but the signed body's Type is ${JSON.stringify(payload.type)}`));
+    return rejected(
+      problem(
+        'event-type-mismatch',
+        `X-${options.headerName ?? DEFAULT_HEADER_NAME}-Event says ${JSON.stringify(headers.eventType)} but the signed body's Type is ${JSON.stringify(payload.type)}`,
+      ),
+    );
   }
 
   // Contract "Authentication" 9: the Timestamp is inside the signed bytes, so a captured delivery
@@ -145,7 +170,12 @@ export async function acceptDelivery(options: IntakeOptions, request: IntakeRequ
   const tolerance = options.toleranceMs ?? DEFAULT_TOLERANCE_MS;
   const skew = now.getTime() - payload.timestampMs;
   if (Math.abs(skew) > tolerance) {
-    return rejected(problem('stale-timestamp', `Timestamp is ${Math.round(Math.abs(skew) / 1000)} s in the ${skew > 0 ? 'past' : 'future'}; at most ${tolerance / 1000} s is accepted`));
+    return rejected(
+      problem(
+        'stale-timestamp',
+        `Timestamp is ${Math.round(Math.abs(skew) / 1000)} s in the ${skew > 0 ? 'past' : 'future'}; at most ${tolerance / 1000} s is accepted`,
+      ),
+    );
   }
 
   const outcome = await options.inbox.record({

@@ -12,9 +12,17 @@ const ROUTE = /^\/webhooks\/([^/]+)$/;
 
 class TooLarge extends Error {}
 
-function send(res: ServerResponse, status: number, body: object, contentType: string, headers: Record<string, string> = {}): void {
+function send(
+  res: ServerResponse,
+  status: number,
+  body: object,
+  contentType: string,
+  headers: Record<string, string> = {},
+): void {
   const text = JSON.stringify(body);
-  res.writeHead(status, { 'content-type': contentType, 'content-length': Buffer.byteLength(text), ...headers }).end(text);
+  res
+    .writeHead(status, { 'content-type': contentType, 'content-length': Buffer.byteLength(text), ...headers })
+    .end(text);
 }
 
 function sendProblem(res: ServerResponse, p: Problem, headers?: Record<string, string>): void {
@@ -50,8 +58,13 @@ function readBody(req: IncomingMessage, maxBytes: number): Promise<Buffer> {
 function route(req: IncomingMessage): { source: string } | { problem: Problem; headers?: Record<string, string> } {
   const path = new URL(req.url ?? '/', 'http://receiver.invalid').pathname;
   const match = ROUTE.exec(path);
-  if (!match?.[1]) return { problem: problem('not-found', `no route for ${path}; webhooks are posted to /webhooks/<source>`) };
-  if (req.method !== 'POST') return { problem: problem('method-not-allowed', `${req.method ?? ''} is not allowed; webhooks are POSTed`), headers: { allow: 'POST' } };
+  if (!match?.[1])
+    return { problem: problem('not-found', `no route for ${path}; webhooks are posted to /webhooks/<source>`) };
+  if (req.method !== 'POST')
+    return {
+      problem: problem('method-not-allowed', `${req.method ?? ''} is not allowed; webhooks are POSTed`),
+      headers: { allow: 'POST' },
+    };
   let source: string;
   try {
     source = decodeURIComponent(match[1]);
@@ -61,18 +74,32 @@ function route(req: IncomingMessage): { source: string } | { problem: Problem; h
   return { source };
 }
 
-async function handle(options: IntakeOptions & { worker?: InboxWorker }, req: MaybeReadRequest, res: ServerResponse): Promise<void> {
+async function handle(
+  options: IntakeOptions & { worker?: InboxWorker },
+  req: MaybeReadRequest,
+  res: ServerResponse,
+): Promise<void> {
   const target = route(req);
   if ('problem' in target) return sendProblem(res, target.problem, target.headers);
   const maxBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
   let rawBody = alreadyRead(req);
   if (rawBody === undefined) {
     // A framework that parsed (or drained) the body left nothing whose signature could be checked.
-    if (req.body !== undefined || req.readableEnded) return sendProblem(res, problem('bad-request', 'the body was already read by a framework; pass the raw bytes (req.rawBody) so the signature can be verified'));
+    if (req.body !== undefined || req.readableEnded)
+      return sendProblem(
+        res,
+        problem(
+          'bad-request',
+          'the body was already read by a framework; pass the raw bytes (req.rawBody) so the signature can be verified',
+        ),
+      );
     try {
       rawBody = await readBody(req, maxBytes);
     } catch (error) {
-      if (error instanceof TooLarge) return sendProblem(res, problem('payload-too-large', `the body exceeds ${maxBytes} bytes`), { connection: 'close' });
+      if (error instanceof TooLarge)
+        return sendProblem(res, problem('payload-too-large', `the body exceeds ${maxBytes} bytes`), {
+          connection: 'close',
+        });
       throw error;
     }
   }
@@ -88,13 +115,16 @@ export type WebhookHandlerOptions = IntakeOptions & {
   onError?: (error: unknown) => void;
 };
 
-export function createWebhookHandler(options: WebhookHandlerOptions): (req: IncomingMessage, res: ServerResponse) => void {
+export function createWebhookHandler(
+  options: WebhookHandlerOptions,
+): (req: IncomingMessage, res: ServerResponse) => void {
   return (req, res) => {
     handle(options, req, res).catch((error: unknown) => {
       options.onError?.(error);
       // The inbox could not store the delivery: no 200, so the producer retries. Details stay out of
       // the response (and the body is never logged).
-      if (!res.headersSent) sendProblem(res, problem('internal-error', 'the webhook could not be stored; the producer will retry'));
+      if (!res.headersSent)
+        sendProblem(res, problem('internal-error', 'the webhook could not be stored; the producer will retry'));
       else res.destroy();
     });
   };

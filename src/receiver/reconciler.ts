@@ -38,9 +38,13 @@ function parsePage(body: unknown): EventPage {
   if (!Array.isArray(page.Items)) throw new Error('the event list answered without Items');
   const items = page.Items as Record<string, unknown>[];
   for (const item of items) {
-    if (typeof item?.Id !== 'string' || typeof item.Type !== 'string') throw new Error('the event list holds an event without Id or Type');
+    if (typeof item?.Id !== 'string' || typeof item.Type !== 'string')
+      throw new Error('the event list holds an event without Id or Type');
   }
-  return { items, nextCursor: typeof page.NextCursor === 'string' && page.NextCursor !== '' ? page.NextCursor : undefined };
+  return {
+    items,
+    nextCursor: typeof page.NextCursor === 'string' && page.NextCursor !== '' ? page.NextCursor : undefined,
+  };
 }
 
 export class Reconciler {
@@ -53,7 +57,12 @@ export class Reconciler {
 
   constructor(options: ReconcilerOptions) {
     this.#options = options;
-    this.#tokens = new TokenSource({ from: options.from, clientId: options.clientId, clientSecret: options.clientSecret, scope: 'events:read' });
+    this.#tokens = new TokenSource({
+      from: options.from,
+      clientId: options.clientId,
+      clientSecret: options.clientSecret,
+      scope: 'events:read',
+    });
     this.#log = options.log ?? (() => {});
   }
 
@@ -79,11 +88,16 @@ export class Reconciler {
   async #tick(): Promise<void> {
     try {
       const enqueued = await this.runOnce();
-      if (enqueued > 0) this.#log('receiver reconciliation enqueued missed events', { source: this.#options.source, enqueued });
+      if (enqueued > 0)
+        this.#log('receiver reconciliation enqueued missed events', { source: this.#options.source, enqueued });
     } catch (error) {
-      this.#log('receiver reconciliation failed', { source: this.#options.source, error: error instanceof Error ? error.message : String(error) });
+      this.#log('receiver reconciliation failed', {
+        source: this.#options.source,
+        error: error instanceof Error ? error.message : String(error),
+      });
     }
-    if (this.#started) this.#timer = setTimeout(() => void this.#tick(), this.#options.intervalMs ?? DEFAULT_INTERVAL_MS);
+    if (this.#started)
+      this.#timer = setTimeout(() => void this.#tick(), this.#options.intervalMs ?? DEFAULT_INTERVAL_MS);
   }
 
   async #pass(): Promise<number> {

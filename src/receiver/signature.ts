@@ -12,7 +12,9 @@ const PREFIX = 'sha256=';
 const HEX_DIGEST = /^[0-9a-f]{64}$/;
 
 function hmac(rawBody: Buffer | string, secret: string): Buffer {
-  return createHmac('sha256', secret).update(typeof rawBody === 'string' ? Buffer.from(rawBody, 'utf8') : rawBody).digest();
+  return createHmac('sha256', secret)
+    .update(typeof rawBody === 'string' ? Buffer.from(rawBody, 'utf8') : rawBody)
+    .digest();
 }
 
 /** "sha256=<hex>" for `rawBody`; what a producer sends (used by tests and the demo). */
@@ -20,7 +22,11 @@ export function signBody(rawBody: Buffer | string, secret: string): string {
   return `${PREFIX}${hmac(rawBody, secret).toString('hex')}`;
 }
 
-export function verifySignature(rawBody: Buffer | string, header: string | undefined, secrets: readonly string[]): SignatureCheck {
+export function verifySignature(
+  rawBody: Buffer | string,
+  header: string | undefined,
+  secrets: readonly string[],
+): SignatureCheck {
   if (header === undefined || header === '') return { ok: false, reason: 'missing' };
   if (!header.startsWith(PREFIX)) return { ok: false, reason: 'wrong_prefix' };
   const hex = header.slice(PREFIX.length);

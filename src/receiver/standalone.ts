@@ -21,7 +21,14 @@ export interface StandaloneOptions {
   headerName?: string;
   toleranceMs?: number;
   retryScheduleMs?: readonly number[];
-  reconcile?: { from: string; clientId: string; clientSecret: string; source: string; types?: string[]; intervalMs?: number };
+  reconcile?: {
+    from: string;
+    clientId: string;
+    clientSecret: string;
+    source: string;
+    types?: string[];
+    intervalMs?: number;
+  };
   /** pino level of the receiver's own log on stderr (default info; `silent` for embedding, as the demo does). */
   logLevel?: pino.LevelWithSilent;
 }
@@ -49,14 +56,30 @@ export async function startStandaloneReceiver(options: StandaloneOptions): Promi
   const logger = pino({ name: 'signet-receiver', level: options.logLevel ?? 'info' }, pino.destination(2));
   const log: WorkerLog = (msg, extra) => logger.info(extra ?? {}, msg);
   const inbox = await openInbox(options.database ?? DEFAULT_DATABASE);
-  const worker = new InboxWorker({ inbox, handler: options.handler ?? jsonLinesHandler(options.out ?? process.stdout), retryScheduleMs: options.retryScheduleMs, log });
-  const reconciler = options.reconcile ? new Reconciler({ ...options.reconcile, inbox, onEnqueued: () => worker.wake(), log }) : undefined;
+  const worker = new InboxWorker({
+    inbox,
+    handler: options.handler ?? jsonLinesHandler(options.out ?? process.stdout),
+    retryScheduleMs: options.retryScheduleMs,
+    log,
+  });
+  const reconciler = options.reconcile
+    ? new Reconciler({ ...options.reconcile, inbox, onEnqueued: () => worker.wake(), log })
+    : undefined;
   // Fastify logs each request at info; at warn it does not: a request log would record the headers
   // (signatures) of every delivery. Faults still reach the logger through the plugin's error handler,
   // without the body.
-  const app = Fastify({ loggerInstance: logger.child({}, { level: logger.level === 'silent' ? 'silent' : 'warn' }), frameworkErrors: frameworkErrorProblem });
+  const app = Fastify({
+    loggerInstance: logger.child({}, { level: logger.level === 'silent' ? 'silent' : 'warn' }),
+    frameworkErrors: frameworkErrorProblem,
+  });
   app.setNotFoundHandler(strayRequestProblem);
-  await app.register(receiverPlugin, { sources: options.sources, inbox, worker, headerName: options.headerName, toleranceMs: options.toleranceMs });
+  await app.register(receiverPlugin, {
+    sources: options.sources,
+    inbox,
+    worker,
+    headerName: options.headerName,
+    toleranceMs: options.toleranceMs,
+  });
   try {
     await app.listen({ port: options.port, host: options.host ?? '127.0.0.1' });
   } catch (error) {

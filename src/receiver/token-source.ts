@@ -36,10 +36,14 @@ export async function discover(from: string): Promise<Discovered> {
   const resourceUrl = `${trimSlash(from)}/.well-known/oauth-protected-resource`;
   const metadata = await getJson(resourceUrl);
   const [issuer] = Array.isArray(metadata.authorization_servers) ? metadata.authorization_servers : [];
-  if (typeof metadata.resource !== 'string' || typeof issuer !== 'string') throw new Error(`${resourceUrl}: no resource or authorization_servers`);
+  if (typeof metadata.resource !== 'string' || typeof issuer !== 'string')
+    throw new Error(`${resourceUrl}: no resource or authorization_servers`);
   const configuration = await getJson(`${trimSlash(issuer)}/.well-known/openid-configuration`);
   // OpenID Connect Discovery §4.3: the issuer in the document must be the one asked for (mix-up defence).
-  if (configuration.issuer !== issuer) throw new Error(`the authorization server's metadata names issuer ${String(configuration.issuer)}, expected ${issuer}`);
+  if (configuration.issuer !== issuer)
+    throw new Error(
+      `the authorization server's metadata names issuer ${String(configuration.issuer)}, expected ${issuer}`,
+    );
   if (typeof configuration.token_endpoint !== 'string') throw new Error(`${issuer}: no token_endpoint in its metadata`);
   return { resource: metadata.resource, tokenEndpoint: configuration.token_endpoint };
 }
@@ -78,12 +82,17 @@ export class TokenSource {
     const form = new URLSearchParams({ grant_type: 'client_credentials', scope: this.#options.scope, resource });
     const response = await request(tokenEndpoint, {
       method: 'POST',
-      headers: { authorization: basicAuth(this.#options.clientId, this.#options.clientSecret), 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' },
+      headers: {
+        authorization: basicAuth(this.#options.clientId, this.#options.clientSecret),
+        'content-type': 'application/x-www-form-urlencoded',
+        accept: 'application/json',
+      },
       body: form.toString(),
     });
     const body = JSON.parse(await response.body.text()) as Record<string, unknown>;
     // RFC 6749 §5.2: the error code is safe to report; the response never contains our secret.
-    if (response.statusCode !== 200) throw new Error(`token endpoint answered ${response.statusCode} ${String(body.error ?? '')}`.trim());
+    if (response.statusCode !== 200)
+      throw new Error(`token endpoint answered ${response.statusCode} ${String(body.error ?? '')}`.trim());
     if (typeof body.access_token !== 'string') throw new Error('token endpoint answered without an access_token');
     const lifetimeMs = typeof body.expires_in === 'number' ? body.expires_in * 1000 : 0;
     return { value: body.access_token, refreshAt: this.#now() + Math.max(0, lifetimeMs - EXPIRY_MARGIN_MS) };

@@ -20,7 +20,13 @@ export function listenForCommits(databaseUrl: string, onCommit: () => void, log:
   let retry: NodeJS.Timeout | undefined;
 
   const connect = async (): Promise<void> => {
-    const next = new pg.Client({ connectionString: databaseUrl, connectionTimeoutMillis: TIMEOUT_MS, query_timeout: TIMEOUT_MS, keepAlive: true, keepAliveInitialDelayMillis: KEEPALIVE_MS });
+    const next = new pg.Client({
+      connectionString: databaseUrl,
+      connectionTimeoutMillis: TIMEOUT_MS,
+      query_timeout: TIMEOUT_MS,
+      keepAlive: true,
+      keepAliveInitialDelayMillis: KEEPALIVE_MS,
+    });
     next.on('notification', () => onCommit());
     // Listened for as long as the client lives: a lost connection (a terminated backend, a restart, a
     // reset) must never become an uncaught 'error'.

@@ -10,7 +10,12 @@ export type DeliveryState = WebhookDeliveriesTable['state'];
 /** Gives claimed deliveries back at once: still running when a dispatcher stops. */
 export async function releaseLeases(db: Executor, ids: string[], leaseToken: string): Promise<void> {
   if (ids.length === 0) return;
-  await db.updateTable('webhook_deliveries').set({ lease_owner: null, lease_until: null }).where('id', 'in', ids).where('lease_owner', '=', leaseToken).execute();
+  await db
+    .updateTable('webhook_deliveries')
+    .set({ lease_owner: null, lease_until: null })
+    .where('id', 'in', ids)
+    .where('lease_owner', '=', leaseToken)
+    .execute();
 }
 
 /** When the next scheduled retry falls due (to sleep exactly that long), if any. */
@@ -52,7 +57,19 @@ function deliveryQuery(db: Executor) {
   return db
     .selectFrom('webhook_deliveries as d')
     .innerJoin('webhook_events as e', 'e.id', 'd.event_id')
-    .select(['d.id', 'd.event_id', 'e.type', 'd.endpoint_id', 'd.state', 'd.attempt_count', 'd.next_attempt_at', 'd.last_status_code', 'd.last_error', 'd.created_at', 'd.updated_at']);
+    .select([
+      'd.id',
+      'd.event_id',
+      'e.type',
+      'd.endpoint_id',
+      'd.state',
+      'd.attempt_count',
+      'd.next_attempt_at',
+      'd.last_status_code',
+      'd.last_error',
+      'd.created_at',
+      'd.updated_at',
+    ]);
 }
 
 type DeliveryRow = Awaited<ReturnType<ReturnType<typeof deliveryQuery>['executeTakeFirstOrThrow']>>;
@@ -93,7 +110,9 @@ export async function listDeliveries(db: Executor, filter: DeliveryFilter): Prom
   const before = filter.before;
   if (before) {
     const at = toDbTime(before.createdAt);
-    query = query.where((eb) => eb.or([eb('d.created_at', '<', at), eb.and([eb('d.created_at', '=', at), eb('d.id', '<', before.id)])]));
+    query = query.where((eb) =>
+      eb.or([eb('d.created_at', '<', at), eb.and([eb('d.created_at', '=', at), eb('d.id', '<', before.id)])]),
+    );
   }
   const rows = await query.orderBy('d.created_at', 'desc').orderBy('d.id', 'desc').limit(filter.limit).execute();
   return rows.map(toDelivery);
@@ -110,7 +129,12 @@ export interface AttemptRecord {
 }
 
 export async function listAttempts(db: Executor, deliveryId: string): Promise<AttemptRecord[]> {
-  const rows = await db.selectFrom('webhook_attempts').selectAll().where('delivery_id', '=', deliveryId).orderBy('id').execute();
+  const rows = await db
+    .selectFrom('webhook_attempts')
+    .selectAll()
+    .where('delivery_id', '=', deliveryId)
+    .orderBy('id')
+    .execute();
   return rows.map((r) => ({
     attempt: Number(r.attempt),
     startedAt: fromDbTime(r.started_at),

@@ -8,15 +8,26 @@ import { getOwnedEndpoint } from './endpoints.service.ts';
 import type { Outbox } from './events.outbox.ts';
 
 /** A delivery of another client's endpoint answers 404, like the endpoint itself. */
-export async function getOwnedDelivery(db: Executor, owner: string, id: string): Promise<{ delivery: DeliveryRecord; endpoint: EndpointRecord }> {
+export async function getOwnedDelivery(
+  db: Executor,
+  owner: string,
+  id: string,
+): Promise<{ delivery: DeliveryRecord; endpoint: EndpointRecord }> {
   const delivery = await repo.findDelivery(db, id);
   const endpoint = delivery && (await findEndpoint(db, delivery.endpointId));
-  if (!delivery || !endpoint || endpoint.owner !== owner) throw new Problem('notFound', `delivery ${id} does not exist`);
+  if (!delivery || !endpoint || endpoint.owner !== owner)
+    throw new Problem('notFound', `delivery ${id} does not exist`);
   return { delivery, endpoint };
 }
 
 /** The same delivery (same X-Service-Delivery, so receivers can dedupe) goes out again, with a fresh retry schedule. */
-export async function redeliver(db: Executor, outbox: Outbox, owner: string, id: string, now: Date): Promise<DeliveryRecord> {
+export async function redeliver(
+  db: Executor,
+  outbox: Outbox,
+  owner: string,
+  id: string,
+  now: Date,
+): Promise<DeliveryRecord> {
   const { endpoint } = await getOwnedDelivery(db, owner, id);
   if (!endpoint.enabled) throw new Problem('webhookState', `endpoint ${endpoint.id} is disabled; enable it first`);
   if (!(await repo.requeue(db, id, now))) throw new Problem('webhookState', `delivery ${id} is already pending`);
@@ -33,14 +44,28 @@ export function isStorableTime(ms: number): boolean {
   return ms >= EARLIEST && ms <= LATEST;
 }
 
-export async function recover(db: Executor, outbox: Outbox, owner: string, endpointId: string, since: Date, now: Date): Promise<number> {
+export async function recover(
+  db: Executor,
+  outbox: Outbox,
+  owner: string,
+  endpointId: string,
+  since: Date,
+  now: Date,
+): Promise<number> {
   if (!isStorableTime(since.getTime())) {
     const detail = 'must be a time from year 0001 to 9999, without a leap second';
     throw new Problem('validation', `Since: ${detail}`, { errors: [{ pointer: '/Since', detail }] });
   }
   const endpoint = await getOwnedEndpoint(db, owner, endpointId);
-  if (!endpoint.enabled) throw new Problem('webhookState', `endpoint ${endpointId} is disabled; enable it with PATCH {"Enabled": true} first`);
-  if (since > now) throw new Problem('validation', 'Since: must not be in the future', { errors: [{ pointer: '/Since', detail: 'must not be in the future' }] });
+  if (!endpoint.enabled)
+    throw new Problem(
+      'webhookState',
+      `endpoint ${endpointId} is disabled; enable it with PATCH {"Enabled": true} first`,
+    );
+  if (since > now)
+    throw new Problem('validation', 'Since: must not be in the future', {
+      errors: [{ pointer: '/Since', detail: 'must not be in the future' }],
+    });
   const requeued = await repo.requeueFailedSince(db, endpointId, since, now);
   if (requeued > 0) await outbox.announce(db);
   return requeued;
@@ -53,7 +78,11 @@ export interface DeliveryPage {
   limit: number;
 }
 
-export async function listDeliveries(db: Executor, owner: string, page: DeliveryPage): Promise<{ items: DeliveryRecord[]; hasMore: boolean }> {
+export async function listDeliveries(
+  db: Executor,
+  owner: string,
+  page: DeliveryPage,
+): Promise<{ items: DeliveryRecord[]; hasMore: boolean }> {
   await getOwnedEndpoint(db, owner, page.endpointId);
   const rows = await repo.listDeliveries(db, { ...page, limit: page.limit + 1 });
   return { items: rows.slice(0, page.limit), hasMore: rows.length > page.limit };

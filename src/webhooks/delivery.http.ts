@@ -95,13 +95,37 @@ function fromStatus(response: Dispatcher.ResponseData, excerpt: string, duration
   const status = response.statusCode;
   const ok = status >= 200 && status < 300;
   const kind: ErrorKind | null = ok ? null : REDIRECTS.has(status) ? 'redirect' : 'status';
-  const retryAfterMs = status === 429 || status === 503 ? parseRetryAfter(response.headers['retry-after'], new Date()) : undefined;
-  const detail = kind === 'redirect' ? `redirect to ${String(response.headers.location ?? '(no location)')} not followed` : kind ? `HTTP ${status}` : null;
-  return { ok, statusCode: status, durationMs, errorKind: kind, errorDetail: detail && storableText(detail), responseExcerpt: storableText(excerpt), retryAfterMs, gone: status === 410 };
+  const retryAfterMs =
+    status === 429 || status === 503 ? parseRetryAfter(response.headers['retry-after'], new Date()) : undefined;
+  const detail =
+    kind === 'redirect'
+      ? `redirect to ${String(response.headers.location ?? '(no location)')} not followed`
+      : kind
+        ? `HTTP ${status}`
+        : null;
+  return {
+    ok,
+    statusCode: status,
+    durationMs,
+    errorKind: kind,
+    errorDetail: detail && storableText(detail),
+    responseExcerpt: storableText(excerpt),
+    retryAfterMs,
+    gone: status === 410,
+  };
 }
 
 function failure(kind: ErrorKind, detail: string, durationMs: number): AttemptResult {
-  return { ok: false, statusCode: null, durationMs, errorKind: kind, errorDetail: storableText(detail), responseExcerpt: null, retryAfterMs: undefined, gone: false };
+  return {
+    ok: false,
+    statusCode: null,
+    durationMs,
+    errorKind: kind,
+    errorDetail: storableText(detail),
+    responseExcerpt: null,
+    retryAfterMs: undefined,
+    gone: false,
+  };
 }
 
 /**
@@ -113,14 +137,20 @@ export function storableText(text: string): string {
   return text.toWellFormed().replaceAll('\u0000', '\uFFFD');
 }
 
-const TIMEOUT_CODES = new Set(['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'UND_ERR_CONNECT_TIMEOUT', 'ETIMEDOUT']);
+const TIMEOUT_CODES = new Set([
+  'UND_ERR_HEADERS_TIMEOUT',
+  'UND_ERR_BODY_TIMEOUT',
+  'UND_ERR_CONNECT_TIMEOUT',
+  'ETIMEDOUT',
+]);
 const DNS_CODES = new Set(['ENOTFOUND', 'EAI_AGAIN', 'EAI_FAIL', 'EAI_NONAME']);
 
 function classify(err: unknown): [ErrorKind, string] {
   const e = err as { name?: string; code?: string; message?: string; cause?: { code?: string; message?: string } };
   const code = e.code ?? e.cause?.code ?? '';
   const message = e.message ?? String(err);
-  if (e.name === 'TimeoutError' || e.name === 'AbortError' || TIMEOUT_CODES.has(code)) return ['timeout', 'no response within the delivery timeout'];
+  if (e.name === 'TimeoutError' || e.name === 'AbortError' || TIMEOUT_CODES.has(code))
+    return ['timeout', 'no response within the delivery timeout'];
   if (code === 'ESSRF') return ['refused_address', message];
   if (DNS_CODES.has(code)) return ['dns', `host not found (${code})`];
   if (/CERT|TLS|SSL/i.test(code)) return ['tls', `TLS: ${code}`];

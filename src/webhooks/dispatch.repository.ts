@@ -107,7 +107,9 @@ async function claimOnPostgres(db: Executor, r: ClaimRequest): Promise<SendableR
  */
 async function claimOnSqlite(db: Executor, r: ClaimRequest): Promise<SendableRow[]> {
   const now = toDbTime(r.now);
-  const saturated = JSON.stringify([...r.inFlight].filter(([, n]) => n >= r.endpointLimit).map(([endpointId]) => endpointId));
+  const saturated = JSON.stringify(
+    [...r.inFlight].filter(([, n]) => n >= r.endpointLimit).map(([endpointId]) => endpointId),
+  );
   const { rows: candidates } = await sql<SendableRow>`
     select ${SENDABLE_COLUMNS} from webhook_deliveries d
     join webhook_events e on e.id = d.event_id join webhook_endpoints w on w.id = d.endpoint_id

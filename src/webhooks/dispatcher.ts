@@ -159,7 +159,16 @@ export class Dispatcher {
     const leaseUntil = new Date(now.getTime() + settings.timeoutMs + LEASE_MARGIN_MS);
     // A snapshot: attempts finishing while the claim runs must not change what it is judged by below.
     const inFlight = new Map(this.#perEndpoint);
-    const claimed = await withoutFsync(db, dialect, (connection) => claimBatch(connection, dialect, { now, leaseUntil, leaseToken, limit: room, endpointLimit: settings.endpointConcurrency, inFlight }));
+    const claimed = await withoutFsync(db, dialect, (connection) =>
+      claimBatch(connection, dialect, {
+        now,
+        leaseUntil,
+        leaseToken,
+        limit: room,
+        endpointLimit: settings.endpointConcurrency,
+        inFlight,
+      }),
+    );
     for (const delivery of claimed) this.#start(delivery, leaseToken);
     return claimed.length === room || this.#reachedEndpointLimit(inFlight, claimed);
   }
@@ -173,7 +182,12 @@ export class Dispatcher {
   #start(delivery: SendableDelivery, leaseToken: string): void {
     this.#perEndpoint.set(delivery.endpointId, (this.#perEndpoint.get(delivery.endpointId) ?? 0) + 1);
     const task = this.#attempt(delivery, leaseToken)
-      .catch((err: unknown) => this.#deps.log.error({ err, deliveryId: delivery.id }, 'webhook delivery attempt failed unexpectedly; its lease will expire and it will be retried'))
+      .catch((err: unknown) =>
+        this.#deps.log.error(
+          { err, deliveryId: delivery.id },
+          'webhook delivery attempt failed unexpectedly; its lease will expire and it will be retried',
+        ),
+      )
       .finally(() => {
         this.#inFlight.delete(delivery.id);
         this.#leases.delete(delivery.id);
@@ -189,19 +203,38 @@ export class Dispatcher {
   async #attempt(d: SendableDelivery, leaseToken: string): Promise<void> {
     const { client, settings } = this.#deps;
     const startedAt = this.#now();
-    const body = deliveryBody({ id: d.eventId, type: d.eventType, occurredAt: d.occurredAt, dataJson: d.dataJson }, startedAt);
+    const body = deliveryBody(
+      { id: d.eventId, type: d.eventType, occurredAt: d.occurredAt, dataJson: d.dataJson },
+      startedAt,
+    );
     const secrets = this.#secrets.active(d, startedAt);
-    const headers = signatureHeaders({ headerName: settings.headerName, deliveryId: d.id, eventType: d.eventType, body, attemptAt: startedAt, secrets });
+    const headers = signatureHeaders({
+      headerName: settings.headerName,
+      deliveryId: d.id,
+      eventType: d.eventType,
+      body,
+      attemptAt: startedAt,
+      secrets,
+    });
     const result = await client.post(d.url, headers, body);
     this.#outcomes.push(this.#decide(d, leaseToken, startedAt, result));
     this.#scheduleFlush();
   }
 
   #decide(d: SendableDelivery, leaseToken: string, startedAt: Date, result: AttemptResult): Outcome {
-    const base = { deliveryId: d.id, endpointId: d.endpointId, leaseToken, attempt: d.attemptCount + 1, startedAt, result };
+    const base = {
+      deliveryId: d.id,
+      endpointId: d.endpointId,
+      leaseToken,
+      attempt: d.attemptCount + 1,
+      startedAt,
+      result,
+    };
     const now = this.#now();
     if (result.ok) return { ...base, state: 'succeeded', retryIndex: d.retryIndex, nextAttemptAt: now };
-    const delay = result.gone ? undefined : nextRetryDelay(this.#deps.settings.retry, d.retryIndex, result.retryAfterMs);
+    const delay = result.gone
+      ? undefined
+      : nextRetryDelay(this.#deps.settings.retry, d.retryIndex, result.retryAfterMs);
     if (delay === undefined) return { ...base, state: 'failed', retryIndex: d.retryIndex, nextAttemptAt: now };
     return { ...base, state: 'pending', retryIndex: d.retryIndex + 1, nextAttemptAt: new Date(now.getTime() + delay) };
   }
@@ -226,7 +259,10 @@ export class Dispatcher {
       } catch (err) {
         // One row the database refuses must not sink the others (they would all be sent again when
         // their leases expire): record them one at a time instead.
-        this.#deps.log.warn({ err, deliveries: batch.length }, 'could not record a batch of webhook delivery outcomes; recording them one at a time');
+        this.#deps.log.warn(
+          { err, deliveries: batch.length },
+          'could not record a batch of webhook delivery outcomes; recording them one at a time',
+        );
         for (const outcome of batch) await this.#recordAlone(outcome);
       }
     }
@@ -242,14 +278,23 @@ export class Dispatcher {
     try {
       return await this.#record([outcome]);
     } catch (err) {
-      log.warn({ err, deliveryId: outcome.deliveryId }, 'could not record a webhook delivery outcome; recording it without the response excerpt and error detail');
+      log.warn(
+        { err, deliveryId: outcome.deliveryId },
+        'could not record a webhook delivery outcome; recording it without the response excerpt and error detail',
+      );
     }
     const { result } = outcome;
-    const bare = { ...outcome, result: { ...result, responseExcerpt: null, errorDetail: result.errorDetail && '(not recordable)' } };
+    const bare = {
+      ...outcome,
+      result: { ...result, responseExcerpt: null, errorDetail: result.errorDetail && '(not recordable)' },
+    };
     try {
       await this.#record([bare]);
     } catch (err) {
-      log.error({ err, deliveryId: outcome.deliveryId }, 'could not record a webhook delivery outcome; its lease will expire and it will be attempted again');
+      log.error(
+        { err, deliveryId: outcome.deliveryId },
+        'could not record a webhook delivery outcome; its lease will expire and it will be attempted again',
+      );
     }
   }
 
@@ -277,7 +322,9 @@ export class Dispatcher {
     const { db, settings } = this.#deps;
     const now = this.#now();
     const due = await deliveries.nextDueAt(db, now);
-    return due ? Math.min(Math.max(due.getTime() - now.getTime(), 0), settings.pollIntervalMs) : settings.pollIntervalMs;
+    return due
+      ? Math.min(Math.max(due.getTime() - now.getTime(), 0), settings.pollIntervalMs)
+      : settings.pollIntervalMs;
   }
 
   async #sleep(ms: number): Promise<void> {

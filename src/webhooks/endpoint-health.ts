@@ -7,7 +7,12 @@ import { clearFailing, markFailing } from './endpoints.repository.ts';
 import { disableEndpoint } from './endpoints.service.ts';
 import type { Outbox } from './events.outbox.ts';
 
-export async function settleEndpoints(trx: Executor, outbox: Outbox, batch: Outcome[], options: { disableAfterMs: number; now: Date }): Promise<void> {
+export async function settleEndpoints(
+  trx: Executor,
+  outbox: Outbox,
+  batch: Outcome[],
+  options: { disableAfterMs: number; now: Date },
+): Promise<void> {
   const succeeded = new Set(batch.filter((o) => o.result.ok).map((o) => o.endpointId));
   await clearFailing(trx, [...succeeded]);
   const failing = new Map<string, boolean>(); // endpoint → answered 410

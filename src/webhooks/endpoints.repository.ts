@@ -53,7 +53,21 @@ export async function insertEndpoint(db: Executor, e: NewEndpoint): Promise<Endp
   const at = toDbTime(e.now);
   const row = await db
     .insertInto('webhook_endpoints')
-    .values({ id: e.id, owner: e.owner, url: e.url, description: e.description, event_types: JSON.stringify(e.eventTypes), enabled: 1, disabled_reason: null, secret: e.sealedSecret, previous_secret: null, previous_secret_expires_at: null, failing_since: null, created_at: at, updated_at: at })
+    .values({
+      id: e.id,
+      owner: e.owner,
+      url: e.url,
+      description: e.description,
+      event_types: JSON.stringify(e.eventTypes),
+      enabled: 1,
+      disabled_reason: null,
+      secret: e.sealedSecret,
+      previous_secret: null,
+      previous_secret_expires_at: null,
+      failing_since: null,
+      created_at: at,
+      updated_at: at,
+    })
     .returningAll()
     .executeTakeFirstOrThrow();
   return toRecord(row);
@@ -66,17 +80,32 @@ export async function findEndpoint(db: Executor, id: string): Promise<EndpointRe
 
 /** The most recently sealed secret, if any endpoint exists: what start-up checks the key against. */
 export async function latestSealedSecret(db: Executor): Promise<{ endpointId: string; sealed: string } | undefined> {
-  const row = await db.selectFrom('webhook_endpoints').select(['id', 'secret']).orderBy('updated_at', 'desc').limit(1).executeTakeFirst();
+  const row = await db
+    .selectFrom('webhook_endpoints')
+    .select(['id', 'secret'])
+    .orderBy('updated_at', 'desc')
+    .limit(1)
+    .executeTakeFirst();
   return row && { endpointId: row.id, sealed: row.secret };
 }
 
 export async function listEndpoints(db: Executor, owner: string): Promise<EndpointRecord[]> {
-  const rows = await db.selectFrom('webhook_endpoints').selectAll().where('owner', '=', owner).orderBy('created_at').orderBy('id').execute();
+  const rows = await db
+    .selectFrom('webhook_endpoints')
+    .selectAll()
+    .where('owner', '=', owner)
+    .orderBy('created_at')
+    .orderBy('id')
+    .execute();
   return rows.map(toRecord);
 }
 
 export async function countEndpoints(db: Executor, owner: string): Promise<number> {
-  const row = await db.selectFrom('webhook_endpoints').select((eb) => eb.fn.countAll<number>().as('n')).where('owner', '=', owner).executeTakeFirstOrThrow();
+  const row = await db
+    .selectFrom('webhook_endpoints')
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .where('owner', '=', owner)
+    .executeTakeFirstOrThrow();
   return Number(row.n);
 }
 
@@ -92,7 +121,12 @@ export interface EndpointChanges {
   failingSince?: Date | null;
 }
 
-export async function updateEndpoint(db: Executor, id: string, changes: EndpointChanges, now: Date): Promise<EndpointRecord | undefined> {
+export async function updateEndpoint(
+  db: Executor,
+  id: string,
+  changes: EndpointChanges,
+  now: Date,
+): Promise<EndpointRecord | undefined> {
   const row = await db
     .updateTable('webhook_endpoints')
     .set({
@@ -103,8 +137,12 @@ export async function updateEndpoint(db: Executor, id: string, changes: Endpoint
       disabled_reason: changes.disabledReason,
       secret: changes.sealedSecret,
       previous_secret: changes.sealedPreviousSecret,
-      previous_secret_expires_at: changes.previousSecretExpiresAt === undefined ? undefined : changes.previousSecretExpiresAt && toDbTime(changes.previousSecretExpiresAt),
-      failing_since: changes.failingSince === undefined ? undefined : changes.failingSince && toDbTime(changes.failingSince),
+      previous_secret_expires_at:
+        changes.previousSecretExpiresAt === undefined
+          ? undefined
+          : changes.previousSecretExpiresAt && toDbTime(changes.previousSecretExpiresAt),
+      failing_since:
+        changes.failingSince === undefined ? undefined : changes.failingSince && toDbTime(changes.failingSince),
       updated_at: toDbTime(now),
     })
     .where('id', '=', id)
@@ -117,13 +155,25 @@ export async function updateEndpoint(db: Executor, id: string, changes: Endpoint
  * Swaps in a new secret, keeping the current one as the previous, unless a previous one is still in
  * its overlap or another rotation got there first; true when it did.
  */
-export async function rotateSecret(db: Executor, id: string, rotation: { sealedSecret: string; sealedCurrent: string; previousExpiresAt: Date }, now: Date): Promise<boolean> {
+export async function rotateSecret(
+  db: Executor,
+  id: string,
+  rotation: { sealedSecret: string; sealedCurrent: string; previousExpiresAt: Date },
+  now: Date,
+): Promise<boolean> {
   const result = await db
     .updateTable('webhook_endpoints')
-    .set({ secret: rotation.sealedSecret, previous_secret: rotation.sealedCurrent, previous_secret_expires_at: toDbTime(rotation.previousExpiresAt), updated_at: toDbTime(now) })
+    .set({
+      secret: rotation.sealedSecret,
+      previous_secret: rotation.sealedCurrent,
+      previous_secret_expires_at: toDbTime(rotation.previousExpiresAt),
+      updated_at: toDbTime(now),
+    })
     .where('id', '=', id)
     .where('secret', '=', rotation.sealedCurrent)
-    .where((eb) => eb.or([eb('previous_secret_expires_at', 'is', null), eb('previous_secret_expires_at', '<=', toDbTime(now))]))
+    .where((eb) =>
+      eb.or([eb('previous_secret_expires_at', 'is', null), eb('previous_secret_expires_at', '<=', toDbTime(now))]),
+    )
     .executeTakeFirst();
   return Number(result.numUpdatedRows) === 1;
 }
@@ -135,7 +185,12 @@ export async function deleteEndpoint(db: Executor, id: string): Promise<void> {
 /** A success ends the endpoint's run of failures. */
 export async function clearFailing(db: Executor, ids: string[]): Promise<void> {
   if (ids.length === 0) return;
-  await db.updateTable('webhook_endpoints').set({ failing_since: null }).where('id', 'in', ids).where('failing_since', 'is not', null).execute();
+  await db
+    .updateTable('webhook_endpoints')
+    .set({ failing_since: null })
+    .where('id', 'in', ids)
+    .where('failing_since', 'is not', null)
+    .execute();
 }
 
 /** Starts (or continues) the endpoint's run of failures; returns when it began. */

@@ -30,7 +30,11 @@ const NO_STORE = 'no-store';
 export function ownerOf(request: FastifyRequest): string {
   const principal = request.principal;
   if (!principal) throw new Problem('unauthorized', 'an access token is required');
-  if (!principal.isClient) throw new Problem('forbidden', 'webhook endpoints are managed with a client-credentials token, not an end-user token');
+  if (!principal.isClient)
+    throw new Problem(
+      'forbidden',
+      'webhook endpoints are managed with a client-credentials token, not an end-user token',
+    );
   return principal.clientId ?? principal.subject;
 }
 
@@ -40,70 +44,203 @@ export async function endpointRoutes(fastify: FastifyInstance, options: Endpoint
   // Before the body is validated: an end-user token learns 403, not what its body got wrong.
   app.addHook('preValidation', async (request) => void ownerOf(request));
 
-  app.post('/api/webhooks', { config: manage, schema: { tags: TAGS, summary: 'Register a webhook endpoint (the secret is returned only now)', body: schemas.CreateEndpointBody, response: { 201: schemas.CreatedEndpoint } } }, async (request, reply) => {
-    const now = new Date();
-    const { endpoint, secret } = await service.createEndpoint(db, context, ownerOf(request), request.body, now);
-    const baseUrl = publicBaseUrl(request);
-    return reply.code(201).header('location', endpointUrl(baseUrl, endpoint.id)).header('cache-control', NO_STORE).send({ ...endpointView(endpoint, baseUrl, now), Secret: secret });
-  });
+  app.post(
+    '/api/webhooks',
+    {
+      config: manage,
+      schema: {
+        tags: TAGS,
+        summary: 'Register a webhook endpoint (the secret is returned only now)',
+        body: schemas.CreateEndpointBody,
+        response: { 201: schemas.CreatedEndpoint },
+      },
+    },
+    async (request, reply) => {
+      const now = new Date();
+      const { endpoint, secret } = await service.createEndpoint(db, context, ownerOf(request), request.body, now);
+      const baseUrl = publicBaseUrl(request);
+      return reply
+        .code(201)
+        .header('location', endpointUrl(baseUrl, endpoint.id))
+        .header('cache-control', NO_STORE)
+        .send({ ...endpointView(endpoint, baseUrl, now), Secret: secret });
+    },
+  );
 
-  app.get('/api/webhooks', { config: manage, schema: { tags: TAGS, summary: "List the caller's webhook endpoints", response: { 200: schemas.EndpointList } } }, async (request) => {
-    const baseUrl = publicBaseUrl(request);
-    const now = new Date();
-    const endpoints = await listEndpoints(db, ownerOf(request));
-    return { Items: endpoints.map((e) => endpointView(e, baseUrl, now)), _links: { self: { href: `${baseUrl}/api/webhooks`, method: 'GET' } } };
-  });
+  app.get(
+    '/api/webhooks',
+    {
+      config: manage,
+      schema: { tags: TAGS, summary: "List the caller's webhook endpoints", response: { 200: schemas.EndpointList } },
+    },
+    async (request) => {
+      const baseUrl = publicBaseUrl(request);
+      const now = new Date();
+      const endpoints = await listEndpoints(db, ownerOf(request));
+      return {
+        Items: endpoints.map((e) => endpointView(e, baseUrl, now)),
+        _links: { self: { href: `${baseUrl}/api/webhooks`, method: 'GET' } },
+      };
+    },
+  );
 
-  app.get('/api/webhooks/:id', { config: manage, schema: { tags: TAGS, summary: 'Read a webhook endpoint', params: schemas.EndpointIdParams, response: { 200: schemas.Endpoint } } }, async (request) =>
-    endpointView(await service.getOwnedEndpoint(db, ownerOf(request), request.params.id), publicBaseUrl(request), new Date()),
+  app.get(
+    '/api/webhooks/:id',
+    {
+      config: manage,
+      schema: {
+        tags: TAGS,
+        summary: 'Read a webhook endpoint',
+        params: schemas.EndpointIdParams,
+        response: { 200: schemas.Endpoint },
+      },
+    },
+    async (request) =>
+      endpointView(
+        await service.getOwnedEndpoint(db, ownerOf(request), request.params.id),
+        publicBaseUrl(request),
+        new Date(),
+      ),
   );
 
   app.patch(
     '/api/webhooks/:id',
-    { config: manage, schema: { tags: TAGS, summary: 'Change the URL, event types or description; enable or disable', params: schemas.EndpointIdParams, body: schemas.PatchEndpointBody, response: { 200: schemas.Endpoint } } },
+    {
+      config: manage,
+      schema: {
+        tags: TAGS,
+        summary: 'Change the URL, event types or description; enable or disable',
+        params: schemas.EndpointIdParams,
+        body: schemas.PatchEndpointBody,
+        response: { 200: schemas.Endpoint },
+      },
+    },
     async (request) => {
       const now = new Date();
-      const endpoint = await db.transaction().execute((trx) => service.changeEndpoint(trx, context, ownerOf(request), request.params.id, request.body, now));
+      const endpoint = await db
+        .transaction()
+        .execute((trx) => service.changeEndpoint(trx, context, ownerOf(request), request.params.id, request.body, now));
       return endpointView(endpoint, publicBaseUrl(request), now);
     },
   );
 
-  app.delete('/api/webhooks/:id', { config: manage, schema: { tags: TAGS, summary: 'Delete an endpoint and its delivery log', params: schemas.EndpointIdParams, response: { 204: { type: 'null', description: 'Deleted' } } } }, async (request, reply) => {
-    await service.removeEndpoint(db, ownerOf(request), request.params.id);
-    return reply.code(204).send(null);
-  });
+  app.delete(
+    '/api/webhooks/:id',
+    {
+      config: manage,
+      schema: {
+        tags: TAGS,
+        summary: 'Delete an endpoint and its delivery log',
+        params: schemas.EndpointIdParams,
+        response: { 204: { type: 'null', description: 'Deleted' } },
+      },
+    },
+    async (request, reply) => {
+      await service.removeEndpoint(db, ownerOf(request), request.params.id);
+      return reply.code(204).send(null);
+    },
+  );
 
-  app.post('/api/webhooks/:id/ping', { config: manage, schema: { tags: TAGS, summary: 'Send a webhook.ping event to this endpoint only', params: schemas.EndpointIdParams, response: { 202: schemas.Delivery } } }, async (request, reply) => {
-    const owner = ownerOf(request);
-    const recorded = await db.transaction().execute((trx) => service.ping(trx, context, owner, request.params.id, new Date()));
-    const { delivery } = await deliveryService.getOwnedDelivery(db, owner, recorded.deliveryIds[0]!);
-    const baseUrl = publicBaseUrl(request);
-    return reply.code(202).header('location', deliveryUrl(baseUrl, delivery.id)).send(deliveryView(delivery, baseUrl));
-  });
+  app.post(
+    '/api/webhooks/:id/ping',
+    {
+      config: manage,
+      schema: {
+        tags: TAGS,
+        summary: 'Send a webhook.ping event to this endpoint only',
+        params: schemas.EndpointIdParams,
+        response: { 202: schemas.Delivery },
+      },
+    },
+    async (request, reply) => {
+      const owner = ownerOf(request);
+      const recorded = await db
+        .transaction()
+        .execute((trx) => service.ping(trx, context, owner, request.params.id, new Date()));
+      const { delivery } = await deliveryService.getOwnedDelivery(db, owner, recorded.deliveryIds[0]!);
+      const baseUrl = publicBaseUrl(request);
+      return reply
+        .code(202)
+        .header('location', deliveryUrl(baseUrl, delivery.id))
+        .send(deliveryView(delivery, baseUrl));
+    },
+  );
 
   app.post(
     '/api/webhooks/:id/rotate-secret',
-    { config: manage, schema: { tags: TAGS, summary: 'Replace the signing secret; the previous one keeps signing during the overlap', params: schemas.EndpointIdParams, body: schemas.RotateSecretBody, response: { 200: schemas.RotatedSecret } } },
+    {
+      config: manage,
+      schema: {
+        tags: TAGS,
+        summary: 'Replace the signing secret; the previous one keeps signing during the overlap',
+        params: schemas.EndpointIdParams,
+        body: schemas.RotateSecretBody,
+        response: { 200: schemas.RotatedSecret },
+      },
+    },
     async (request, reply) => {
       const chosen = request.body?.Secret;
-      const { secret, previousExpiresAt } = await service.rotateSecret(db, context, ownerOf(request), request.params.id, chosen, new Date());
-      return reply.header('cache-control', NO_STORE).send({ Secret: secret, PreviousSecretExpiresAtUtc: previousExpiresAt.toISOString() });
+      const { secret, previousExpiresAt } = await service.rotateSecret(
+        db,
+        context,
+        ownerOf(request),
+        request.params.id,
+        chosen,
+        new Date(),
+      );
+      return reply
+        .header('cache-control', NO_STORE)
+        .send({ Secret: secret, PreviousSecretExpiresAtUtc: previousExpiresAt.toISOString() });
     },
   );
 
   app.post(
     '/api/webhooks/:id/recover',
-    { config: manage, schema: { tags: TAGS, summary: 'Queue again every failed delivery created since a time', params: schemas.EndpointIdParams, body: schemas.RecoverBody, response: { 202: schemas.Recovered } } },
-    async (request, reply) => reply.code(202).send({ Requeued: await deliveryService.recover(db, context.outbox, ownerOf(request), request.params.id, new Date(request.body.Since), new Date()) }),
+    {
+      config: manage,
+      schema: {
+        tags: TAGS,
+        summary: 'Queue again every failed delivery created since a time',
+        params: schemas.EndpointIdParams,
+        body: schemas.RecoverBody,
+        response: { 202: schemas.Recovered },
+      },
+    },
+    async (request, reply) =>
+      reply.code(202).send({
+        Requeued: await deliveryService.recover(
+          db,
+          context.outbox,
+          ownerOf(request),
+          request.params.id,
+          new Date(request.body.Since),
+          new Date(),
+        ),
+      }),
   );
 
   app.get(
     '/api/webhooks/:id/deliveries',
-    { config: manage, preValidation: requireDecimalLimit, schema: { tags: TAGS, summary: 'Deliveries to this endpoint, newest first', params: schemas.EndpointIdParams, querystring: schemas.DeliveryListQuery, response: { 200: schemas.DeliveryList } } },
+    {
+      config: manage,
+      preValidation: requireDecimalLimit,
+      schema: {
+        tags: TAGS,
+        summary: 'Deliveries to this endpoint, newest first',
+        params: schemas.EndpointIdParams,
+        querystring: schemas.DeliveryListQuery,
+        response: { 200: schemas.DeliveryList },
+      },
+    },
     async (request, reply) => {
       const { State, limit, cursor } = request.query;
       const before = cursor === undefined ? undefined : decodeDeliveryCursor(cursor);
-      const page = await deliveryService.listDeliveries(db, ownerOf(request), { endpointId: request.params.id, state: State, before, limit });
+      const page = await deliveryService.listDeliveries(db, ownerOf(request), {
+        endpointId: request.params.id,
+        state: State,
+        before,
+        limit,
+      });
       const baseUrl = publicBaseUrl(request);
       const self = `${baseUrl}${request.url}`;
       const links: Record<string, { href: string; method: string }> = { self: { href: self, method: 'GET' } };
@@ -118,16 +255,44 @@ export async function endpointRoutes(fastify: FastifyInstance, options: Endpoint
     },
   );
 
-  app.get('/api/webhooks/deliveries/:id', { config: manage, schema: { tags: TAGS, summary: 'One delivery with every attempt', params: schemas.DeliveryIdParams, response: { 200: schemas.DeliveryWithAttempts } } }, async (request) => {
-    const { delivery } = await deliveryService.getOwnedDelivery(db, ownerOf(request), request.params.id);
-    const attempts = await listAttempts(db, delivery.id);
-    return { ...deliveryView(delivery, publicBaseUrl(request)), Attempts: attempts.map(attemptView) };
-  });
+  app.get(
+    '/api/webhooks/deliveries/:id',
+    {
+      config: manage,
+      schema: {
+        tags: TAGS,
+        summary: 'One delivery with every attempt',
+        params: schemas.DeliveryIdParams,
+        response: { 200: schemas.DeliveryWithAttempts },
+      },
+    },
+    async (request) => {
+      const { delivery } = await deliveryService.getOwnedDelivery(db, ownerOf(request), request.params.id);
+      const attempts = await listAttempts(db, delivery.id);
+      return { ...deliveryView(delivery, publicBaseUrl(request)), Attempts: attempts.map(attemptView) };
+    },
+  );
 
   app.post(
     '/api/webhooks/deliveries/:id/redeliver',
-    { config: manage, schema: { tags: TAGS, summary: 'Send this delivery again (same delivery id)', params: schemas.DeliveryIdParams, response: { 202: schemas.Delivery } } },
-    async (request, reply) => reply.code(202).send(deliveryView(await deliveryService.redeliver(db, context.outbox, ownerOf(request), request.params.id, new Date()), publicBaseUrl(request))),
+    {
+      config: manage,
+      schema: {
+        tags: TAGS,
+        summary: 'Send this delivery again (same delivery id)',
+        params: schemas.DeliveryIdParams,
+        response: { 202: schemas.Delivery },
+      },
+    },
+    async (request, reply) =>
+      reply
+        .code(202)
+        .send(
+          deliveryView(
+            await deliveryService.redeliver(db, context.outbox, ownerOf(request), request.params.id, new Date()),
+            publicBaseUrl(request),
+          ),
+        ),
   );
 }
 
@@ -137,8 +302,15 @@ const DELIVERY_ID = new RegExp(schemas.DELIVERY_ID);
 function decodeDeliveryCursor(cursor: string): { createdAt: Date; id: string } {
   const decoded = decodeCursor(cursor, { t: 'number', i: 'string' });
   const t = decoded?.t as number;
-  if (!decoded || !Number.isInteger(t) || !deliveryService.isStorableTime(t) || !DELIVERY_ID.test(decoded.i as string)) {
-    throw new Problem('invalidParameter', 'cursor is not one this service issued; start again without it', { errors: [{ pointer: '/cursor', detail: 'invalid cursor' }] });
+  if (
+    !decoded ||
+    !Number.isInteger(t) ||
+    !deliveryService.isStorableTime(t) ||
+    !DELIVERY_ID.test(decoded.i as string)
+  ) {
+    throw new Problem('invalidParameter', 'cursor is not one this service issued; start again without it', {
+      errors: [{ pointer: '/cursor', detail: 'invalid cursor' }],
+    });
   }
   return { createdAt: new Date(t), id: decoded.i as string };
 }

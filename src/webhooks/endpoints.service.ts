@@ -41,27 +41,37 @@ function checkUrl(raw: string, rules: UrlRules, errors: FieldError[]): string | 
   if (problem) return void errors.push({ pointer: '/Url', detail: problem });
   const url = callbackUrl(raw);
   // Measured as stored: percent-encoding can lengthen what was sent.
-  if (url.length > MAX_URL_LENGTH) return void errors.push({ pointer: '/Url', detail: `must be at most ${MAX_URL_LENGTH} characters` });
+  if (url.length > MAX_URL_LENGTH)
+    return void errors.push({ pointer: '/Url', detail: `must be at most ${MAX_URL_LENGTH} characters` });
   return url;
 }
 
 /** Control characters have no place in a label, and PostgreSQL refuses U+0000 in text outright (a 500 otherwise). */
 function checkDescription(description: string | null | undefined, errors: FieldError[]): void {
-  if (description && /\p{Cc}/u.test(description)) errors.push({ pointer: '/Description', detail: 'must not contain control characters' });
+  if (description && /\p{Cc}/u.test(description))
+    errors.push({ pointer: '/Description', detail: 'must not contain control characters' });
 }
 
 /** `*` alone, or known types without repeats. */
 function checkEvents(events: string[], errors: FieldError[]): string[] {
   const unique = [...new Set(events)];
-  if (unique.includes(ALL_EVENTS) && unique.length > 1) errors.push({ pointer: '/Events', detail: '"*" already means every type; send it alone' });
+  if (unique.includes(ALL_EVENTS) && unique.length > 1)
+    errors.push({ pointer: '/Events', detail: '"*" already means every type; send it alone' });
   // Pointers index the array as sent (repeats included), so the first place of each unknown type.
   unique.forEach((type) => {
-    if (type !== ALL_EVENTS && !isEventType(type)) errors.push({ pointer: `/Events/${events.indexOf(type)}`, detail: `unknown event type "${type}"` });
+    if (type !== ALL_EVENTS && !isEventType(type))
+      errors.push({ pointer: `/Events/${events.indexOf(type)}`, detail: `unknown event type "${type}"` });
   });
   return unique;
 }
 
-export async function createEndpoint(db: Db, ctx: EndpointContext, owner: string, input: EndpointInput, now: Date): Promise<{ endpoint: EndpointRecord; secret: string }> {
+export async function createEndpoint(
+  db: Db,
+  ctx: EndpointContext,
+  owner: string,
+  input: EndpointInput,
+  now: Date,
+): Promise<{ endpoint: EndpointRecord; secret: string }> {
   const errors: FieldError[] = [];
   const url = checkUrl(input.Url, ctx.urlRules, errors);
   const eventTypes = checkEvents(input.Events, errors);
@@ -75,9 +85,20 @@ export async function createEndpoint(db: Db, ctx: EndpointContext, owner: string
   // turn: counting first outside of that, concurrent requests all counted 49 and all inserted.
   const endpoint = await db.transaction().execute(async (trx) => {
     await takeOwnersTurn(trx, ctx.dialect, owner);
-    const inserted = await repo.insertEndpoint(trx, { id, owner, url, description: input.Description ?? '', eventTypes, sealedSecret: ctx.box.seal(id, secret), now });
+    const inserted = await repo.insertEndpoint(trx, {
+      id,
+      owner,
+      url,
+      description: input.Description ?? '',
+      eventTypes,
+      sealedSecret: ctx.box.seal(id, secret),
+      now,
+    });
     if ((await repo.countEndpoints(trx, owner)) > MAX_ENDPOINTS_PER_OWNER) {
-      throw new Problem('limitReached', `a client may register at most ${MAX_ENDPOINTS_PER_OWNER} endpoints; delete one first`);
+      throw new Problem(
+        'limitReached',
+        `a client may register at most ${MAX_ENDPOINTS_PER_OWNER} endpoints; delete one first`,
+      );
     }
     return inserted;
   });
@@ -93,7 +114,8 @@ const ENDPOINT_LIMIT_LOCK = 0x77686570; // "whep"
  * statement, takes the database's single write lock before the count reads, even across processes.
  */
 async function takeOwnersTurn(trx: Executor, dialect: Dialect, owner: string): Promise<void> {
-  if (dialect === 'postgres') await sql`select pg_advisory_xact_lock(${ENDPOINT_LIMIT_LOCK}, hashtext(${owner}))`.execute(trx);
+  if (dialect === 'postgres')
+    await sql`select pg_advisory_xact_lock(${ENDPOINT_LIMIT_LOCK}, hashtext(${owner}))`.execute(trx);
 }
 
 /** Another client's endpoint answers 404: its existence is not revealed. */
@@ -110,15 +132,27 @@ export interface EndpointPatch {
   Enabled?: boolean;
 }
 
-export async function changeEndpoint(db: Executor, ctx: EndpointContext, owner: string, id: string, patch: EndpointPatch, now: Date): Promise<EndpointRecord> {
+export async function changeEndpoint(
+  db: Executor,
+  ctx: EndpointContext,
+  owner: string,
+  id: string,
+  patch: EndpointPatch,
+  now: Date,
+): Promise<EndpointRecord> {
   const endpoint = await getOwnedEndpoint(db, owner, id);
   const errors: FieldError[] = [];
   const url = patch.Url === undefined ? undefined : checkUrl(patch.Url, ctx.urlRules, errors);
   const eventTypes = patch.Events === undefined ? undefined : checkEvents(patch.Events, errors);
   checkDescription(patch.Description, errors);
   if (errors.length > 0) throw validationError(errors);
-  const changes: repo.EndpointChanges = { url, eventTypes, description: patch.Description === null ? '' : patch.Description };
-  if (patch.Enabled === true && !endpoint.enabled) Object.assign(changes, { enabled: true, disabledReason: null, failingSince: null });
+  const changes: repo.EndpointChanges = {
+    url,
+    eventTypes,
+    description: patch.Description === null ? '' : patch.Description,
+  };
+  if (patch.Enabled === true && !endpoint.enabled)
+    Object.assign(changes, { enabled: true, disabledReason: null, failingSince: null });
   if (patch.Enabled === false && endpoint.enabled) {
     Object.assign(changes, { enabled: false, disabledReason: 'manual' });
     await deliveries.failPending(db, id, 'endpoint disabled', now);
@@ -135,7 +169,14 @@ export async function removeEndpoint(db: Executor, owner: string, id: string): P
  * The new secret signs at once; the previous one keeps signing (one more `v1,` signature in
  * webhook-signature) until the overlap ends, so receivers can switch without a failed verification.
  */
-export async function rotateSecret(db: Executor, ctx: EndpointContext, owner: string, id: string, chosen: string | undefined, now: Date): Promise<{ secret: string; previousExpiresAt: Date }> {
+export async function rotateSecret(
+  db: Executor,
+  ctx: EndpointContext,
+  owner: string,
+  id: string,
+  chosen: string | undefined,
+  now: Date,
+): Promise<{ secret: string; previousExpiresAt: Date }> {
   const endpoint = await getOwnedEndpoint(db, owner, id);
   const issue = chosen === undefined ? undefined : secretProblem(chosen);
   if (issue) throw validationError([{ pointer: '/Secret', detail: issue }]);
@@ -145,28 +186,63 @@ export async function rotateSecret(db: Executor, ctx: EndpointContext, owner: st
   if (overlapEnds && overlapEnds > now) throw overlapRunning(id, overlapEnds);
   const secret = chosen ?? generateSecret();
   const previousExpiresAt = new Date(now.getTime() + ctx.secretOverlapMs);
-  const rotated = await repo.rotateSecret(db, id, { sealedSecret: ctx.box.seal(id, secret), sealedCurrent: endpoint.sealedSecret, previousExpiresAt }, now);
+  const rotated = await repo.rotateSecret(
+    db,
+    id,
+    { sealedSecret: ctx.box.seal(id, secret), sealedCurrent: endpoint.sealedSecret, previousExpiresAt },
+    now,
+  );
   if (!rotated) throw overlapRunning(id, previousExpiresAt); // a concurrent rotation won
   return { secret, previousExpiresAt };
 }
 
 function overlapRunning(id: string, until: Date): Problem {
-  return new Problem('webhookState', `webhook endpoint ${id} is in a secret rotation's overlap until ${until.toISOString()}: both secrets sign until then; rotate again after it`);
+  return new Problem(
+    'webhookState',
+    `webhook endpoint ${id} is in a secret rotation's overlap until ${until.toISOString()}: both secrets sign until then; rotate again after it`,
+  );
 }
 
-export async function ping(db: Executor, ctx: EndpointContext, owner: string, id: string, now: Date): Promise<RecordedEvent> {
+export async function ping(
+  db: Executor,
+  ctx: EndpointContext,
+  owner: string,
+  id: string,
+  now: Date,
+): Promise<RecordedEvent> {
   const endpoint = await getOwnedEndpoint(db, owner, id);
-  if (!endpoint.enabled) throw new Problem('webhookState', `webhook endpoint ${id} is disabled; enable it with PATCH {"Enabled": true} first`);
-  return ctx.outbox.record(db, { type: 'webhook.ping', data: { EndpointId: id, Url: endpoint.url }, occurredAt: now, owner, endpointIds: [id] });
+  if (!endpoint.enabled)
+    throw new Problem(
+      'webhookState',
+      `webhook endpoint ${id} is disabled; enable it with PATCH {"Enabled": true} first`,
+    );
+  return ctx.outbox.record(db, {
+    type: 'webhook.ping',
+    data: { EndpointId: id, Url: endpoint.url },
+    occurredAt: now,
+    owner,
+    endpointIds: [id],
+  });
 }
 
 /** The dispatcher's decision (410 Gone, or failing for too long): disable, fail what waits, tell the owner. */
-export async function disableEndpoint(trx: Executor, outbox: Outbox, endpoint: EndpointRecord, reason: Exclude<DisabledReason, 'manual'>, now: Date): Promise<void> {
+export async function disableEndpoint(
+  trx: Executor,
+  outbox: Outbox,
+  endpoint: EndpointRecord,
+  reason: Exclude<DisabledReason, 'manual'>,
+  now: Date,
+): Promise<void> {
   await repo.updateEndpoint(trx, endpoint.id, { enabled: false, disabledReason: reason }, now);
   await deliveries.failPending(trx, endpoint.id, `endpoint disabled (${reason})`, now);
   await outbox.record(trx, {
     type: 'webhook.endpoint.disabled',
-    data: { EndpointId: endpoint.id, Url: endpoint.url, Reason: reason, FailingSinceUtc: (endpoint.failingSince ?? now).toISOString() },
+    data: {
+      EndpointId: endpoint.id,
+      Url: endpoint.url,
+      Reason: reason,
+      FailingSinceUtc: (endpoint.failingSince ?? now).toISOString(),
+    },
     occurredAt: now,
     owner: endpoint.owner,
   });

@@ -11,7 +11,8 @@ export const EVENT_DESCRIPTIONS = {
   'order.delivered': 'A shipped order was delivered.',
   'order.deleted': 'A pending or cancelled order was deleted (Data: the order as it was, without links).',
   'webhook.ping': 'Sent by POST /api/webhooks/{id}/ping to that endpoint only (Data: EndpointId, Url).',
-  'webhook.endpoint.disabled': "One of the client's endpoints was disabled after failing (Data: EndpointId, Url, Reason, FailingSinceUtc).",
+  'webhook.endpoint.disabled':
+    "One of the client's endpoints was disabled after failing (Data: EndpointId, Url, Reason, FailingSinceUtc).",
 } as const;
 
 export type EventType = keyof typeof EVENT_DESCRIPTIONS;

@@ -40,7 +40,15 @@ export class Outbox {
   async record(trx: Executor, event: NewEvent): Promise<RecordedEvent> {
     const eventId = newId('evt');
     const at = toDbTime(event.occurredAt);
-    const eventRow = { id: eventId, type: event.type, occurred_at: at, data: JSON.stringify(event.data), owner: event.owner ?? null, customer_id: event.customerId ?? null, order_id: event.orderId ?? null };
+    const eventRow = {
+      id: eventId,
+      type: event.type,
+      occurred_at: at,
+      data: JSON.stringify(event.data),
+      owner: event.owner ?? null,
+      customer_id: event.customerId ?? null,
+      order_id: event.orderId ?? null,
+    };
     const endpoints = await subscribedEndpoints(trx, event);
     const deliveries = endpoints.map((endpointId) => ({
       id: newId('dlv'),
@@ -87,7 +95,13 @@ async function subscribedEndpoints(trx: Executor, event: NewEvent): Promise<stri
   // Addressed to given endpoints (a ping): they get it whatever types they subscribe to, as the caller asked.
   if (event.endpointIds !== undefined) query = query.where('id', 'in', event.endpointIds);
   // event_types is a JSON array of type names, which contain no quotes: a LIKE on the quoted name is exact.
-  else query = query.where((eb) => eb.or([eb('event_types', '=', JSON.stringify([ALL_EVENTS])), eb('event_types', 'like', `%${JSON.stringify(event.type)}%`)]));
+  else
+    query = query.where((eb) =>
+      eb.or([
+        eb('event_types', '=', JSON.stringify([ALL_EVENTS])),
+        eb('event_types', 'like', `%${JSON.stringify(event.type)}%`),
+      ]),
+    );
   const rows = await query.execute();
   return rows.map((r) => r.id);
 }

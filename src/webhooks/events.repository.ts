@@ -42,12 +42,17 @@ export interface EventQuery {
 function baseQuery(db: Executor, dialect: Dialect) {
   const columns = ['seq', 'id', 'type', 'occurred_at', 'data'] as const;
   const query = db.selectFrom('webhook_events').select(columns);
-  return dialect === 'postgres' ? query.select(sql<string>`tx_id::text`.as('tx')) : query.select(sql<string>`'0'`.as('tx'));
+  return dialect === 'postgres'
+    ? query.select(sql<string>`tx_id::text`.as('tx'))
+    : query.select(sql<string>`'0'`.as('tx'));
 }
 
 function visibleTo(reader: EventReader) {
   return (eb: ExpressionBuilder<Database, 'webhook_events'>) => {
-    const orders = reader.customerId === undefined ? eb('owner', 'is', null) : eb.and([eb('owner', 'is', null), eb('customer_id', '=', reader.customerId)]);
+    const orders =
+      reader.customerId === undefined
+        ? eb('owner', 'is', null)
+        : eb.and([eb('owner', 'is', null), eb('customer_id', '=', reader.customerId)]);
     return reader.owner === undefined ? orders : eb.or([eb('owner', '=', reader.owner), orders]);
   };
 }
@@ -55,10 +60,21 @@ function visibleTo(reader: EventReader) {
 type EventRow = { seq: number; id: string; type: string; occurred_at: string | Date; data: string; tx: string };
 
 function toRecord(r: EventRow): EventRecord {
-  return { id: r.id, type: r.type, occurredAt: fromDbTime(r.occurred_at), dataJson: r.data, position: { tx: r.tx, seq: Number(r.seq) } };
+  return {
+    id: r.id,
+    type: r.type,
+    occurredAt: fromDbTime(r.occurred_at),
+    dataJson: r.data,
+    position: { tx: r.tx, seq: Number(r.seq) },
+  };
 }
 
-export async function listEvents(db: Executor, dialect: Dialect, reader: EventReader, q: EventQuery): Promise<EventRecord[]> {
+export async function listEvents(
+  db: Executor,
+  dialect: Dialect,
+  reader: EventReader,
+  q: EventQuery,
+): Promise<EventRecord[]> {
   let query = baseQuery(db, dialect).where(visibleTo(reader));
   if (q.types) query = query.where('type', 'in', q.types);
   if (dialect === 'postgres') {
@@ -74,8 +90,14 @@ export async function listEvents(db: Executor, dialect: Dialect, reader: EventRe
   return rows.map(toRecord);
 }
 
-export async function findEvent(db: Executor, dialect: Dialect, reader: EventReader, id: string): Promise<EventRecord | undefined> {
-  const row = (await baseQuery(db, dialect).where(visibleTo(reader)).where('id', '=', id).executeTakeFirst()) as EventRow | undefined;
+export async function findEvent(
+  db: Executor,
+  dialect: Dialect,
+  reader: EventReader,
+  id: string,
+): Promise<EventRecord | undefined> {
+  const row = (await baseQuery(db, dialect).where(visibleTo(reader)).where('id', '=', id).executeTakeFirst()) as
+    EventRow | undefined;
   return row && toRecord(row);
 }
 
@@ -85,7 +107,17 @@ export async function purgeEvents(db: Executor, cutoff: Date): Promise<number> {
     .selectFrom('webhook_events as e')
     .select('e.id')
     .where('e.occurred_at', '<', toDbTime(cutoff))
-    .where((w) => w.not(w.exists(w.selectFrom('webhook_deliveries as p').select('p.id').whereRef('p.event_id', '=', 'e.id').where('p.state', '=', 'pending'))));
+    .where((w) =>
+      w.not(
+        w.exists(
+          w
+            .selectFrom('webhook_deliveries as p')
+            .select('p.id')
+            .whereRef('p.event_id', '=', 'e.id')
+            .where('p.state', '=', 'pending'),
+        ),
+      ),
+    );
   await db.deleteFrom('webhook_deliveries').where('event_id', 'in', old).execute();
   const result = await db.deleteFrom('webhook_events').where('id', 'in', old).executeTakeFirst();
   return Number(result.numDeletedRows);

@@ -26,17 +26,30 @@ function parsePosition(after: string | undefined): EventPosition {
   if (after === undefined) return START;
   const decoded = decodeCursor(after, { t: 'string', s: 'number' });
   if (!decoded || !/^\d{1,20}$/.test(decoded.t as string) || !Number.isSafeInteger(decoded.s)) {
-    throw new Problem('invalidParameter', 'after is not a cursor this service issued; start again without it', { errors: [{ pointer: '/after', detail: 'invalid cursor' }] });
+    throw new Problem('invalidParameter', 'after is not a cursor this service issued; start again without it', {
+      errors: [{ pointer: '/after', detail: 'invalid cursor' }],
+    });
   }
   return { tx: decoded.t as string, seq: decoded.s as number };
 }
 
 function parseTypes(type: string | undefined): string[] | undefined {
   if (type === undefined) return undefined;
-  const types = [...new Set(type.split(',').map((t) => t.trim()).filter(Boolean))];
+  const types = [
+    ...new Set(
+      type
+        .split(',')
+        .map((t) => t.trim())
+        .filter(Boolean),
+    ),
+  ];
   const unknown = types.filter((t) => t !== ALL_EVENTS && !isEventType(t)); // `*` is every type, as for endpoints
   if (types.length === 0 || unknown.length > 0) {
-    throw new Problem('invalidParameter', `type: unknown event type(s) ${unknown.map((t) => JSON.stringify(t)).join(', ') || '(none given)'}`, { errors: [{ pointer: '/type', detail: 'comma-separated event types' }] });
+    throw new Problem(
+      'invalidParameter',
+      `type: unknown event type(s) ${unknown.map((t) => JSON.stringify(t)).join(', ') || '(none given)'}`,
+      { errors: [{ pointer: '/type', detail: 'comma-separated event types' }] },
+    );
   }
   return types.includes(ALL_EVENTS) ? undefined : types;
 }
@@ -45,29 +58,52 @@ export async function eventRoutes(fastify: FastifyInstance, options: { db: Db; d
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
   const { db, dialect } = options;
 
-  app.get('/api/events', { config: read, preValidation: requireDecimalLimit, schema: { tags: TAGS, summary: 'Events in commit order, for reconciliation', querystring: EventListQuery, response: { 200: EventList } } }, async (request, reply) => {
-    const after = parsePosition(request.query.after);
-    const types = parseTypes(request.query.type);
-    const { limit } = request.query;
-    const rows = await listEvents(db, dialect, readerOf(request), { after, types, limit: limit + 1 });
-    const items = rows.slice(0, limit);
-    const last = items.at(-1)?.position ?? after;
-    const nextCursor = encodeCursor({ t: last.tx, s: last.seq });
-    const baseUrl = publicBaseUrl(request);
-    const self = `${baseUrl}${request.url}`;
-    const links: Record<string, { href: string; method: string }> = { self: { href: self, method: 'GET' } };
-    if (rows.length > limit) {
-      const next = new URL(self);
-      next.searchParams.set('after', nextCursor);
-      links.next = { href: next.toString(), method: 'GET' };
-      reply.header('link', `<${next.toString()}>; rel="next"`);
-    }
-    return reply.header('cache-control', 'private, no-cache').send({ Items: items.map((e) => eventView(e, baseUrl)), NextCursor: nextCursor, _links: links });
-  });
+  app.get(
+    '/api/events',
+    {
+      config: read,
+      preValidation: requireDecimalLimit,
+      schema: {
+        tags: TAGS,
+        summary: 'Events in commit order, for reconciliation',
+        querystring: EventListQuery,
+        response: { 200: EventList },
+      },
+    },
+    async (request, reply) => {
+      const after = parsePosition(request.query.after);
+      const types = parseTypes(request.query.type);
+      const { limit } = request.query;
+      const rows = await listEvents(db, dialect, readerOf(request), { after, types, limit: limit + 1 });
+      const items = rows.slice(0, limit);
+      const last = items.at(-1)?.position ?? after;
+      const nextCursor = encodeCursor({ t: last.tx, s: last.seq });
+      const baseUrl = publicBaseUrl(request);
+      const self = `${baseUrl}${request.url}`;
+      const links: Record<string, { href: string; method: string }> = { self: { href: self, method: 'GET' } };
+      if (rows.length > limit) {
+        const next = new URL(self);
+        next.searchParams.set('after', nextCursor);
+        links.next = { href: next.toString(), method: 'GET' };
+        reply.header('link', `<${next.toString()}>; rel="next"`);
+      }
+      return reply
+        .header('cache-control', 'private, no-cache')
+        .send({ Items: items.map((e) => eventView(e, baseUrl)), NextCursor: nextCursor, _links: links });
+    },
+  );
 
-  app.get('/api/events/:id', { config: read, schema: { tags: TAGS, summary: 'One event', params: EventIdParams, response: { 200: Event } } }, async (request) => {
-    const event = await findEvent(db, dialect, readerOf(request), request.params.id);
-    if (!event) throw new Problem('notFound', `event ${request.params.id} does not exist (or is older than the retention period)`);
-    return eventView(event, publicBaseUrl(request));
-  });
+  app.get(
+    '/api/events/:id',
+    { config: read, schema: { tags: TAGS, summary: 'One event', params: EventIdParams, response: { 200: Event } } },
+    async (request) => {
+      const event = await findEvent(db, dialect, readerOf(request), request.params.id);
+      if (!event)
+        throw new Problem(
+          'notFound',
+          `event ${request.params.id} does not exist (or is older than the retention period)`,
+        );
+      return eventView(event, publicBaseUrl(request));
+    },
+  );
 }

@@ -5,7 +5,12 @@ import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
 import { isIP } from 'node:net';
 import ipaddr from 'ipaddr.js';
 
-const NAMED_RANGES: Record<string, string> = { loopback: 'loopback', private: 'private', linklocal: 'linkLocal', uniquelocal: 'uniqueLocal' };
+const NAMED_RANGES: Record<string, string> = {
+  loopback: 'loopback',
+  private: 'private',
+  linklocal: 'linkLocal',
+  uniquelocal: 'uniqueLocal',
+};
 
 export class AddressPolicy {
   readonly #ranges: Set<string>;
@@ -14,7 +19,11 @@ export class AddressPolicy {
   /** `allowed`: the WEBHOOK_ALLOWED_NETWORKS entries (names, addresses, CIDRs). */
   constructor(allowed: readonly string[]) {
     this.#ranges = new Set(allowed.filter((e) => NAMED_RANGES[e]).map((e) => NAMED_RANGES[e]!));
-    this.#cidrs = allowed.filter((e) => !NAMED_RANGES[e]).map((e) => (e.includes('/') ? ipaddr.parseCIDR(e) : [ipaddr.parse(e), ipaddr.parse(e).kind() === 'ipv4' ? 32 : 128]));
+    this.#cidrs = allowed
+      .filter((e) => !NAMED_RANGES[e])
+      .map((e) =>
+        e.includes('/') ? ipaddr.parseCIDR(e) : [ipaddr.parse(e), ipaddr.parse(e).kind() === 'ipv4' ? 32 : 128],
+      );
   }
 
   /** Public unicast, or allowed by the operator. Metadata services (169.254.169.254, fd00:ec2::254) are link-local / unique-local. */
@@ -40,7 +49,13 @@ export function guardedLookup(policy: AddressPolicy) {
     dnsLookup(hostname, { all: true, family: options.family ?? 0 }, (err, addresses) => {
       if (err) return callback(err, []);
       const refused = addresses.find((a) => !policy.allows(a.address));
-      if (refused) return callback(new RefusedAddressError(`${hostname} resolves to ${refused.address}, which is not a public address (WEBHOOK_ALLOWED_NETWORKS can allow it)`), []);
+      if (refused)
+        return callback(
+          new RefusedAddressError(
+            `${hostname} resolves to ${refused.address}, which is not a public address (WEBHOOK_ALLOWED_NETWORKS can allow it)`,
+          ),
+          [],
+        );
       if (options.all) return callback(null, addresses);
       const first = addresses[0]!;
       callback(null, first.address, first.family);
@@ -51,7 +66,8 @@ export function guardedLookup(policy: AddressPolicy) {
 /** An IP-literal host never goes through lookup, so it is checked here before connecting. */
 export function literalAddressProblem(url: URL, policy: AddressPolicy): string | undefined {
   const host = url.hostname.replace(/^\[|\]$/g, '');
-  if (isIP(host) && !policy.allows(host)) return `${host} is not a public address (WEBHOOK_ALLOWED_NETWORKS can allow it)`;
+  if (isIP(host) && !policy.allows(host))
+    return `${host} is not a public address (WEBHOOK_ALLOWED_NETWORKS can allow it)`;
   return undefined;
 }
 
@@ -80,10 +96,14 @@ export function callbackUrlProblem(raw: string, rules: UrlRules): string | undef
     return 'must be an absolute URL';
   }
   if (SILENTLY_REPAIRED.test(raw)) return 'must not contain spaces, control characters or backslashes';
-  if (url.protocol !== 'https:' && !(url.protocol === 'http:' && rules.allowHttp)) return rules.allowHttp ? 'must use https or http' : 'must use https (http is allowed only with WEBHOOK_ALLOW_HTTP, for development)';
+  if (url.protocol !== 'https:' && !(url.protocol === 'http:' && rules.allowHttp))
+    return rules.allowHttp
+      ? 'must use https or http'
+      : 'must use https (http is allowed only with WEBHOOK_ALLOW_HTTP, for development)';
   if (!/^https?:\/\/[^/]/i.test(raw)) return `must start with ${url.protocol}// and the host`;
   // Even an empty `user:@` or `@`: the parser drops it, so it could only be a mistake.
-  if (url.username || url.password || /^https?:\/\/[^/?#]*@/i.test(raw)) return 'must not contain credentials; the signature authenticates the sender';
+  if (url.username || url.password || /^https?:\/\/[^/?#]*@/i.test(raw))
+    return 'must not contain credentials; the signature authenticates the sender';
   if (raw.includes('#')) return 'must not contain a fragment';
   if (url.port === '0') return 'must not use port 0';
   return hostNameProblem(url.hostname) ?? literalAddressProblem(url, rules.policy);
@@ -94,7 +114,8 @@ function hostNameProblem(hostname: string): string | undefined {
   if (hostname.startsWith('[') || isIP(hostname)) return undefined;
   const name = hostname.endsWith('.') ? hostname.slice(0, -1) : hostname;
   if (name.length > MAX_HOST) return `host name must be at most ${MAX_HOST} characters`;
-  if (name.split('.').some((label) => label.length === 0 || label.length > MAX_LABEL)) return `each label of the host name must be 1 to ${MAX_LABEL} characters`;
+  if (name.split('.').some((label) => label.length === 0 || label.length > MAX_LABEL))
+    return `each label of the host name must be 1 to ${MAX_LABEL} characters`;
   return undefined;
 }
 

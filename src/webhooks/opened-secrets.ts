@@ -39,12 +39,15 @@ export class OpenedSecrets {
 
   #open(row: SealedSecrets): Opened {
     const cached = this.#opened.get(row.endpointId);
-    if (cached && cached.sealedSecret === row.sealedSecret && cached.sealedPreviousSecret === row.sealedPreviousSecret) return cached;
+    if (cached && cached.sealedSecret === row.sealedSecret && cached.sealedPreviousSecret === row.sealedPreviousSecret)
+      return cached;
     const opened: Opened = {
       sealedSecret: row.sealedSecret,
       sealedPreviousSecret: row.sealedPreviousSecret,
       current: new SigningSecret(this.#box.open(row.endpointId, row.sealedSecret)),
-      previous: row.sealedPreviousSecret ? new SigningSecret(this.#box.open(row.endpointId, row.sealedPreviousSecret)) : null,
+      previous: row.sealedPreviousSecret
+        ? new SigningSecret(this.#box.open(row.endpointId, row.sealedPreviousSecret))
+        : null,
     };
     if (this.#opened.size >= MAX_ENDPOINTS) this.#opened.clear();
     this.#opened.set(row.endpointId, opened);

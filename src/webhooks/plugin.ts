@@ -16,7 +16,11 @@ declare module 'fastify' {
 }
 
 /** Returns where order changes are announced (the outbox), for the orders routes. */
-export async function registerWebhooks(app: FastifyInstance, config: Readonly<Config>, database: DatabaseHandle): Promise<OrderEventSink> {
+export async function registerWebhooks(
+  app: FastifyInstance,
+  config: Readonly<Config>,
+  database: DatabaseHandle,
+): Promise<OrderEventSink> {
   const runtime = await createWebhookRuntime(config, database, app.log, { dispatch: config.webhookDispatcher });
   app.decorate('webhooks', runtime);
   await app.register(endpointRoutes, { db: database.db, context: runtime.context });

@@ -19,7 +19,11 @@ export function jittered(delayMs: number, random: () => number = Math.random): n
  * or undefined when the schedule is exhausted. A Retry-After (429, 503: RFC 9110 §10.2.3) is honoured
  * up to the cap: the next attempt waits at least that long.
  */
-export function nextRetryDelay(settings: RetrySettings, retryIndex: number, retryAfterMs: number | undefined): number | undefined {
+export function nextRetryDelay(
+  settings: RetrySettings,
+  retryIndex: number,
+  retryAfterMs: number | undefined,
+): number | undefined {
   const scheduled = settings.scheduleMs[retryIndex + 1];
   if (scheduled === undefined) return undefined;
   const delay = jittered(scheduled, settings.random);

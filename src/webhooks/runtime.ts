@@ -27,11 +27,24 @@ export interface WebhookRuntime {
  * Throws SecretKeyError (the process refuses to start) when the key cannot open the secrets already
  * sealed in the database: a lost key file or a wrong WEBHOOK_SECRET_KEY.
  */
-export async function createWebhookRuntime(config: Readonly<Config>, database: DatabaseHandle, log: BaseLogger, options: { dispatch: boolean }): Promise<WebhookRuntime> {
-  const box = new SecretBox(resolveSecretKey(config.webhookSecretKey, config.databaseUrl, await latestSealedSecret(database.db)));
+export async function createWebhookRuntime(
+  config: Readonly<Config>,
+  database: DatabaseHandle,
+  log: BaseLogger,
+  options: { dispatch: boolean },
+): Promise<WebhookRuntime> {
+  const box = new SecretBox(
+    resolveSecretKey(config.webhookSecretKey, config.databaseUrl, await latestSealedSecret(database.db)),
+  );
   const outbox = new Outbox(database.dialect, () => running?.dispatcher.wake());
   const policy = new AddressPolicy(config.webhookAllowedNetworks);
-  const context: EndpointContext = { dialect: database.dialect, box, outbox, urlRules: { allowHttp: config.webhookAllowHttp, policy }, secretOverlapMs: config.webhookSecretOverlapMs };
+  const context: EndpointContext = {
+    dialect: database.dialect,
+    box,
+    outbox,
+    urlRules: { allowHttp: config.webhookAllowHttp, policy },
+    secretOverlapMs: config.webhookSecretOverlapMs,
+  };
   const running = options.dispatch ? createDispatcher(config, database, log, { box, outbox, policy }) : undefined;
   if (!running) return { context, dispatcher: undefined, start: () => {}, stop: async () => {} };
   let listener: CommitListener | undefined;
@@ -39,7 +52,8 @@ export async function createWebhookRuntime(config: Readonly<Config>, database: D
     context,
     dispatcher: running.dispatcher,
     start() {
-      if (database.dialect === 'postgres') listener = listenForCommits(config.databaseUrl, () => running.dispatcher.wake(), log);
+      if (database.dialect === 'postgres')
+        listener = listenForCommits(config.databaseUrl, () => running.dispatcher.wake(), log);
       running.dispatcher.start();
     },
     async stop(graceMs) {
@@ -50,14 +64,24 @@ export async function createWebhookRuntime(config: Readonly<Config>, database: D
   };
 }
 
-function createDispatcher(config: Readonly<Config>, database: DatabaseHandle, log: BaseLogger, parts: { box: SecretBox; outbox: Outbox; policy: AddressPolicy }): { dispatcher: Dispatcher; client: CallbackClient } {
+function createDispatcher(
+  config: Readonly<Config>,
+  database: DatabaseHandle,
+  log: BaseLogger,
+  parts: { box: SecretBox; outbox: Outbox; policy: AddressPolicy },
+): { dispatcher: Dispatcher; client: CallbackClient } {
   const { box, outbox, policy } = parts;
 
   // The pool is per origin, but the per-endpoint limit is the dispatcher's: several endpoints can share
   // one host. With only WEBHOOK_ENDPOINT_CONCURRENCY connections there, one endpoint's slow requests
   // queued the others' (their timeout running while they waited unsent). As many connections as
   // attempts can be in flight means an attempt never waits for a connection.
-  const client = new CallbackClient({ timeoutMs: config.webhookTimeoutMs, connectionsPerOrigin: config.webhookConcurrency, policy, userAgent: USER_AGENT });
+  const client = new CallbackClient({
+    timeoutMs: config.webhookTimeoutMs,
+    connectionsPerOrigin: config.webhookConcurrency,
+    policy,
+    userAgent: USER_AGENT,
+  });
   const dispatcher = new Dispatcher({
     db: database.db,
     dialect: database.dialect,

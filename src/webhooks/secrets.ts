@@ -16,7 +16,8 @@ export function generateSecret(): string {
 /** Why a consumer-chosen secret is refused, or undefined when it is fine (24 to 64 random bytes, as Svix accepts). */
 export function secretProblem(secret: string): string | undefined {
   const body = secret.startsWith(PREFIX) ? secret.slice(PREFIX.length) : undefined;
-  if (body === undefined || !BASE64.test(body) || body.length % 4 !== 0) return 'must be "whsec_" followed by standard base64';
+  if (body === undefined || !BASE64.test(body) || body.length % 4 !== 0)
+    return 'must be "whsec_" followed by standard base64';
   const bytes = Buffer.from(body, 'base64').length;
   if (bytes < 24 || bytes > 64) return `must encode 24 to 64 random bytes (this one has ${bytes})`;
   return undefined;
@@ -74,10 +75,16 @@ export function resolveSecretKey(configured: Buffer | undefined, databaseUrl: st
   return key;
 }
 
-function findKey(configured: Buffer | undefined, databaseUrl: string, sealedSecretsExist: boolean): { key: Buffer; file?: string } {
+function findKey(
+  configured: Buffer | undefined,
+  databaseUrl: string,
+  sealedSecretsExist: boolean,
+): { key: Buffer; file?: string } {
   if (configured) return { key: configured };
   if (!databaseUrl.startsWith('sqlite:')) {
-    throw new SecretKeyError('WEBHOOK_SECRET_KEY is required with PostgreSQL: every instance must seal and open webhook secrets with the same key (generate one with `npx signet keys generate-kek`)');
+    throw new SecretKeyError(
+      'WEBHOOK_SECRET_KEY is required with PostgreSQL: every instance must seal and open webhook secrets with the same key (generate one with `npx signet keys generate-kek`)',
+    );
   }
   const path = databaseUrl.slice('sqlite:'.length);
   if (path === ':memory:') return { key: randomBytes(32) }; // a fresh database every time

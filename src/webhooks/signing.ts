@@ -51,7 +51,12 @@ export function githubSignature(secret: string, body: string): string {
 }
 
 /** Standard Webhooks: base64 HMAC-SHA256 of `${id}.${timestamp}.${body}` keyed with the decoded secret. */
-export function standardSignature(secret: string | SigningSecret, id: string, timestampSeconds: number, body: string): string {
+export function standardSignature(
+  secret: string | SigningSecret,
+  id: string,
+  timestampSeconds: number,
+  body: string,
+): string {
   const key = typeof secret === 'string' ? standardWebhooksKey(secret) : secret.standardKey;
   return `v1,${createHmac('sha256', key).update(`${id}.${timestampSeconds}.${body}`, 'utf8').digest('base64')}`;
 }
@@ -66,6 +71,8 @@ export function signatureHeaders(input: SignatureInput): Record<string, string> 
     [`X-${input.headerName}-Event`]: input.eventType,
     'webhook-id': input.deliveryId,
     'webhook-timestamp': String(seconds),
-    'webhook-signature': input.secrets.map((s) => standardSignature(s, input.deliveryId, seconds, input.body)).join(' '),
+    'webhook-signature': input.secrets
+      .map((s) => standardSignature(s, input.deliveryId, seconds, input.body))
+      .join(' '),
   };
 }

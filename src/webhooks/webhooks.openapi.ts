@@ -15,21 +15,37 @@ function headerParameter(name: string, description: string) {
 
 export function openApiWebhooks(headerName: string): Record<string, unknown> {
   const parameters = [
-    headerParameter(`X-${headerName}-Signature-256`, '`sha256=` + lowercase hex HMAC-SHA256 of the raw body, keyed with the endpoint secret (the whole `whsec_…` string).'),
-    headerParameter(`X-${headerName}-Delivery`, 'Delivery id (`dlv_…`), unchanged across retries and redeliveries: the idempotency key.'),
+    headerParameter(
+      `X-${headerName}-Signature-256`,
+      '`sha256=` + lowercase hex HMAC-SHA256 of the raw body, keyed with the endpoint secret (the whole `whsec_…` string).',
+    ),
+    headerParameter(
+      `X-${headerName}-Delivery`,
+      'Delivery id (`dlv_…`), unchanged across retries and redeliveries: the idempotency key.',
+    ),
     headerParameter(`X-${headerName}-Event`, 'The event type.'),
     headerParameter('webhook-id', 'Standard Webhooks: the delivery id.'),
     headerParameter('webhook-timestamp', "Standard Webhooks: the attempt's Unix time in seconds."),
-    headerParameter('webhook-signature', 'Standard Webhooks: space-separated `v1,<base64>` signatures, one per active secret.'),
+    headerParameter(
+      'webhook-signature',
+      'Standard Webhooks: space-separated `v1,<base64>` signatures, one per active secret.',
+    ),
   ];
   const envelope = {
     type: 'object',
     required: ['Id', 'Type', 'OccurredAtUtc', 'Timestamp', 'Data'],
     properties: {
-      Id: { type: 'string', description: 'Event id (`evt_…`); the same in every delivery of this event, and in GET /api/events.' },
+      Id: {
+        type: 'string',
+        description: 'Event id (`evt_…`); the same in every delivery of this event, and in GET /api/events.',
+      },
       Type: { type: 'string' },
       OccurredAtUtc: { type: 'string', format: 'date-time' },
-      Timestamp: { type: 'string', format: 'date-time', description: 'When this attempt was signed; inside the signed bytes (replay protection).' },
+      Timestamp: {
+        type: 'string',
+        format: 'date-time',
+        description: 'When this attempt was signed; inside the signed bytes (replay protection).',
+      },
       Data: { type: 'object' },
     },
   };
@@ -41,7 +57,10 @@ export function openApiWebhooks(headerName: string): Record<string, unknown> {
           summary: EVENT_DESCRIPTIONS[type],
           parameters,
           requestBody: { required: true, content: { 'application/json': { schema: envelope } } },
-          responses: { '2XX': { description: 'Acknowledged. Anything else (or no answer within the timeout) is retried.' }, '410': { description: 'Disables the endpoint.' } },
+          responses: {
+            '2XX': { description: 'Acknowledged. Anything else (or no answer within the timeout) is retried.' },
+            '410': { description: 'Disables the endpoint.' },
+          },
         },
       },
     ]),

@@ -32,7 +32,10 @@ export function endpointView(e: EndpointRecord, baseUrl: string, now: Date): Sta
     recover: { href: `${self}/recover`, method: 'POST' },
   };
   if (e.enabled) links.ping = { href: `${self}/ping`, method: 'POST' };
-  const overlapEnds = e.sealedPreviousSecret && e.previousSecretExpiresAt && e.previousSecretExpiresAt > now ? e.previousSecretExpiresAt : null;
+  const overlapEnds =
+    e.sealedPreviousSecret && e.previousSecretExpiresAt && e.previousSecretExpiresAt > now
+      ? e.previousSecretExpiresAt
+      : null;
   return {
     Id: e.id,
     Url: e.url,
@@ -85,5 +88,11 @@ export function attemptView(a: AttemptRecord): Static<typeof Attempt> {
 }
 
 export function eventView(e: EventRecord, baseUrl: string): Static<typeof Event> {
-  return { Id: e.id, Type: e.type, OccurredAtUtc: e.occurredAt.toISOString(), Data: JSON.parse(e.dataJson) as unknown, _links: { self: { href: eventUrl(baseUrl, e.id), method: 'GET' } } };
+  return {
+    Id: e.id,
+    Type: e.type,
+    OccurredAtUtc: e.occurredAt.toISOString(),
+    Data: JSON.parse(e.dataJson) as unknown,
+    _links: { self: { href: eventUrl(baseUrl, e.id), method: 'GET' } },
+  };
 }

@@ -9,33 +9,67 @@ const Link = Type.Object({ href: Type.String({ format: 'uri' }), method: Type.St
 const Links = Type.Record(Type.String(), Link);
 
 const eventTypeList = EVENT_TYPES.map((t) => `\`${t}\`: ${EVENT_DESCRIPTIONS[t]}`).join('\n');
-const EventTypeName = Type.String({ minLength: 1, maxLength: 100, description: `An event type, or \`*\` for all of them:\n${eventTypeList}` });
+const EventTypeName = Type.String({
+  minLength: 1,
+  maxLength: 100,
+  description: `An event type, or \`*\` for all of them:\n${eventTypeList}`,
+});
 
-export const EndpointIdParams = Type.Object({ id: Type.String({ pattern: '^whep_[0-9a-f]{32}$', description: 'Endpoint id (`whep_…`).' }) });
+export const EndpointIdParams = Type.Object({
+  id: Type.String({ pattern: '^whep_[0-9a-f]{32}$', description: 'Endpoint id (`whep_…`).' }),
+});
 /** A delivery id (also checked inside the deliveries cursor). */
 export const DELIVERY_ID = '^dlv_[0-9a-f]{32}$';
-export const DeliveryIdParams = Type.Object({ id: Type.String({ pattern: DELIVERY_ID, description: 'Delivery id (`dlv_…`), the X-Service-Delivery header value.' }) });
-export const EventIdParams = Type.Object({ id: Type.String({ pattern: '^evt_[0-9a-f]{32}$', description: 'Event id (`evt_…`).' }) });
+export const DeliveryIdParams = Type.Object({
+  id: Type.String({ pattern: DELIVERY_ID, description: 'Delivery id (`dlv_…`), the X-Service-Delivery header value.' }),
+});
+export const EventIdParams = Type.Object({
+  id: Type.String({ pattern: '^evt_[0-9a-f]{32}$', description: 'Event id (`evt_…`).' }),
+});
 
 const Url = Type.String({
   minLength: 1,
   maxLength: 2048,
-  description: 'Callback URL: https (http only in development mode); public addresses only unless the operator allows a network. No spaces, control characters, credentials or fragment; stored (and shown) as the URL parser serialises it, e.g. `https://example.com` as `https://example.com/`.',
+  description:
+    'Callback URL: https (http only in development mode); public addresses only unless the operator allows a network. No spaces, control characters, credentials or fragment; stored (and shown) as the URL parser serialises it, e.g. `https://example.com` as `https://example.com/`.',
 });
-const Events = Type.Array(EventTypeName, { minItems: 1, maxItems: 50, description: 'Event types to receive, or `["*"]` for every type.' });
+const Events = Type.Array(EventTypeName, {
+  minItems: 1,
+  maxItems: 50,
+  description: 'Event types to receive, or `["*"]` for every type.',
+});
 const Description = Type.String({ maxLength: 500, description: 'A label of one line: no control characters.' });
-const Secret = Type.String({ minLength: 1, maxLength: 200, description: '`whsec_` + base64 of 24–64 random bytes. Omit it to have one generated.' });
+const Secret = Type.String({
+  minLength: 1,
+  maxLength: 200,
+  description: '`whsec_` + base64 of 24–64 random bytes. Omit it to have one generated.',
+});
 
-export const CreateEndpointBody = Type.Object({ Url, Events, Description: Type.Optional(Description), Secret: Type.Optional(Secret) }, { additionalProperties: false });
+export const CreateEndpointBody = Type.Object(
+  { Url, Events, Description: Type.Optional(Description), Secret: Type.Optional(Secret) },
+  { additionalProperties: false },
+);
 export type CreateEndpointBody = Static<typeof CreateEndpointBody>;
 
 export const PatchEndpointBody = Type.Object(
-  { Url: Type.Optional(Url), Events: Type.Optional(Events), Description: Type.Optional(Type.Union([Description, Type.Null()])), Enabled: Type.Optional(Type.Boolean()) },
-  { additionalProperties: false, minProperties: 1, description: 'JSON Merge Patch (RFC 7396) of the members that can change.' },
+  {
+    Url: Type.Optional(Url),
+    Events: Type.Optional(Events),
+    Description: Type.Optional(Type.Union([Description, Type.Null()])),
+    Enabled: Type.Optional(Type.Boolean()),
+  },
+  {
+    additionalProperties: false,
+    minProperties: 1,
+    description: 'JSON Merge Patch (RFC 7396) of the members that can change.',
+  },
 );
 export type PatchEndpointBody = Static<typeof PatchEndpointBody>;
 
-export const RotateSecretBody = Type.Union([Type.Object({ Secret: Type.Optional(Secret) }, { additionalProperties: false }), Type.Null()]);
+export const RotateSecretBody = Type.Union([
+  Type.Object({ Secret: Type.Optional(Secret) }, { additionalProperties: false }),
+  Type.Null(),
+]);
 
 const endpointMembers = {
   Id: Type.String(),
@@ -43,15 +77,23 @@ const endpointMembers = {
   Events: Type.Array(Type.String()),
   Description: Type.String(),
   Enabled: Type.Boolean(),
-  DisabledReason: Type.Union([Type.Literal('manual'), Type.Literal('gone'), Type.Literal('failing'), Type.Null()], { description: 'Why it is disabled: by its owner, after answering 410 Gone, or after failing for WEBHOOK_DISABLE_AFTER.' }),
+  DisabledReason: Type.Union([Type.Literal('manual'), Type.Literal('gone'), Type.Literal('failing'), Type.Null()], {
+    description:
+      'Why it is disabled: by its owner, after answering 410 Gone, or after failing for WEBHOOK_DISABLE_AFTER.',
+  }),
   FailingSinceUtc: NullableTimestamp,
-  PreviousSecretExpiresAtUtc: Type.Union([Timestamp, Type.Null()], { description: 'Until then, the previous secret still signs too (after a rotation).' }),
+  PreviousSecretExpiresAtUtc: Type.Union([Timestamp, Type.Null()], {
+    description: 'Until then, the previous secret still signs too (after a rotation).',
+  }),
   CreatedAtUtc: Timestamp,
   UpdatedAtUtc: Timestamp,
   _links: Links,
 };
 export const Endpoint = Type.Object(endpointMembers);
-export const CreatedEndpoint = Type.Object({ ...endpointMembers, Secret: Type.String({ description: 'Shown only now: store it to verify signatures.' }) });
+export const CreatedEndpoint = Type.Object({
+  ...endpointMembers,
+  Secret: Type.String({ description: 'Shown only now: store it to verify signatures.' }),
+});
 export const EndpointList = Type.Object({ Items: Type.Array(Endpoint), _links: Links });
 export const RotatedSecret = Type.Object({ Secret: Type.String(), PreviousSecretExpiresAtUtc: Timestamp });
 
@@ -75,7 +117,10 @@ export const Attempt = Type.Object({
   StartedAtUtc: Timestamp,
   DurationMs: Type.Integer(),
   StatusCode: Type.Union([Type.Integer(), Type.Null()]),
-  ErrorKind: Type.Union([Type.String({ description: 'timeout, connection, dns, refused_address, tls, redirect or status' }), Type.Null()]),
+  ErrorKind: Type.Union([
+    Type.String({ description: 'timeout, connection, dns, refused_address, tls, redirect or status' }),
+    Type.Null(),
+  ]),
   ErrorDetail: Type.Union([Type.String(), Type.Null()]),
   ResponseExcerpt: Type.Union([Type.String({ description: 'The first 4 KiB of the response body.' }), Type.Null()]),
 });
@@ -87,22 +132,33 @@ export const DeliveryListQuery = Type.Object({
   cursor: Type.Optional(Type.String({ maxLength: 512 })),
 });
 export const RecoverBody = Type.Object({ Since: Timestamp }, { additionalProperties: false });
-export const Recovered = Type.Object({ Requeued: Type.Integer({ description: 'Failed deliveries created since then, queued again.' }) });
+export const Recovered = Type.Object({
+  Requeued: Type.Integer({ description: 'Failed deliveries created since then, queued again.' }),
+});
 
 export const Event = Type.Object({
   Id: Type.String(),
   Type: Type.String({ description: eventTypeList }),
   OccurredAtUtc: Timestamp,
-  Data: Type.Unknown({ description: 'Order events: the order as GET /api/orders/{id} shows it. webhook.*: see the type list.' }),
+  Data: Type.Unknown({
+    description: 'Order events: the order as GET /api/orders/{id} shows it. webhook.*: see the type list.',
+  }),
   _links: Links,
 });
 export const EventList = Type.Object({
   Items: Type.Array(Event),
-  NextCursor: Type.String({ description: 'Position after the last item: pass it as `after` to continue, now or later (store it between polls).' }),
+  NextCursor: Type.String({
+    description: 'Position after the last item: pass it as `after` to continue, now or later (store it between polls).',
+  }),
   _links: Links,
 });
 export const EventListQuery = Type.Object({
-  after: Type.Optional(Type.String({ maxLength: 512, description: 'NextCursor of an earlier page; omitted: from the oldest retained event.' })),
+  after: Type.Optional(
+    Type.String({
+      maxLength: 512,
+      description: 'NextCursor of an earlier page; omitted: from the oldest retained event.',
+    }),
+  ),
   type: Type.Optional(Type.String({ maxLength: 2000, description: 'Comma-separated event types to include.' })),
   limit: Type.Integer({ minimum: 1, maximum: 500, default: 100 }),
 });

@@ -9,7 +9,13 @@ import { after, before, describe, test } from 'node:test';
 import { createRemoteJWKSet, jwtVerify } from 'jose';
 import type { Browser, BrowserContext, ConsoleMessage, Page } from 'playwright-core';
 import { startAuthServer, type AuthTestServer } from '../helpers/auth-server.ts';
-import { CHROMIUM_PATH, findChromium, launchChromium, startCallbackServer, type CallbackServer } from '../helpers/browser.ts';
+import {
+  CHROMIUM_PATH,
+  findChromium,
+  launchChromium,
+  startCallbackServer,
+  type CallbackServer,
+} from '../helpers/browser.ts';
 import { testDialects } from '../helpers/databases.ts';
 import { pkcePair } from '../helpers/oauth-flow.ts';
 
@@ -102,29 +108,45 @@ if (chromiumPath) {
             assert.match(page.url(), new RegExp(`^${server.url}/oauth/interaction/[A-Za-z0-9_-]+$`));
             const scopes = await page.getByRole('listitem').allTextContents();
             // openid profile email as asked, plus the client's API scopes (the request named none).
-            assert.deepEqual(new Set(scopes), new Set([
-              'Sign you in with your Signet account',
-              'See your name',
-              'See your e-mail address',
-              'See your orders',
-              'Create, change, pay and cancel your orders',
-            ]));
+            assert.deepEqual(
+              new Set(scopes),
+              new Set([
+                'Sign you in with your Signet account',
+                'See your name',
+                'See your e-mail address',
+                'See your orders',
+                'Create, change, pay and cancel your orders',
+              ]),
+            );
             await page.getByRole('button', { name: 'Allow' }).click();
 
             const landed = await waitForCallback(page, callback);
-            assert.equal(await page.getByText('Callback received').count(), 1, 'the browser shows the client callback page');
+            assert.equal(
+              await page.getByText('Callback received').count(),
+              1,
+              'the browser shows the client callback page',
+            );
             const code = landed.searchParams.get('code');
             assert.ok(code, `callback has a code: ${landed.href}`);
             assert.equal(landed.searchParams.get('state'), request.state);
             assert.equal(landed.searchParams.get('iss'), server.issuer);
             assert.equal(landed.searchParams.get('error'), null);
-            assert.deepEqual(callback.received.at(-1)?.href, landed.href, 'the callback server received what the browser shows');
+            assert.deepEqual(
+              callback.received.at(-1)?.href,
+              landed.href,
+              'the callback server received what the browser shows',
+            );
 
             // The contract's code exchange: no grant_type, client credentials in the form.
             const response = await fetch(`${server.url}/oauth/token`, {
               method: 'POST',
               headers: { 'content-type': 'application/x-www-form-urlencoded' },
-              body: new URLSearchParams({ code, code_verifier: request.verifier, client_id: clientId, client_secret: clientSecret }),
+              body: new URLSearchParams({
+                code,
+                code_verifier: request.verifier,
+                client_id: clientId,
+                client_secret: clientSecret,
+              }),
             });
             const tokens = (await response.json()) as Record<string, unknown>;
             assert.equal(response.status, 200, JSON.stringify(tokens));
@@ -134,7 +156,10 @@ if (chromiumPath) {
             assert.equal(tokens.token_type, 'Bearer');
 
             const jwks = createRemoteJWKSet(new URL(`${server.issuer}/jwks`));
-            const { payload } = await jwtVerify(tokens.id_token as string, jwks, { issuer: server.issuer, audience: clientId });
+            const { payload } = await jwtVerify(tokens.id_token as string, jwks, {
+              issuer: server.issuer,
+              audience: clientId,
+            });
             assert.equal(payload.sub, user.id);
             assert.equal(payload.email, user.email);
             assert.equal(payload.name, user.name);
@@ -150,7 +175,9 @@ if (chromiumPath) {
           const { context, page } = await newPage(browser);
           try {
             await page.goto(request.url);
-            const rejected = page.waitForResponse((r) => r.request().method() === 'POST' && /\/oauth\/interaction\/[^/]+\/login$/.test(r.url()));
+            const rejected = page.waitForResponse(
+              (r) => r.request().method() === 'POST' && /\/oauth\/interaction\/[^/]+\/login$/.test(r.url()),
+            );
             await signIn(page, user.email, `${user.password} but wrong`);
             assert.equal((await rejected).status(), 401);
 
@@ -160,10 +187,15 @@ if (chromiumPath) {
             // The typed address is kept, the password is not; both fields point at the error.
             assert.equal(await page.getByLabel('E-mail').inputValue(), user.email);
             assert.equal(await page.getByLabel('Password').inputValue(), '');
-            assert.equal(await page.getByLabel('Password').getAttribute('aria-describedby'), await alert.getAttribute('id'));
+            assert.equal(
+              await page.getByLabel('Password').getAttribute('aria-describedby'),
+              await alert.getAttribute('id'),
+            );
 
             // Same page, correct password this time: the flow carries on to the client.
-            const accepted = page.waitForResponse((r) => r.request().method() === 'POST' && /\/oauth\/interaction\/[^/]+\/login$/.test(r.url()));
+            const accepted = page.waitForResponse(
+              (r) => r.request().method() === 'POST' && /\/oauth\/interaction\/[^/]+\/login$/.test(r.url()),
+            );
             await page.getByLabel('Password').fill(user.password);
             await page.getByLabel('Password').press('Enter');
             assert.equal((await accepted).status(), 303);
@@ -183,19 +215,35 @@ if (chromiumPath) {
           const { context, page } = await newPage(browser);
           const consoleMessages: ConsoleMessage[] = [];
           page.on('console', (message) => consoleMessages.push(message));
-          const violations = () => consoleMessages.filter((m) => /Content Security Policy|Content-Security-Policy/i.test(m.text())).map((m) => `${m.type()}: ${m.text()}`);
+          const violations = () =>
+            consoleMessages
+              .filter((m) => /Content Security Policy|Content-Security-Policy/i.test(m.text()))
+              .map((m) => `${m.type()}: ${m.text()}`);
           const policies = new Map<string, string | undefined>();
           page.on('response', (response) => {
-            if (response.request().isNavigationRequest() && response.url().startsWith(`${server.url}/oauth/interaction/`) && response.status() < 300) {
-              policies.set(`${response.request().method()} ${response.url()}`, response.headers()['content-security-policy']);
+            if (
+              response.request().isNavigationRequest() &&
+              response.url().startsWith(`${server.url}/oauth/interaction/`) &&
+              response.status() < 300
+            ) {
+              policies.set(
+                `${response.request().method()} ${response.url()}`,
+                response.headers()['content-security-policy'],
+              );
             }
           });
           try {
             // Control: the listener does see a violation when a page breaks its policy.
             await page.route('http://csp-control.test/', (route) =>
-              route.fulfill({ status: 200, headers: { 'content-type': 'text/html', 'content-security-policy': "default-src 'none'" }, body: '<!doctype html><style>p{color:red}</style><p>control</p>' }),
+              route.fulfill({
+                status: 200,
+                headers: { 'content-type': 'text/html', 'content-security-policy': "default-src 'none'" },
+                body: '<!doctype html><style>p{color:red}</style><p>control</p>',
+              }),
             );
-            const controlViolation = page.waitForEvent('console', { predicate: (m) => /Content Security Policy/i.test(m.text()) });
+            const controlViolation = page.waitForEvent('console', {
+              predicate: (m) => /Content Security Policy/i.test(m.text()),
+            });
             await page.goto('http://csp-control.test/');
             await controlViolation;
             assert.ok(violations().length > 0, 'the control violation reached the listener');
@@ -211,10 +259,16 @@ if (chromiumPath) {
             assert.ok(policies.size >= 2, `the login and consent pages were seen: ${[...policies.keys()].join(', ')}`);
             for (const [where, policy] of policies) {
               assert.ok(policy, `${where} sends a Content-Security-Policy`);
-              const directives = new Map(policy.split(';').map((d) => d.trim()).filter(Boolean).map((d) => {
-                const [name = '', ...values] = d.split(/\s+/);
-                return [name.toLowerCase(), values.join(' ')] as const;
-              }));
+              const directives = new Map(
+                policy
+                  .split(';')
+                  .map((d) => d.trim())
+                  .filter(Boolean)
+                  .map((d) => {
+                    const [name = '', ...values] = d.split(/\s+/);
+                    return [name.toLowerCase(), values.join(' ')] as const;
+                  }),
+              );
               assert.equal(directives.get('default-src'), "'none'", `${where}: ${policy}`);
               assert.equal(directives.get('frame-ancestors'), "'none'", `${where}: ${policy}`);
               assert.equal(directives.get('base-uri'), "'none'", `${where}: ${policy}`);
@@ -250,8 +304,16 @@ if (chromiumPath) {
   });
 } else if (process.env.TEST_BROWSER_REQUIRED === '1') {
   test('chromium is installed (TEST_BROWSER_REQUIRED=1)', () => {
-    assert.fail(`TEST_BROWSER_REQUIRED=1 but there is no executable ${CHROMIUM_PATH}; install Debian's chromium (apt-get install chromium) to run test/auth-server/browser.test.ts`);
+    assert.fail(
+      `TEST_BROWSER_REQUIRED=1 but there is no executable ${CHROMIUM_PATH}; install Debian's chromium (apt-get install chromium) to run test/auth-server/browser.test.ts`,
+    );
   });
 } else {
-  test('login and consent pages in a real browser', { skip: `no executable ${CHROMIUM_PATH}: install Debian's chromium (apt-get install chromium) to run these tests; TEST_BROWSER_REQUIRED=1 makes its absence a failure` }, () => {});
+  test(
+    'login and consent pages in a real browser',
+    {
+      skip: `no executable ${CHROMIUM_PATH}: install Debian's chromium (apt-get install chromium) to run these tests; TEST_BROWSER_REQUIRED=1 makes its absence a failure`,
+    },
+    () => {},
+  );
 }

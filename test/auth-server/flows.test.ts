@@ -26,10 +26,15 @@ for (const dialect of testDialects()) {
       const flow = await authorizeWithLogin(server, client, user, { state: 'af0ifjsldkj', nonce: 'n-0S6_WzA2Mj' });
       assert.equal(flow.flow.callback.origin + flow.flow.callback.pathname, client.redirectUri);
       assert.equal(flow.flow.callback.searchParams.get('state'), 'af0ifjsldkj');
-      assert.equal(flow.flow.callback.searchParams.get('iss'), server.issuer, 'RFC 9207 iss in the authorization response');
+      assert.equal(
+        flow.flow.callback.searchParams.get('iss'),
+        server.issuer,
+        'RFC 9207 iss in the authorization response',
+      );
       const tokens = await exchangeCode(server, client, flow);
       assert.equal(tokens.status, 200, JSON.stringify(tokens.body));
-      for (const field of ['access_token', 'id_token', 'refresh_token', 'expires_in', 'scope']) assert.ok(tokens.body[field], field);
+      for (const field of ['access_token', 'id_token', 'refresh_token', 'expires_in', 'scope'])
+        assert.ok(tokens.body[field], field);
       assert.equal(tokens.body.token_type, 'Bearer');
       assert.equal(tokens.headers.get('cache-control'), 'no-store');
       const id = jwtParts(tokens.body.id_token).payload;
@@ -61,13 +66,29 @@ for (const dialect of testDialects()) {
     });
 
     test('the standard shapes work too: grant_type, redirect_uri and client_secret_basic', async () => {
-      const flow = await authorizeWithLogin(server, client, user, { redirect_uri: client.redirectUri, code_challenge_method: 'S256' });
-      const tokens = await tokenRequest(server, { grant_type: 'authorization_code', code: flow.code, code_verifier: flow.verifier, redirect_uri: client.redirectUri }, { basic: [client.clientId, client.clientSecret!] });
+      const flow = await authorizeWithLogin(server, client, user, {
+        redirect_uri: client.redirectUri,
+        code_challenge_method: 'S256',
+      });
+      const tokens = await tokenRequest(
+        server,
+        {
+          grant_type: 'authorization_code',
+          code: flow.code,
+          code_verifier: flow.verifier,
+          redirect_uri: client.redirectUri,
+        },
+        { basic: [client.clientId, client.clientSecret!] },
+      );
       assert.equal(tokens.status, 200, JSON.stringify(tokens.body));
     });
 
     test('a public client uses PKCE without a secret and gets tokens', async () => {
-      const spa = await server.createClient({ type: 'public', grantTypes: ['authorization_code', 'refresh_token'], redirectUris: ['http://127.0.0.1:9/spa'] });
+      const spa = await server.createClient({
+        type: 'public',
+        grantTypes: ['authorization_code', 'refresh_token'],
+        redirectUris: ['http://127.0.0.1:9/spa'],
+      });
       const tokens = await exchangeCode(server, spa, await authorizeWithLogin(server, spa, user));
       assert.equal(tokens.status, 200, JSON.stringify(tokens.body));
       assert.ok(tokens.body.refresh_token);
@@ -87,7 +108,11 @@ for (const dialect of testDialects()) {
 
     test('two concurrent redemptions of one code: exactly one succeeds', async () => {
       const flow = await authorizeWithLogin(server, client, user);
-      const results = await Promise.all([exchangeCode(server, client, flow), exchangeCode(server, client, flow), exchangeCode(server, client, flow)]);
+      const results = await Promise.all([
+        exchangeCode(server, client, flow),
+        exchangeCode(server, client, flow),
+        exchangeCode(server, client, flow),
+      ]);
       assert.equal(results.filter((r) => r.status === 200).length, 1, JSON.stringify(results.map((r) => r.body)));
       for (const r of results.filter((x) => x.status !== 200)) assert.equal(r.body.error, 'invalid_grant');
     });
@@ -98,26 +123,39 @@ for (const dialect of testDialects()) {
       assert.equal(wrong.status, 400);
       assert.equal(wrong.body.error, 'invalid_grant');
       const other = await authorizeWithLogin(server, client, user);
-      const missing = await tokenRequest(server, { code: other.code, client_id: client.clientId, client_secret: client.clientSecret! });
+      const missing = await tokenRequest(server, {
+        code: other.code,
+        client_id: client.clientId,
+        client_secret: client.clientSecret!,
+      });
       assert.equal(missing.status, 400);
       assert.equal(missing.body.error, 'invalid_grant');
     });
 
     test('an authorization request without code_challenge is refused (PKCE required for every client)', async () => {
-      const response = await fetch(`${server.issuer}/authorize?${new URLSearchParams({ response_type: 'code', client_id: client.clientId, scope: 'openid' })}`, { redirect: 'manual' });
+      const response = await fetch(
+        `${server.issuer}/authorize?${new URLSearchParams({ response_type: 'code', client_id: client.clientId, scope: 'openid' })}`,
+        { redirect: 'manual' },
+      );
       const location = new URL(String(response.headers.get('location')));
       assert.equal(location.searchParams.get('error'), 'invalid_request');
       assert.match(String(location.searchParams.get('error_description')), /PKCE/);
     });
 
     test('the plain code_challenge_method is refused with invalid_request', async () => {
-      const response = await fetch(`${server.issuer}/authorize?${new URLSearchParams({ response_type: 'code', client_id: client.clientId, scope: 'openid', code_challenge: pkcePair().verifier, code_challenge_method: 'plain' })}`, { redirect: 'manual' });
+      const response = await fetch(
+        `${server.issuer}/authorize?${new URLSearchParams({ response_type: 'code', client_id: client.clientId, scope: 'openid', code_challenge: pkcePair().verifier, code_challenge_method: 'plain' })}`,
+        { redirect: 'manual' },
+      );
       const location = new URL(String(response.headers.get('location')));
       assert.equal(location.searchParams.get('error'), 'invalid_request');
     });
 
     test('an unregistered redirect_uri gets an error page, never a redirect', async () => {
-      const response = await fetch(`${server.issuer}/authorize?${new URLSearchParams({ response_type: 'code', client_id: client.clientId, scope: 'openid', code_challenge: pkcePair().challenge, redirect_uri: 'https://attacker.example/cb' })}`, { redirect: 'manual' });
+      const response = await fetch(
+        `${server.issuer}/authorize?${new URLSearchParams({ response_type: 'code', client_id: client.clientId, scope: 'openid', code_challenge: pkcePair().challenge, redirect_uri: 'https://attacker.example/cb' })}`,
+        { redirect: 'manual' },
+      );
       assert.equal(response.status, 400);
       assert.equal(response.headers.get('location'), null);
       assert.match(response.headers.get('content-security-policy') ?? '', /default-src 'none'/);
@@ -126,33 +164,60 @@ for (const dialect of testDialects()) {
 
     test('implicit and hybrid requests are unsupported_response_type', async () => {
       for (const responseType of ['token', 'id_token', 'code id_token', 'code token']) {
-        const response = await fetch(`${server.issuer}/authorize?${new URLSearchParams({ response_type: responseType, client_id: client.clientId, scope: 'openid', nonce: 'n', code_challenge: pkcePair().challenge })}`, { redirect: 'manual' });
+        const response = await fetch(
+          `${server.issuer}/authorize?${new URLSearchParams({ response_type: responseType, client_id: client.clientId, scope: 'openid', nonce: 'n', code_challenge: pkcePair().challenge })}`,
+          { redirect: 'manual' },
+        );
         const location = new URL(String(response.headers.get('location')));
         // Token-bearing response types default to the fragment response mode; the error goes there.
-        assert.equal(new URLSearchParams(location.hash.slice(1)).get('error'), 'unsupported_response_type', responseType);
+        assert.equal(
+          new URLSearchParams(location.hash.slice(1)).get('error'),
+          'unsupported_response_type',
+          responseType,
+        );
         assert.doesNotMatch(location.href, /access_token|id_token=|code=/, 'no credential in a URL');
       }
     });
 
     test('the password grant does not exist', async () => {
-      const result = await tokenRequest(server, { grant_type: 'password', username: user.email, password: user.password, client_id: client.clientId, client_secret: client.clientSecret! });
+      const result = await tokenRequest(server, {
+        grant_type: 'password',
+        username: user.email,
+        password: user.password,
+        client_id: client.clientId,
+        client_secret: client.clientSecret!,
+      });
       assert.equal(result.status, 400);
       assert.equal(result.body.error, 'unsupported_grant_type');
     });
 
     test('a wrong client secret is 401 invalid_client with WWW-Authenticate, in the body or in Basic auth', async () => {
-      const inBody = await tokenRequest(server, { grant_type: 'client_credentials', client_id: client.clientId, client_secret: 'scs_wrong', scope: 'orders:read' });
+      const inBody = await tokenRequest(server, {
+        grant_type: 'client_credentials',
+        client_id: client.clientId,
+        client_secret: 'scs_wrong',
+        scope: 'orders:read',
+      });
       assert.equal(inBody.status, 401);
       assert.equal(inBody.body.error, 'invalid_client');
       assert.match(inBody.headers.get('www-authenticate') ?? '', /^Basic /);
-      const basic = await tokenRequest(server, { grant_type: 'client_credentials', scope: 'orders:read' }, { basic: [client.clientId, 'scs_wrong'] });
+      const basic = await tokenRequest(
+        server,
+        { grant_type: 'client_credentials', scope: 'orders:read' },
+        { basic: [client.clientId, 'scs_wrong'] },
+      );
       assert.equal(basic.status, 401);
       assert.match(basic.headers.get('www-authenticate') ?? '', /^Basic .*error="invalid_client"/);
       assert.doesNotMatch(JSON.stringify(basic.body), /scs_wrong/, 'the presented secret is never echoed');
     });
 
     test('client credentials: <resource>/.default gives every scope the client has there, no refresh or ID token', async () => {
-      const result = await tokenRequest(server, { grant_type: 'client_credentials', client_id: client.clientId, client_secret: client.clientSecret!, scope: `${server.resource}/.default` });
+      const result = await tokenRequest(server, {
+        grant_type: 'client_credentials',
+        client_id: client.clientId,
+        client_secret: client.clientSecret!,
+        scope: `${server.resource}/.default`,
+      });
       assert.equal(result.status, 200, JSON.stringify(result.body));
       assert.equal(result.body.scope, 'orders:read orders:write');
       assert.equal(result.body.refresh_token, undefined);
@@ -160,33 +225,65 @@ for (const dialect of testDialects()) {
       const access = jwtParts(result.body.access_token).payload;
       assert.equal(access.aud, server.resource);
       assert.equal(access.sub, client.clientId);
-      const api = await fetch(`${server.url}/api/orders`, { headers: { authorization: `Bearer ${String(result.body.access_token)}` } });
+      const api = await fetch(`${server.url}/api/orders`, {
+        headers: { authorization: `Bearer ${String(result.body.access_token)}` },
+      });
       assert.equal(api.status, 200);
     });
 
     test('client credentials: explicit scopes and an RFC 8707 resource', async () => {
-      const explicit = await tokenRequest(server, { grant_type: 'client_credentials', scope: 'orders:read' }, { basic: [client.clientId, client.clientSecret!] });
+      const explicit = await tokenRequest(
+        server,
+        { grant_type: 'client_credentials', scope: 'orders:read' },
+        { basic: [client.clientId, client.clientSecret!] },
+      );
       assert.equal(explicit.body.scope, 'orders:read');
-      const withResource = await tokenRequest(server, { grant_type: 'client_credentials', scope: 'orders:write', resource: server.resource }, { basic: [client.clientId, client.clientSecret!] });
+      const withResource = await tokenRequest(
+        server,
+        { grant_type: 'client_credentials', scope: 'orders:write', resource: server.resource },
+        { basic: [client.clientId, client.clientSecret!] },
+      );
       assert.equal(withResource.body.scope, 'orders:write');
       assert.equal(jwtParts(withResource.body.access_token).payload.aud, server.resource);
-      const unknown = await tokenRequest(server, { grant_type: 'client_credentials', scope: 'orders:read', resource: 'https://elsewhere.example/' }, { basic: [client.clientId, client.clientSecret!] });
+      const unknown = await tokenRequest(
+        server,
+        { grant_type: 'client_credentials', scope: 'orders:read', resource: 'https://elsewhere.example/' },
+        { basic: [client.clientId, client.clientSecret!] },
+      );
       assert.equal(unknown.status, 400);
       assert.equal(unknown.body.error, 'invalid_target');
     });
 
     test('client credentials without a scope get the default: every scope the client has on the API (RFC 6749 §3.3)', async () => {
-      const result = await tokenRequest(server, { grant_type: 'client_credentials' }, { basic: [client.clientId, client.clientSecret!] });
+      const result = await tokenRequest(
+        server,
+        { grant_type: 'client_credentials' },
+        { basic: [client.clientId, client.clientSecret!] },
+      );
       assert.equal(result.status, 200, JSON.stringify(result.body));
       assert.equal(result.body.scope, 'orders:read orders:write');
       assert.equal(jwtParts(result.body.access_token).payload.scope, 'orders:read orders:write');
     });
 
     test('a client only gets the scopes it is registered for', async () => {
-      const reader = await server.createClient({ grantTypes: ['client_credentials'], redirectUris: [], scopes: ['orders:read'] });
-      const all = await tokenRequest(server, { grant_type: 'client_credentials', client_id: reader.clientId, client_secret: reader.clientSecret!, scope: `${server.resource}/.default` });
+      const reader = await server.createClient({
+        grantTypes: ['client_credentials'],
+        redirectUris: [],
+        scopes: ['orders:read'],
+      });
+      const all = await tokenRequest(server, {
+        grant_type: 'client_credentials',
+        client_id: reader.clientId,
+        client_secret: reader.clientSecret!,
+        scope: `${server.resource}/.default`,
+      });
       assert.equal(all.body.scope, 'orders:read');
-      const more = await tokenRequest(server, { grant_type: 'client_credentials', client_id: reader.clientId, client_secret: reader.clientSecret!, scope: 'orders:write' });
+      const more = await tokenRequest(server, {
+        grant_type: 'client_credentials',
+        client_id: reader.clientId,
+        client_secret: reader.clientSecret!,
+        scope: 'orders:write',
+      });
       assert.equal(more.status, 400);
       assert.equal(more.body.error, 'invalid_scope');
     });
@@ -206,12 +303,16 @@ for (const dialect of testDialects()) {
 
     test('two concurrent refreshes with one token: at most one succeeds, never two token chains', async () => {
       const first = await exchangeCode(server, client, await authorizeWithLogin(server, client, user));
-      const results = await Promise.all([refresh(server, client, first.body.refresh_token), refresh(server, client, first.body.refresh_token)]);
+      const results = await Promise.all([
+        refresh(server, client, first.body.refresh_token),
+        refresh(server, client, first.body.refresh_token),
+      ]);
       const winners = results.filter((r) => r.status === 200);
       assert.ok(winners.length <= 1, JSON.stringify(results.map((r) => r.body)));
       for (const loser of results.filter((r) => r.status !== 200)) assert.equal(loser.body.error, 'invalid_grant');
       // The loser counts as a reuse (RFC 9700 §4.14.2): the winner's new token is revoked with the family.
-      for (const winner of winners) assert.equal((await refresh(server, client, winner.body.refresh_token)).status, 400);
+      for (const winner of winners)
+        assert.equal((await refresh(server, client, winner.body.refresh_token)).status, 400);
     });
 
     test('consent is remembered per client: a second authorization with the same session skips both pages', async () => {
@@ -232,27 +333,49 @@ for (const dialect of testDialects()) {
     });
 
     test('the token endpoint answers CORS only for the origins registered for the client', async () => {
-      const spa = await server.createClient({ type: 'public', grantTypes: ['authorization_code'], redirectUris: ['http://127.0.0.1:9/spa2'], corsOrigins: ['https://app.example'] });
+      const spa = await server.createClient({
+        type: 'public',
+        grantTypes: ['authorization_code'],
+        redirectUris: ['http://127.0.0.1:9/spa2'],
+        corsOrigins: ['https://app.example'],
+      });
       const flow = await authorizeWithLogin(server, spa, user);
-      const allowed = await tokenRequest(server, { code: flow.code, code_verifier: flow.verifier, client_id: spa.clientId }, { headers: { origin: 'https://app.example' } });
+      const allowed = await tokenRequest(
+        server,
+        { code: flow.code, code_verifier: flow.verifier, client_id: spa.clientId },
+        { headers: { origin: 'https://app.example' } },
+      );
       assert.equal(allowed.status, 200);
       assert.equal(allowed.headers.get('access-control-allow-origin'), 'https://app.example');
       const other = await authorizeWithLogin(server, spa, user);
-      const refused = await tokenRequest(server, { code: other.code, code_verifier: other.verifier, client_id: spa.clientId }, { headers: { origin: 'https://evil.example' } });
+      const refused = await tokenRequest(
+        server,
+        { code: other.code, code_verifier: other.verifier, client_id: spa.clientId },
+        { headers: { origin: 'https://evil.example' } },
+      );
       assert.equal(refused.headers.get('access-control-allow-origin'), null);
     });
 
     test('discovery and RFC 8414 metadata describe the contract paths', async () => {
-      const discovery = (await (await fetch(`${server.issuer}/.well-known/openid-configuration`)).json()) as Record<string, unknown>;
+      const discovery = (await (await fetch(`${server.issuer}/.well-known/openid-configuration`)).json()) as Record<
+        string,
+        unknown
+      >;
       assert.equal(discovery.issuer, server.issuer);
       assert.equal(discovery.authorization_endpoint, `${server.issuer}/authorize`);
       assert.equal(discovery.token_endpoint, `${server.issuer}/token`);
       assert.deepEqual(discovery.code_challenge_methods_supported, ['S256']);
       assert.deepEqual(discovery.response_types_supported, ['code']);
       assert.deepEqual(discovery.grant_types_supported, ['authorization_code', 'refresh_token', 'client_credentials']);
-      assert.equal(discovery.dpop_signing_alg_values_supported, undefined, 'the API does not enforce DPoP, so it is not offered');
+      assert.equal(
+        discovery.dpop_signing_alg_values_supported,
+        undefined,
+        'the API does not enforce DPoP, so it is not offered',
+      );
       assert.equal(discovery.pushed_authorization_request_endpoint, undefined);
-      const rfc8414 = (await (await fetch(`${server.url}/.well-known/oauth-authorization-server/oauth`)).json()) as Record<string, unknown>;
+      const rfc8414 = (await (
+        await fetch(`${server.url}/.well-known/oauth-authorization-server/oauth`)
+      ).json()) as Record<string, unknown>;
       assert.equal(rfc8414.issuer, server.issuer);
     });
 
@@ -265,7 +388,10 @@ for (const dialect of testDialects()) {
       assert.equal(metadata.resource, server.resource);
       assert.deepEqual(metadata.authorization_servers, [server.issuer]);
       assert.deepEqual(metadata.scopes_supported, ['orders:read', 'orders:write', 'events:read', 'webhooks:manage']);
-      const bare = (await (await fetch(`${server.url}/.well-known/oauth-protected-resource`)).json()) as Record<string, unknown>;
+      const bare = (await (await fetch(`${server.url}/.well-known/oauth-protected-resource`)).json()) as Record<
+        string,
+        unknown
+      >;
       assert.deepEqual(bare, metadata);
     });
   });

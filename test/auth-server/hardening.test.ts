@@ -19,7 +19,11 @@ for (const dialect of testDialects()) {
 
     before(async () => {
       server = await startAuthServer(dialect);
-      machine = await server.createClient({ grantTypes: ['client_credentials'], redirectUris: [], scopes: ['orders:read'] });
+      machine = await server.createClient({
+        grantTypes: ['client_credentials'],
+        redirectUris: [],
+        scopes: ['orders:read'],
+      });
     });
     after(() => server.stop());
 
@@ -30,7 +34,8 @@ for (const dialect of testDialects()) {
         assert.equal(response.status, 200, mount);
         const metadata = (await response.json()) as Record<string, unknown>;
         for (const [name, value] of Object.entries(metadata)) {
-          if (typeof value === 'string' && /^https?:\/\//.test(value)) assert.ok(value.startsWith(server.url), `${mount}: ${name} = ${value}`);
+          if (typeof value === 'string' && /^https?:\/\//.test(value))
+            assert.ok(value.startsWith(server.url), `${mount}: ${name} = ${value}`);
         }
       }
     });
@@ -44,19 +49,38 @@ for (const dialect of testDialects()) {
     });
 
     test('a grant the client is not registered for is unauthorized_client (RFC 6749 §5.2)', async () => {
-      const result = await tokenRequest(server, { grant_type: 'refresh_token', refresh_token: 'x', client_id: machine.clientId, client_secret: machine.clientSecret! });
+      const result = await tokenRequest(server, {
+        grant_type: 'refresh_token',
+        refresh_token: 'x',
+        client_id: machine.clientId,
+        client_secret: machine.clientSecret!,
+      });
       assert.equal(result.status, 400);
       assert.equal(result.body.error, 'unauthorized_client');
     });
 
     test('client credentials with a .default of an unknown resource, or an unknown scope, is invalid_scope, not a token without scopes', async () => {
-      for (const scope of ['http://localhost:1/api/.default', `${server.resource}/x/.default`, 'https://other.example/.default', 'orders:reed', 'openid']) {
-        const result = await tokenRequest(server, { grant_type: 'client_credentials', scope }, { basic: [machine.clientId, machine.clientSecret!] });
+      for (const scope of [
+        'http://localhost:1/api/.default',
+        `${server.resource}/x/.default`,
+        'https://other.example/.default',
+        'orders:reed',
+        'openid',
+      ]) {
+        const result = await tokenRequest(
+          server,
+          { grant_type: 'client_credentials', scope },
+          { basic: [machine.clientId, machine.clientSecret!] },
+        );
         assert.equal(result.status, 400, scope);
         assert.equal(result.body.error, 'invalid_scope', scope);
         assert.equal(result.body.access_token, undefined);
       }
-      const good = await tokenRequest(server, { grant_type: 'client_credentials', scope: `${server.resource}/.default` }, { basic: [machine.clientId, machine.clientSecret!] });
+      const good = await tokenRequest(
+        server,
+        { grant_type: 'client_credentials', scope: `${server.resource}/.default` },
+        { basic: [machine.clientId, machine.clientSecret!] },
+      );
       assert.equal(good.status, 200);
       assert.equal(good.body.scope, 'orders:read');
     });
@@ -66,7 +90,12 @@ for (const dialect of testDialects()) {
         const response = await fetch(`${server.issuer}${path}`, {
           method: 'POST',
           headers: { 'content-type': 'application/x-www-form-urlencoded' },
-          body: new URLSearchParams({ grant_type: 'client_credentials', client_id: machine.clientId, client_secret: machine.clientSecret!, scope: `${server.resource}/.default` }),
+          body: new URLSearchParams({
+            grant_type: 'client_credentials',
+            client_id: machine.clientId,
+            client_secret: machine.clientSecret!,
+            scope: `${server.resource}/.default`,
+          }),
         });
         const body = (await response.json()) as Record<string, unknown>;
         assert.equal(response.status, 200, `${path}: ${JSON.stringify(body)}`);
@@ -78,8 +107,16 @@ for (const dialect of testDialects()) {
     test('the authorization request in the contract’s shape works on HEAD and with a trailing slash (S256 assumed)', async () => {
       const web = await server.createClient();
       const { challenge } = pkcePair();
-      const query = new URLSearchParams({ response_type: 'code', client_id: web.clientId, code_challenge: challenge, scope: 'openid' });
-      for (const [method, path] of [['HEAD', '/authorize'], ['GET', '/authorize/']]) {
+      const query = new URLSearchParams({
+        response_type: 'code',
+        client_id: web.clientId,
+        code_challenge: challenge,
+        scope: 'openid',
+      });
+      for (const [method, path] of [
+        ['HEAD', '/authorize'],
+        ['GET', '/authorize/'],
+      ]) {
         const response = await fetch(`${server.issuer}${path}?${query}`, { method, redirect: 'manual' });
         assert.equal(response.status, 303, `${method} ${path}`);
         const location = response.headers.get('location') ?? '';
@@ -98,13 +135,24 @@ for (const dialect of testDialects()) {
     });
 
     test('an over-large token request is 413, also when expanding its scope would push it over the limit', async () => {
-      const huge = await fetch(`${server.issuer}/token`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: `grant_type=client_credentials&pad=${'a'.repeat(60_000)}` });
+      const huge = await fetch(`${server.issuer}/token`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: `grant_type=client_credentials&pad=${'a'.repeat(60_000)}`,
+      });
       assert.equal(huge.status, 413);
       assert.equal(huge.headers.get('cache-control'), 'no-store');
       assert.equal(((await huge.json()) as { error: string }).error, 'invalid_request');
       // 40 KB as sent ("+" for each space) but over 56 KiB once re-encoded ("%20").
       const spaced = `grant_type=client_credentials&scope=orders%3Aread&resource=${'a+'.repeat(20_000)}`;
-      const grown = await fetch(`${server.issuer}/token`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: `Basic ${Buffer.from(`${machine.clientId}:${machine.clientSecret}`).toString('base64')}` }, body: spaced });
+      const grown = await fetch(`${server.issuer}/token`, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/x-www-form-urlencoded',
+          authorization: `Basic ${Buffer.from(`${machine.clientId}:${machine.clientSecret}`).toString('base64')}`,
+        },
+        body: spaced,
+      });
       assert.equal(grown.status, 413, await grown.clone().text());
     });
 
@@ -140,9 +188,22 @@ for (const dialect of testDialects()) {
     });
 
     test('every method the 405s list is one oidc-provider serves', async () => {
-      const served: [string, string][] = [['GET', '/jwks'], ['HEAD', '/jwks'], ['OPTIONS', '/token'], ['GET', '/.well-known/openid-configuration'], ['GET', '/session/end'], ['POST', '/session/end/confirm'], ['POST', '/userinfo'], ['POST', '/introspect']];
+      const served: [string, string][] = [
+        ['GET', '/jwks'],
+        ['HEAD', '/jwks'],
+        ['OPTIONS', '/token'],
+        ['GET', '/.well-known/openid-configuration'],
+        ['GET', '/session/end'],
+        ['POST', '/session/end/confirm'],
+        ['POST', '/userinfo'],
+        ['POST', '/introspect'],
+      ];
       for (const [method, path] of served) {
-        const response = await fetch(`${server.issuer}${path}`, { method, redirect: 'manual', headers: { origin: 'https://app.example' } });
+        const response = await fetch(`${server.issuer}${path}`, {
+          method,
+          redirect: 'manual',
+          headers: { origin: 'https://app.example' },
+        });
         assert.ok(![404, 405].includes(response.status), `${method} ${path} → ${response.status}`);
       }
     });
@@ -155,7 +216,16 @@ for (const dialect of testDialects()) {
       log.error = (obj, msg) => void logged.push({ obj, msg });
       await sql`alter table oidc_payloads rename to oidc_payloads_away`.execute(server.app.database.db);
       try {
-        const result = await tokenRequest(server, { grant_type: 'authorization_code', code: 'anything', code_verifier: 'x'.repeat(43), redirect_uri: web.redirectUri }, { basic: [web.clientId, web.clientSecret!] });
+        const result = await tokenRequest(
+          server,
+          {
+            grant_type: 'authorization_code',
+            code: 'anything',
+            code_verifier: 'x'.repeat(43),
+            redirect_uri: web.redirectUri,
+          },
+          { basic: [web.clientId, web.clientSecret!] },
+        );
         assert.equal(result.status, 500);
         assert.equal(result.body.error, 'server_error');
         const requestId = result.headers.get('x-request-id');

@@ -15,22 +15,39 @@ interface LoginPage {
 
 async function openLoginPage(server: AuthTestServer, clientId: string): Promise<LoginPage> {
   const jar = new CookieJar();
-  const authorize = await fetch(`${server.issuer}/authorize?${new URLSearchParams({ response_type: 'code', client_id: clientId, code_challenge: pkcePair().challenge, scope: 'openid' })}`, { redirect: 'manual' });
+  const authorize = await fetch(
+    `${server.issuer}/authorize?${new URLSearchParams({ response_type: 'code', client_id: clientId, code_challenge: pkcePair().challenge, scope: 'openid' })}`,
+    { redirect: 'manual' },
+  );
   jar.store(authorize);
   const pageUrl = new URL(String(authorize.headers.get('location')), server.url);
   const page = await fetch(pageUrl, { headers: { cookie: jar.header() } });
   const html = await page.text();
-  return { action: new URL(/action="([^"]+)"/.exec(html)![1]!, server.url).href, csrf: /name="csrf" value="([^"]+)"/.exec(html)![1]!, jar };
+  return {
+    action: new URL(/action="([^"]+)"/.exec(html)![1]!, server.url).href,
+    csrf: /name="csrf" value="([^"]+)"/.exec(html)![1]!,
+    jar,
+  };
 }
 
-async function submitLogin(page: LoginPage, email: string, password: string, csrf = page.csrf): Promise<{ status: number; retryAfter: string | null; html: string; location: string | null }> {
+async function submitLogin(
+  page: LoginPage,
+  email: string,
+  password: string,
+  csrf = page.csrf,
+): Promise<{ status: number; retryAfter: string | null; html: string; location: string | null }> {
   const response = await fetch(page.action, {
     method: 'POST',
     redirect: 'manual',
     headers: { cookie: page.jar.header(), 'content-type': 'application/x-www-form-urlencoded' },
     body: new URLSearchParams({ csrf, email, password }).toString(),
   });
-  return { status: response.status, retryAfter: response.headers.get('retry-after'), html: await response.text(), location: response.headers.get('location') };
+  return {
+    status: response.status,
+    retryAfter: response.headers.get('retry-after'),
+    html: await response.text(),
+    location: response.headers.get('location'),
+  };
 }
 
 for (const dialect of testDialects()) {
@@ -88,7 +105,13 @@ for (const dialect of testDialects()) {
       const db = server.app.database.db;
       const address = '198.51.100.9';
       const at = new Date();
-      for (let i = 0; i < 12; i += 1) await recordLoginFailure(db, throttleKeys(`spray${i}-${Date.now()}@example.test`, address), { maxFailures: 3 }, at);
+      for (let i = 0; i < 12; i += 1)
+        await recordLoginFailure(
+          db,
+          throttleKeys(`spray${i}-${Date.now()}@example.test`, address),
+          { maxFailures: 3 },
+          at,
+        );
       assert.ok((await loginWaitMs(db, throttleKeys('fresh@example.test', address), at)) > 0);
       assert.equal(await loginWaitMs(db, throttleKeys('fresh@example.test', '198.51.100.10'), at), 0);
     });
@@ -106,7 +129,10 @@ for (const dialect of testDialects()) {
       const page = await openLoginPage(server, clientId);
       const response = await fetch(page.action.replace(/\/login$/, ''), { headers: { cookie: page.jar.header() } });
       const csp = response.headers.get('content-security-policy') ?? '';
-      assert.match(csp, /^default-src 'none'; style-src 'sha256-[^']+'; form-action 'self' [^;]+; frame-ancestors 'none'; base-uri 'none'$/);
+      assert.match(
+        csp,
+        /^default-src 'none'; style-src 'sha256-[^']+'; form-action 'self' [^;]+; frame-ancestors 'none'; base-uri 'none'$/,
+      );
       assert.equal(response.headers.get('cache-control'), 'no-store');
       assert.equal(response.headers.get('x-frame-options'), 'DENY');
     });

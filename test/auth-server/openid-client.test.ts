@@ -18,7 +18,8 @@ type Tokens = Awaited<ReturnType<typeof client.authorizationCodeGrant>>;
 const INSECURE = { execute: [client.allowInsecureRequests] };
 
 function discover(server: AuthTestServer, registered: TestClient): Promise<client.Configuration> {
-  if (registered.clientSecret === undefined) return client.discovery(new URL(server.issuer), registered.clientId, undefined, client.None(), INSECURE);
+  if (registered.clientSecret === undefined)
+    return client.discovery(new URL(server.issuer), registered.clientId, undefined, client.None(), INSECURE);
   return client.discovery(new URL(server.issuer), registered.clientId, registered.clientSecret, undefined, INSECURE);
 }
 
@@ -45,7 +46,10 @@ for (const dialect of testDialects()) {
     let config: client.Configuration;
 
     /** The whole code flow as an application does it: authorization URL, login and consent, code exchange. */
-    async function signIn(rp: client.Configuration = config, redirectUri: string = registered.redirectUri): Promise<{ tokens: Tokens; callback: URL }> {
+    async function signIn(
+      rp: client.Configuration = config,
+      redirectUri: string = registered.redirectUri,
+    ): Promise<{ tokens: Tokens; callback: URL }> {
       const pkceCodeVerifier = client.randomPKCECodeVerifier();
       const state = client.randomState();
       const nonce = client.randomNonce();
@@ -57,8 +61,18 @@ for (const dialect of testDialects()) {
         nonce,
         redirect_uri: redirectUri,
       });
-      const { callback } = await runAuthorizationFlow({ base: server.url, authorizeQuery: url.search.slice(1), email: user.email, password: user.password });
-      const tokens = await client.authorizationCodeGrant(rp, callback, { pkceCodeVerifier, expectedState: state, expectedNonce: nonce, idTokenExpected: true });
+      const { callback } = await runAuthorizationFlow({
+        base: server.url,
+        authorizeQuery: url.search.slice(1),
+        email: user.email,
+        password: user.password,
+      });
+      const tokens = await client.authorizationCodeGrant(rp, callback, {
+        pkceCodeVerifier,
+        expectedState: state,
+        expectedNonce: nonce,
+        idTokenExpected: true,
+      });
       return { tokens, callback };
     }
 
@@ -98,7 +112,11 @@ for (const dialect of testDialects()) {
     test('the code flow with PKCE, state and nonce yields an ID token with sub, email, name and auth_time that openid-client accepts', async () => {
       const startedAt = Math.floor(Date.now() / 1000);
       const { tokens, callback } = await signIn();
-      assert.equal(callback.searchParams.get('iss'), server.issuer, 'RFC 9207: the authorization response names the issuer');
+      assert.equal(
+        callback.searchParams.get('iss'),
+        server.issuer,
+        'RFC 9207: the authorization response names the issuer',
+      );
       const claims = tokens.claims();
       assert.ok(claims, 'an ID token was returned');
       assert.equal(claims.iss, server.issuer);
@@ -107,7 +125,10 @@ for (const dialect of testDialects()) {
       assert.equal(claims.email, user.email);
       assert.equal(claims.name, user.name);
       assert.equal(typeof claims.auth_time, 'number');
-      assert.ok(claims.auth_time! >= startedAt - 5 && claims.auth_time! <= Math.floor(Date.now() / 1000) + 5, `auth_time ${claims.auth_time} is the login just made`);
+      assert.ok(
+        claims.auth_time! >= startedAt - 5 && claims.auth_time! <= Math.floor(Date.now() / 1000) + 5,
+        `auth_time ${claims.auth_time} is the login just made`,
+      );
     });
 
     test('the code flow access token is an RFC 9068 JWT for the API with the orders scopes, and the API accepts it', async () => {
@@ -119,7 +140,10 @@ for (const dialect of testDialects()) {
       assert.equal(payload.aud, server.resource);
       assert.equal(payload.sub, user.id);
       assert.equal(payload.client_id, registered.clientId);
-      assert.ok(typeof payload.scope === 'string' && payload.scope.split(' ').includes('orders:read'), `scope: ${String(payload.scope)}`);
+      assert.ok(
+        typeof payload.scope === 'string' && payload.scope.split(' ').includes('orders:read'),
+        `scope: ${String(payload.scope)}`,
+      );
       assert.equal(await getOrders(server, tokens.access_token), 200);
     });
 
@@ -134,8 +158,16 @@ for (const dialect of testDialects()) {
       assert.equal(refreshed.claims()?.sub, user.id);
       assert.equal(await getOrders(server, refreshed.access_token), 200);
 
-      await assert.rejects(client.refreshTokenGrant(config, first), oauthError('invalid_grant'), 'the rotated-out token is refused');
-      await assert.rejects(client.refreshTokenGrant(config, refreshed.refresh_token), oauthError('invalid_grant'), 'reuse revoked the whole family');
+      await assert.rejects(
+        client.refreshTokenGrant(config, first),
+        oauthError('invalid_grant'),
+        'the rotated-out token is refused',
+      );
+      await assert.rejects(
+        client.refreshTokenGrant(config, refreshed.refresh_token),
+        oauthError('invalid_grant'),
+        'reuse revoked the whole family',
+      );
     });
 
     test('client credentials with <resource>/.default yields both orders scopes, no refresh token and no ID token', async () => {
@@ -164,7 +196,10 @@ for (const dialect of testDialects()) {
     });
 
     test('client credentials naming the API with an RFC 8707 resource indicator yields a token for that audience', async () => {
-      const all = await client.clientCredentialsGrant(config, { resource: server.resource, scope: `${server.resource}/.default` });
+      const all = await client.clientCredentialsGrant(config, {
+        resource: server.resource,
+        scope: `${server.resource}/.default`,
+      });
       assert.equal(all.scope, 'orders:read orders:write');
       assert.equal(decodeJwt(all.access_token).aud, server.resource);
       assert.equal(await getOrders(server, all.access_token), 200);
@@ -188,11 +223,19 @@ for (const dialect of testDialects()) {
 
       await client.tokenRevocation(config, refreshToken);
       assert.deepEqual(await client.tokenIntrospection(config, refreshToken), { active: false });
-      await assert.rejects(client.refreshTokenGrant(config, refreshToken), oauthError('invalid_grant'), 'a revoked refresh token cannot be used');
+      await assert.rejects(
+        client.refreshTokenGrant(config, refreshToken),
+        oauthError('invalid_grant'),
+        'a revoked refresh token cannot be used',
+      );
     });
 
     test('a public client learns nothing from the introspection endpoint', async () => {
-      const publicClient = await server.createClient({ type: 'public', grantTypes: ['authorization_code', 'refresh_token'], redirectUris: ['http://127.0.0.1:9/public-callback'] });
+      const publicClient = await server.createClient({
+        type: 'public',
+        grantTypes: ['authorization_code', 'refresh_token'],
+        redirectUris: ['http://127.0.0.1:9/public-callback'],
+      });
       assert.equal(publicClient.clientSecret, undefined);
       const publicConfig = await discover(server, publicClient);
       const { tokens } = await signIn(publicConfig, publicClient.redirectUri);
@@ -207,7 +250,8 @@ for (const dialect of testDialects()) {
       } catch (err) {
         assert.ok(err instanceof client.ResponseBodyError, `expected an OAuth error response, got ${String(err)}`);
       }
-      if (answer !== undefined) assert.deepEqual(answer, { active: false }, 'the public client must not see the token as active');
+      if (answer !== undefined)
+        assert.deepEqual(answer, { active: false }, 'the public client must not see the token as active');
       // The token really is active: a refresh with it still works.
       const refreshed = await client.refreshTokenGrant(publicConfig, refreshToken);
       assert.ok(refreshed.access_token);

@@ -20,13 +20,21 @@ const sha256 = (value: string): string => createHash('sha256').update(value).dig
 async function everyCell(server: AuthTestServer): Promise<{ where: string; text: string }[]> {
   const db = server.app.database.db;
   // PostgreSQL: this test's own schema (the introspector lists every schema).
-  const schema = server.dialect === 'postgres' ? (await sql<{ schema: string }>`select current_schema() as schema`.execute(db)).rows[0]?.schema : undefined;
+  const schema =
+    server.dialect === 'postgres'
+      ? (await sql<{ schema: string }>`select current_schema() as schema`.execute(db)).rows[0]?.schema
+      : undefined;
   const cells: { where: string; text: string }[] = [];
   for (const table of await db.introspection.getTables()) {
     if (schema !== undefined && table.schema !== schema) continue;
     const rows = (await sql<Record<string, unknown>>`select * from ${sql.table(table.name)}`.execute(db)).rows;
     rows.forEach((row, i) => {
-      for (const [column, value] of Object.entries(row)) if (value !== null) cells.push({ where: `${table.name}[${i}].${column}`, text: value instanceof Date ? value.toISOString() : String(value) });
+      for (const [column, value] of Object.entries(row))
+        if (value !== null)
+          cells.push({
+            where: `${table.name}[${i}].${column}`,
+            text: value instanceof Date ? value.toISOString() : String(value),
+          });
     });
   }
   return cells;
@@ -34,7 +42,10 @@ async function everyCell(server: AuthTestServer): Promise<{ where: string; text:
 
 async function assertNowhereInDatabase(server: AuthTestServer, secrets: Record<string, string>): Promise<void> {
   const cells = await everyCell(server);
-  assert.ok(cells.some((c) => c.where.startsWith('oidc_payloads[')), 'the dump reads the stored payloads');
+  assert.ok(
+    cells.some((c) => c.where.startsWith('oidc_payloads[')),
+    'the dump reads the stored payloads',
+  );
   for (const [name, value] of Object.entries(secrets)) {
     assert.ok(value.length >= 20, `${name} is a real value: ${value}`);
     const found = cells.filter((c) => c.text.includes(value)).map((c) => c.where);
@@ -43,14 +54,28 @@ async function assertNowhereInDatabase(server: AuthTestServer, secrets: Record<s
 }
 
 async function storedRow(server: AuthTestServer, model: string, value: string) {
-  return server.app.database.db.selectFrom('oidc_payloads').select(['id', 'payload', 'consumed_at', 'grant_id']).where('model', '=', model).where('id', '=', sha256(value)).executeTakeFirst();
+  return server.app.database.db
+    .selectFrom('oidc_payloads')
+    .select(['id', 'payload', 'consumed_at', 'grant_id'])
+    .where('model', '=', model)
+    .where('id', '=', sha256(value))
+    .executeTakeFirst();
 }
 
-async function form(server: AuthTestServer, path: string, client: Client, params: Record<string, string>): Promise<{ status: number; body: Record<string, unknown> }> {
+async function form(
+  server: AuthTestServer,
+  path: string,
+  client: Client,
+  params: Record<string, string>,
+): Promise<{ status: number; body: Record<string, unknown> }> {
   const response = await fetch(`${server.issuer}${path}`, {
     method: 'POST',
     headers: { 'content-type': 'application/x-www-form-urlencoded' },
-    body: new URLSearchParams({ client_id: client.clientId, client_secret: client.clientSecret!, ...params }).toString(),
+    body: new URLSearchParams({
+      client_id: client.clientId,
+      client_secret: client.clientSecret!,
+      ...params,
+    }).toString(),
   });
   const text = await response.text();
   return { status: response.status, body: text ? (JSON.parse(text) as Record<string, unknown>) : {} };
@@ -84,13 +109,20 @@ for (const dialect of testDialects()) {
 
       const first = tokenOf(await exchangeCode(server, client, flow), 'refresh_token');
       const second = tokenOf(await refresh(server, client, first), 'refresh_token');
-      await assertNowhereInDatabase(server, { 'authorization code': flow.code, 'first refresh token': first, 'rotated refresh token': second });
+      await assertNowhereInDatabase(server, {
+        'authorization code': flow.code,
+        'first refresh token': first,
+        'rotated refresh token': second,
+      });
       for (const value of [first, second]) {
         const row = await storedRow(server, 'RefreshToken', value);
         assert.ok(row, 'the refresh token is stored under its hash');
         assert.equal(JSON.parse(row.payload).jti, undefined, `the refresh token's payload has no jti: ${row.payload}`);
       }
-      assert.ok((await storedRow(server, 'RefreshToken', first))?.consumed_at, 'the rotated-out token is marked consumed');
+      assert.ok(
+        (await storedRow(server, 'RefreshToken', first))?.consumed_at,
+        'the rotated-out token is marked consumed',
+      );
     });
 
     test('an opaque access token (a sign-in-only client, for userinfo) is stored hashed and still works at userinfo', async () => {
@@ -98,15 +130,23 @@ for (const dialect of testDialects()) {
       const tokens = await exchangeCode(server, signInOnly, await authorizeWithLogin(server, signInOnly, user));
       const accessToken = tokenOf(tokens, 'access_token');
       assert.ok(!accessToken.includes('.'), `an opaque token, not a JWT: ${accessToken}`);
-      await assertNowhereInDatabase(server, { 'opaque access token': accessToken, 'refresh token': tokenOf(tokens, 'refresh_token') });
+      await assertNowhereInDatabase(server, {
+        'opaque access token': accessToken,
+        'refresh token': tokenOf(tokens, 'refresh_token'),
+      });
       assert.ok(await storedRow(server, 'AccessToken', accessToken), 'stored under its hash');
-      const userinfo = await fetch(`${server.issuer}/userinfo`, { headers: { authorization: `Bearer ${accessToken}` } });
+      const userinfo = await fetch(`${server.issuer}/userinfo`, {
+        headers: { authorization: `Bearer ${accessToken}` },
+      });
       assert.equal(userinfo.status, 200, await userinfo.clone().text());
       assert.equal(((await userinfo.json()) as { sub?: string }).sub, user.id);
     });
 
     test('on hashed rows, rotation works and reusing a rotated-out refresh token revokes the whole grant', async () => {
-      const first = tokenOf(await exchangeCode(server, client, await authorizeWithLogin(server, client, user)), 'refresh_token');
+      const first = tokenOf(
+        await exchangeCode(server, client, await authorizeWithLogin(server, client, user)),
+        'refresh_token',
+      );
       const grantId = (await storedRow(server, 'RefreshToken', first))?.grant_id;
       assert.ok(grantId, 'the refresh token row (by hash) carries its grant');
       const second = tokenOf(await refresh(server, client, first), 'refresh_token');
@@ -119,12 +159,21 @@ for (const dialect of testDialects()) {
       const newest = await refresh(server, client, third);
       assert.equal(newest.status, 400, `the family is revoked: ${JSON.stringify(newest.body)}`);
       assert.equal(newest.body.error, 'invalid_grant');
-      const left = await server.app.database.db.selectFrom('oidc_payloads').select(['model', 'id']).where((eb) => eb.or([eb('grant_id', '=', grantId), eb.and([eb('model', '=', 'Grant'), eb('id', '=', grantId)])])).execute();
+      const left = await server.app.database.db
+        .selectFrom('oidc_payloads')
+        .select(['model', 'id'])
+        .where((eb) =>
+          eb.or([eb('grant_id', '=', grantId), eb.and([eb('model', '=', 'Grant'), eb('id', '=', grantId)])]),
+        )
+        .execute();
       assert.deepEqual(left, [], 'nothing of the grant is left');
     });
 
     test('introspection and revocation find a refresh token by the value presented', async () => {
-      const token = tokenOf(await exchangeCode(server, client, await authorizeWithLogin(server, client, user)), 'refresh_token');
+      const token = tokenOf(
+        await exchangeCode(server, client, await authorizeWithLogin(server, client, user)),
+        'refresh_token',
+      );
       assert.ok(await storedRow(server, 'RefreshToken', token), 'stored under its hash');
       const active = await form(server, '/introspect', client, { token, token_type_hint: 'refresh_token' });
       assert.equal(active.status, 200, JSON.stringify(active.body));
@@ -142,14 +191,25 @@ for (const dialect of testDialects()) {
 
     test('migration 0004 rehashes a refresh token stored the old way (value as id, jti in the payload), which then refreshes', async () => {
       const db = server.app.database.db;
-      const token = tokenOf(await exchangeCode(server, client, await authorizeWithLogin(server, client, user)), 'refresh_token');
+      const token = tokenOf(
+        await exchangeCode(server, client, await authorizeWithLogin(server, client, user)),
+        'refresh_token',
+      );
       const hashed = await storedRow(server, 'RefreshToken', token);
       assert.ok(hashed);
       // Back to the shape every version before this one stored, then the migration once more.
-      await db.updateTable('oidc_payloads').set({ id: token, payload: JSON.stringify({ ...JSON.parse(hashed.payload), jti: token }) }).where('model', '=', 'RefreshToken').where('id', '=', hashed.id).execute();
+      await db
+        .updateTable('oidc_payloads')
+        .set({ id: token, payload: JSON.stringify({ ...JSON.parse(hashed.payload), jti: token }) })
+        .where('model', '=', 'RefreshToken')
+        .where('id', '=', hashed.id)
+        .execute();
       await sql`delete from kysely_migration where name = '0004-hashed-token-ids'`.execute(db);
       const result = await migrateToLatest(server.app.database);
-      assert.deepEqual(result.results?.map((r) => `${r.migrationName}: ${r.status}`), ['0004-hashed-token-ids: Success']);
+      assert.deepEqual(
+        result.results?.map((r) => `${r.migrationName}: ${r.status}`),
+        ['0004-hashed-token-ids: Success'],
+      );
 
       const rehashed = await storedRow(server, 'RefreshToken', token);
       assert.ok(rehashed, 'stored under its hash again');

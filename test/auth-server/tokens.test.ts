@@ -28,7 +28,12 @@ for (const dialect of testDialects()) {
     before(async () => {
       server = await startAuthServer(dialect);
       client = await server.createClient();
-      const result = await tokenRequest(server, { grant_type: 'client_credentials', client_id: client.clientId, client_secret: client.clientSecret!, scope: `${server.resource}/.default` });
+      const result = await tokenRequest(server, {
+        grant_type: 'client_credentials',
+        client_id: client.clientId,
+        client_secret: client.clientSecret!,
+        scope: `${server.resource}/.default`,
+      });
       accessToken = String(result.body.access_token);
     });
     after(() => server.close());
@@ -61,7 +66,12 @@ for (const dialect of testDialects()) {
       const other = await startAuthServer(dialect);
       try {
         const foreignClient = await other.createClient({ grantTypes: ['client_credentials'], redirectUris: [] });
-        const foreign = await tokenRequest(other, { grant_type: 'client_credentials', client_id: foreignClient.clientId, client_secret: foreignClient.clientSecret!, scope: `${other.resource}/.default` });
+        const foreign = await tokenRequest(other, {
+          grant_type: 'client_credentials',
+          client_id: foreignClient.clientId,
+          client_secret: foreignClient.clientSecret!,
+          scope: `${other.resource}/.default`,
+        });
         const result = await apiStatus(server, String(foreign.body.access_token));
         assert.equal(result.status, 401, 'wrong iss and aud, unknown key');
       } finally {
@@ -81,7 +91,9 @@ for (const dialect of testDialects()) {
       const { header, payload } = jwtParts(accessToken);
       const { SignJWT, importJWK } = await import('jose');
       const jwk = server.app.authServer!.keys.jwks.keys.find((k) => k.kid === header.kid)!;
-      const expired = await new SignJWT({ ...payload, iat: 1_700_000_000, exp: 1_700_000_900 }).setProtectedHeader(header as { alg: string }).sign(await importJWK(jwk, String(header.alg)));
+      const expired = await new SignJWT({ ...payload, iat: 1_700_000_000, exp: 1_700_000_900 })
+        .setProtectedHeader(header as { alg: string })
+        .sign(await importJWK(jwk, String(header.alg)));
       const result = await apiStatus(server, expired);
       assert.equal(result.status, 401);
       assert.match(result.challenge ?? '', /expired/);
@@ -97,15 +109,31 @@ for (const dialect of testDialects()) {
 
     test('keys persist across restarts; `signet keys rotate` brings new keys without invalidating issued tokens', async () => {
       const client = await server.createClient({ grantTypes: ['client_credentials'], redirectUris: [] });
-      const issue = async (s: AuthTestServer) => String((await tokenRequest(s, { grant_type: 'client_credentials', client_id: client.clientId, client_secret: client.clientSecret! })).body.access_token);
+      const issue = async (s: AuthTestServer) =>
+        String(
+          (
+            await tokenRequest(s, {
+              grant_type: 'client_credentials',
+              client_id: client.clientId,
+              client_secret: client.clientSecret!,
+            })
+          ).body.access_token,
+        );
       const before = await issue(server);
       const oldKid = jwtParts(before).header.kid;
 
       await server.stop();
-      server = await startAuthServer(dialect, {}, { databaseUrl: server.databaseUrl, port: new URL(server.url).port as unknown as number });
+      server = await startAuthServer(
+        dialect,
+        {},
+        { databaseUrl: server.databaseUrl, port: new URL(server.url).port as unknown as number },
+      );
       assert.equal((await apiStatus(server, before)).status, 200, 'a restart keeps the keys');
 
-      const rotate = spawnSync(process.execPath, [BIN, 'keys', 'rotate', '--json'], { env: { ...process.env, DATABASE_URL: server.databaseUrl, LOG_LEVEL: 'silent' }, encoding: 'utf8' });
+      const rotate = spawnSync(process.execPath, [BIN, 'keys', 'rotate', '--json'], {
+        env: { ...process.env, DATABASE_URL: server.databaseUrl, LOG_LEVEL: 'silent' },
+        encoding: 'utf8',
+      });
       assert.equal(rotate.status, 0, rotate.stderr);
       const { kids } = JSON.parse(rotate.stdout) as { kids: string[] };
       assert.equal(await server.app.authServer!.reloadIfChanged(), true, 'the running server picks up the rotation');
@@ -114,9 +142,17 @@ for (const dialect of testDialects()) {
       const newKid = jwtParts(after).header.kid;
       assert.notEqual(newKid, oldKid);
       assert.ok(kids.includes(String(newKid)));
-      const published = ((await (await fetch(`${server.issuer}/jwks`)).json()) as { keys: { kid: string; d?: string }[] }).keys;
-      assert.ok(published.some((k) => k.kid === oldKid) && published.some((k) => k.kid === newKid), 'old and new keys are both published');
-      assert.ok(published.every((k) => k.d === undefined), 'never a private part');
+      const published = (
+        (await (await fetch(`${server.issuer}/jwks`)).json()) as { keys: { kid: string; d?: string }[] }
+      ).keys;
+      assert.ok(
+        published.some((k) => k.kid === oldKid) && published.some((k) => k.kid === newKid),
+        'old and new keys are both published',
+      );
+      assert.ok(
+        published.every((k) => k.d === undefined),
+        'never a private part',
+      );
       assert.equal((await apiStatus(server, before)).status, 200, 'a token signed before the rotation still works');
       assert.equal((await apiStatus(server, after)).status, 200);
     });
@@ -128,7 +164,14 @@ for (const dialect of testDialects()) {
         const rows = await sealed.app.database.db.selectFrom('signing_keys').select('material').execute();
         assert.ok(rows.length >= 3 && rows.every((r) => r.material.startsWith('aes256gcm:')));
         await sealed.stop();
-        await assert.rejects(startAuthServer(dialect, { KEY_ENCRYPTION_KEY: Buffer.alloc(32, 8).toString('base64url') }, { databaseUrl: sealed.databaseUrl, port: 0 }), /KEY_ENCRYPTION_KEY/);
+        await assert.rejects(
+          startAuthServer(
+            dialect,
+            { KEY_ENCRYPTION_KEY: Buffer.alloc(32, 8).toString('base64url') },
+            { databaseUrl: sealed.databaseUrl, port: 0 },
+          ),
+          /KEY_ENCRYPTION_KEY/,
+        );
       } finally {
         await sealed.close();
       }

@@ -16,7 +16,13 @@ import { createTestDatabase, TEST_WEBHOOK_SECRET_KEY, testDialects, type TestDat
 import { call, CUSTOMER, type CallResult } from '../helpers/http.ts';
 import { TcpProxy } from '../helpers/tcp-proxy.ts';
 import { createTestIssuer, TEST_ISSUER, TEST_RESOURCE, type TestIssuer } from '../helpers/tokens.ts';
-import { LOCAL_WEBHOOKS_ENV, startReceiver, waitUntil, WEBHOOK_SCOPES, type TestReceiver } from '../helpers/webhook-receiver.ts';
+import {
+  LOCAL_WEBHOOKS_ENV,
+  startReceiver,
+  waitUntil,
+  WEBHOOK_SCOPES,
+  type TestReceiver,
+} from '../helpers/webhook-receiver.ts';
 
 const BIN = new URL('../../bin/signet.js', import.meta.url).pathname;
 const LOAD_MS = 30_000;
@@ -35,7 +41,10 @@ interface Child {
 }
 
 function startChild(command: string, env: Record<string, string>): Child {
-  const child = spawn(process.execPath, [BIN, command], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [BIN, command], {
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let output = '';
   const keep = (chunk: Buffer): void => void (output = (output + chunk.toString()).slice(-OUTPUT_KEPT));
   child.stdout?.on('data', keep);
@@ -71,146 +80,227 @@ function count(tally: Tally, key: string): void {
 /** A 503 must be problem+json (the API) or temporarily_unavailable (OAuth), with Retry-After, either way. */
 function checkUnavailable(tally: Tally, label: string, res: CallResult, oauth: boolean): void {
   const retryAfter = res.headers.get('retry-after');
-  const shaped = oauth ? res.json?.error === 'temporarily_unavailable' : res.headers.get('content-type')?.startsWith('application/problem+json') && /temporarily-unavailable$/.test(res.json?.type);
-  if (!shaped || !retryAfter || !/^\d+$/.test(retryAfter)) tally.wrong.push(`${label}: 503 without its shape or Retry-After: ${res.headers.get('content-type')} ${retryAfter} ${res.text.slice(0, 300)}`);
+  const shaped = oauth
+    ? res.json?.error === 'temporarily_unavailable'
+    : res.headers.get('content-type')?.startsWith('application/problem+json') &&
+      /temporarily-unavailable$/.test(res.json?.type);
+  if (!shaped || !retryAfter || !/^\d+$/.test(retryAfter))
+    tally.wrong.push(
+      `${label}: 503 without its shape or Retry-After: ${res.headers.get('content-type')} ${retryAfter} ${res.text.slice(0, 300)}`,
+    );
 }
 
-if (testDialects().includes('postgres')) describe('PostgreSQL connections lost under load [postgres]', () => {
-  const app = `signet-load-${randomBytes(4).toString('hex')}`;
-  let database: TestDatabase;
-  let proxy: TcpProxy;
-  let receiver: TestReceiver;
-  let issuer: TestIssuer;
-  let admin: pg.Client;
-  let serve: Child;
-  let dispatcher: Child;
-  let url: string;
+if (testDialects().includes('postgres'))
+  describe('PostgreSQL connections lost under load [postgres]', () => {
+    const app = `signet-load-${randomBytes(4).toString('hex')}`;
+    let database: TestDatabase;
+    let proxy: TcpProxy;
+    let receiver: TestReceiver;
+    let issuer: TestIssuer;
+    let admin: pg.Client;
+    let serve: Child;
+    let dispatcher: Child;
+    let url: string;
 
-  before(async () => {
-    database = await createTestDatabase('postgres');
-    proxy = TcpProxy.for(database.url, 5432);
-    await proxy.start();
-    receiver = await startReceiver();
-    issuer = await createTestIssuer();
-    admin = new pg.Client({ connectionString: database.url });
-    await admin.connect();
-    const port = await freePort();
-    url = `http://127.0.0.1:${port}`;
-    const common = { ...LOCAL_WEBHOOKS_ENV, WEBHOOK_SECRET_KEY: TEST_WEBHOOK_SECRET_KEY, LOG_LEVEL: 'info' };
-    serve = startChild('serve', {
-      ...common,
-      DATABASE_URL: proxy.rewrite(withApplicationName(database.url, `${app}-serve`)),
-      PORT: String(port),
-      AUTH_ISSUER: TEST_ISSUER,
-      API_RESOURCE: TEST_RESOURCE,
-      AUTH_JWKS_FILE: issuer.jwksFile,
-      RATE_LIMIT_MAX: '100000000',
-      WEBHOOK_DISPATCHER: 'false',
-      LOG_LEVEL: 'warn',
+    before(async () => {
+      database = await createTestDatabase('postgres');
+      proxy = TcpProxy.for(database.url, 5432);
+      await proxy.start();
+      receiver = await startReceiver();
+      issuer = await createTestIssuer();
+      admin = new pg.Client({ connectionString: database.url });
+      await admin.connect();
+      const port = await freePort();
+      url = `http://127.0.0.1:${port}`;
+      const common = { ...LOCAL_WEBHOOKS_ENV, WEBHOOK_SECRET_KEY: TEST_WEBHOOK_SECRET_KEY, LOG_LEVEL: 'info' };
+      serve = startChild('serve', {
+        ...common,
+        DATABASE_URL: proxy.rewrite(withApplicationName(database.url, `${app}-serve`)),
+        PORT: String(port),
+        AUTH_ISSUER: TEST_ISSUER,
+        API_RESOURCE: TEST_RESOURCE,
+        AUTH_JWKS_FILE: issuer.jwksFile,
+        RATE_LIMIT_MAX: '100000000',
+        WEBHOOK_DISPATCHER: 'false',
+        LOG_LEVEL: 'warn',
+      });
+      await waitUntil(
+        async () => (await call(url, 'GET', '/readyz').catch(() => undefined))?.status === 200,
+        20_000,
+        () => `signet serve did not get ready: ${serve.output()}`,
+      );
+      // The longest poll there is: a delivery that follows a commit within seconds was woken by NOTIFY.
+      dispatcher = startChild('dispatcher', {
+        ...common,
+        DATABASE_URL: proxy.rewrite(withApplicationName(database.url, `${app}-dispatcher`)),
+        WEBHOOK_POLL_INTERVAL: '60s',
+      });
+      await waitUntil(
+        () => /webhook dispatcher started/.test(dispatcher.output()),
+        20_000,
+        () => `signet dispatcher did not start: ${dispatcher.output()}`,
+      );
     });
-    await waitUntil(async () => (await call(url, 'GET', '/readyz').catch(() => undefined))?.status === 200, 20_000, () => `signet serve did not get ready: ${serve.output()}`);
-    // The longest poll there is: a delivery that follows a commit within seconds was woken by NOTIFY.
-    dispatcher = startChild('dispatcher', { ...common, DATABASE_URL: proxy.rewrite(withApplicationName(database.url, `${app}-dispatcher`)), WEBHOOK_POLL_INTERVAL: '60s' });
-    await waitUntil(() => /webhook dispatcher started/.test(dispatcher.output()), 20_000, () => `signet dispatcher did not start: ${dispatcher.output()}`);
-  });
 
-  after(async () => {
-    for (const child of [serve, dispatcher]) if (child?.alive()) child.process.kill('SIGKILL');
-    await admin?.end();
-    await receiver?.close();
-    await proxy?.close();
-    await database?.drop();
-  });
+    after(async () => {
+      for (const child of [serve, dispatcher]) if (child?.alive()) child.process.kill('SIGKILL');
+      await admin?.end();
+      await receiver?.close();
+      await proxy?.close();
+      await database?.drop();
+    });
 
-  test('16 writers and token requests for 30 s while backends are terminated and connections reset: the processes live on, nothing acknowledged is lost, failures are 503s', async (t) => {
-    const token = await issuer.clientToken(WEBHOOK_SCOPES);
-    const endpoint = await call(url, 'POST', '/api/webhooks', { token, body: { Url: `${receiver.url}/hook`, Events: ['order.created'] } });
-    assert.equal(endpoint.status, 201, endpoint.text);
-    const oauthClient = createOAuthClient(database.url);
-    const basic = `Basic ${Buffer.from(`${oauthClient.id}:${oauthClient.secret}`).toString('base64')}`;
-    const tokenCall = () => call(url, 'POST', '/oauth/token', { rawBody: 'grant_type=client_credentials&scope=orders%3Aread', contentType: 'application/x-www-form-urlencoded', headers: { authorization: basic }, signal: AbortSignal.timeout(ANSWER_DEADLINE_MS) });
-    const first = await tokenCall();
-    assert.equal(first.status, 200, `the authorization server answers before the faults: ${first.text}`);
+    test('16 writers and token requests for 30 s while backends are terminated and connections reset: the processes live on, nothing acknowledged is lost, failures are 503s', async (t) => {
+      const token = await issuer.clientToken(WEBHOOK_SCOPES);
+      const endpoint = await call(url, 'POST', '/api/webhooks', {
+        token,
+        body: { Url: `${receiver.url}/hook`, Events: ['order.created'] },
+      });
+      assert.equal(endpoint.status, 201, endpoint.text);
+      const oauthClient = createOAuthClient(database.url);
+      const basic = `Basic ${Buffer.from(`${oauthClient.id}:${oauthClient.secret}`).toString('base64')}`;
+      const tokenCall = () =>
+        call(url, 'POST', '/oauth/token', {
+          rawBody: 'grant_type=client_credentials&scope=orders%3Aread',
+          contentType: 'application/x-www-form-urlencoded',
+          headers: { authorization: basic },
+          signal: AbortSignal.timeout(ANSWER_DEADLINE_MS),
+        });
+      const first = await tokenCall();
+      assert.equal(first.status, 200, `the authorization server answers before the faults: ${first.text}`);
 
-    const orders: Tally = { created: [], statuses: new Map(), wrong: [] };
-    const tokens: Tally = { created: [], statuses: new Map(), wrong: [] };
-    let running = true;
-    const writer = async (n: number): Promise<void> => {
-      while (running) {
-        const label = `writer ${n}`;
-        try {
-          const res = await call(url, 'POST', '/api/orders', { token, body: { CustomerId: CUSTOMER, Total: n + 1 }, signal: AbortSignal.timeout(ANSWER_DEADLINE_MS) });
-          count(orders, String(res.status));
-          if (res.status === 201) orders.created.push(res.json.Id);
-          else if (res.status === 503) checkUnavailable(orders, label, res, false);
-          else orders.wrong.push(`${label}: ${res.status} ${res.text.slice(0, 300)}`);
-        } catch (err) {
-          count(orders, 'no answer');
-          orders.wrong.push(`${label}: no answer: ${(err as Error).message} ${String((err as Error).cause ?? '')}`);
+      const orders: Tally = { created: [], statuses: new Map(), wrong: [] };
+      const tokens: Tally = { created: [], statuses: new Map(), wrong: [] };
+      let running = true;
+      const writer = async (n: number): Promise<void> => {
+        while (running) {
+          const label = `writer ${n}`;
+          try {
+            const res = await call(url, 'POST', '/api/orders', {
+              token,
+              body: { CustomerId: CUSTOMER, Total: n + 1 },
+              signal: AbortSignal.timeout(ANSWER_DEADLINE_MS),
+            });
+            count(orders, String(res.status));
+            if (res.status === 201) orders.created.push(res.json.Id);
+            else if (res.status === 503) checkUnavailable(orders, label, res, false);
+            else orders.wrong.push(`${label}: ${res.status} ${res.text.slice(0, 300)}`);
+          } catch (err) {
+            count(orders, 'no answer');
+            orders.wrong.push(`${label}: no answer: ${(err as Error).message} ${String((err as Error).cause ?? '')}`);
+          }
         }
-      }
-    };
-    const tokenRequester = async (): Promise<void> => {
-      while (running) {
-        try {
-          const res = await tokenCall();
-          count(tokens, String(res.status));
-          if (res.status === 503) checkUnavailable(tokens, '/oauth/token', res, true);
-          else if (res.status !== 200) tokens.wrong.push(`/oauth/token: ${res.status} ${res.text.slice(0, 300)}`);
-        } catch (err) {
-          count(tokens, 'no answer');
-          tokens.wrong.push(`/oauth/token: no answer: ${(err as Error).message} ${String((err as Error).cause ?? '')}`);
+      };
+      const tokenRequester = async (): Promise<void> => {
+        while (running) {
+          try {
+            const res = await tokenCall();
+            count(tokens, String(res.status));
+            if (res.status === 503) checkUnavailable(tokens, '/oauth/token', res, true);
+            else if (res.status !== 200) tokens.wrong.push(`/oauth/token: ${res.status} ${res.text.slice(0, 300)}`);
+          } catch (err) {
+            count(tokens, 'no answer');
+            tokens.wrong.push(
+              `/oauth/token: no answer: ${(err as Error).message} ${String((err as Error).cause ?? '')}`,
+            );
+          }
         }
+      };
+      const load = [...Array.from({ length: WRITERS }, (_, n) => writer(n)), tokenRequester()];
+
+      let terminated = 0;
+      let terminations = 0;
+      let resets = 0;
+      const end = Date.now() + LOAD_MS;
+      for (let round = 0; Date.now() < end && serve.alive() && dispatcher.alive(); round++) {
+        if (round % 2 === 0) {
+          const { rowCount } = await admin.query(
+            'select pg_terminate_backend(pid) from pg_stat_activity where application_name like $1 and pid <> pg_backend_pid()',
+            [`${app}-%`],
+          );
+          terminations++;
+          terminated += rowCount ?? 0;
+        } else {
+          proxy.reset();
+          resets++;
+        }
+        await new Promise((resolve) => setTimeout(resolve, FAULT_EVERY_MS));
       }
-    };
-    const load = [...Array.from({ length: WRITERS }, (_, n) => writer(n)), tokenRequester()];
+      running = false;
+      await Promise.all(load);
 
-    let terminated = 0;
-    let terminations = 0;
-    let resets = 0;
-    const end = Date.now() + LOAD_MS;
-    for (let round = 0; Date.now() < end && serve.alive() && dispatcher.alive(); round++) {
-      if (round % 2 === 0) {
-        const { rowCount } = await admin.query('select pg_terminate_backend(pid) from pg_stat_activity where application_name like $1 and pid <> pg_backend_pid()', [`${app}-%`]);
-        terminations++;
-        terminated += rowCount ?? 0;
-      } else {
-        proxy.reset();
-        resets++;
-      }
-      await new Promise((resolve) => setTimeout(resolve, FAULT_EVERY_MS));
-    }
-    running = false;
-    await Promise.all(load);
+      const summary = `orders ${JSON.stringify(Object.fromEntries(orders.statuses))}; tokens ${JSON.stringify(Object.fromEntries(tokens.statuses))}; ${terminations} terminations (${terminated} backends), ${resets} resets`;
+      t.diagnostic(summary);
+      assert.ok(
+        serve.alive(),
+        `signet serve exited (${serve.process.exitCode ?? serve.process.signalCode}) during the faults; ${summary}\n${serve.output()}`,
+      );
+      assert.ok(
+        dispatcher.alive(),
+        `signet dispatcher exited (${dispatcher.process.exitCode ?? dispatcher.process.signalCode}) during the faults; ${summary}\n${dispatcher.output()}`,
+      );
+      assert.deepEqual(
+        [...orders.wrong, ...tokens.wrong].slice(0, 20),
+        [],
+        `only 201/200 or 503 with Retry-After; ${summary}`,
+      );
+      assert.ok(orders.created.length >= WRITERS, `the writers were served between the faults: ${summary}`);
+      assert.ok(terminated > 0, `backends were terminated: ${summary}`);
 
-    const summary = `orders ${JSON.stringify(Object.fromEntries(orders.statuses))}; tokens ${JSON.stringify(Object.fromEntries(tokens.statuses))}; ${terminations} terminations (${terminated} backends), ${resets} resets`;
-    t.diagnostic(summary);
-    assert.ok(serve.alive(), `signet serve exited (${serve.process.exitCode ?? serve.process.signalCode}) during the faults; ${summary}\n${serve.output()}`);
-    assert.ok(dispatcher.alive(), `signet dispatcher exited (${dispatcher.process.exitCode ?? dispatcher.process.signalCode}) during the faults; ${summary}\n${dispatcher.output()}`);
-    assert.deepEqual([...orders.wrong, ...tokens.wrong].slice(0, 20), [], `only 201/200 or 503 with Retry-After; ${summary}`);
-    assert.ok(orders.created.length >= WRITERS, `the writers were served between the faults: ${summary}`);
-    assert.ok(terminated > 0, `backends were terminated: ${summary}`);
+      const { rows } = await admin.query<{ id: number }>('select id from orders where id = any($1::bigint[])', [
+        orders.created,
+      ]);
+      const stored = new Set(rows.map((row) => Number(row.id)));
+      const lost = orders.created.filter((id) => !stored.has(id));
+      assert.deepEqual(lost, [], `every acknowledged order is stored (${orders.created.length} acknowledged)`);
 
-    const { rows } = await admin.query<{ id: number }>('select id from orders where id = any($1::bigint[])', [orders.created]);
-    const stored = new Set(rows.map((row) => Number(row.id)));
-    const lost = orders.created.filter((id) => !stored.has(id));
-    assert.deepEqual(lost, [], `every acknowledged order is stored (${orders.created.length} acknowledged)`);
-
-    // Serving again, and the dispatcher, listening again, delivers an order created now.
-    let created: CallResult | undefined;
-    await waitUntil(async () => (created = await call(url, 'POST', '/api/orders', { token, body: { CustomerId: CUSTOMER, Total: 99 } })).status === 201, 15_000, () => `no 201 after the faults: ${created?.status} ${created?.text}`);
-    const id = Number(created!.json.Id);
-    await waitUntil(() => receiver.received.some((d) => (JSON.parse(d.body) as { Data?: { Id?: number } }).Data?.Id === id), 15_000, () => `order ${id} was not delivered; dispatcher output:\n${dispatcher.output()}`);
-    assert.equal((await tokenCall()).status, 200, 'the authorization server serves again');
+      // Serving again, and the dispatcher, listening again, delivers an order created now.
+      let created: CallResult | undefined;
+      await waitUntil(
+        async () =>
+          (created = await call(url, 'POST', '/api/orders', { token, body: { CustomerId: CUSTOMER, Total: 99 } }))
+            .status === 201,
+        15_000,
+        () => `no 201 after the faults: ${created?.status} ${created?.text}`,
+      );
+      const id = Number(created!.json.Id);
+      await waitUntil(
+        () => receiver.received.some((d) => (JSON.parse(d.body) as { Data?: { Id?: number } }).Data?.Id === id),
+        15_000,
+        () => `order ${id} was not delivered; dispatcher output:\n${dispatcher.output()}`,
+      );
+      assert.equal((await tokenCall()).status, 200, 'the authorization server serves again');
+    });
   });
-});
 
 /** `signet client create` for a client-credentials client, on the database directly. */
 function createOAuthClient(databaseUrl: string): { id: string; secret: string } {
-  const result = spawnSync(process.execPath, [BIN, 'client', 'create', '--name', 'Load', '--type', 'confidential', '--grant', 'client_credentials', '--scope', 'orders:read', '--json'], {
-    env: { ...process.env, DATABASE_URL: databaseUrl, WEBHOOK_SECRET_KEY: TEST_WEBHOOK_SECRET_KEY, LOG_LEVEL: 'silent' },
-    encoding: 'utf8',
-  });
+  const result = spawnSync(
+    process.execPath,
+    [
+      BIN,
+      'client',
+      'create',
+      '--name',
+      'Load',
+      '--type',
+      'confidential',
+      '--grant',
+      'client_credentials',
+      '--scope',
+      'orders:read',
+      '--json',
+    ],
+    {
+      env: {
+        ...process.env,
+        DATABASE_URL: databaseUrl,
+        WEBHOOK_SECRET_KEY: TEST_WEBHOOK_SECRET_KEY,
+        LOG_LEVEL: 'silent',
+      },
+      encoding: 'utf8',
+    },
+  );
   assert.equal(result.status, 0, result.stderr);
   const created = JSON.parse(result.stdout) as { client_id: string; client_secret: string };
   return { id: created.client_id, secret: created.client_secret };

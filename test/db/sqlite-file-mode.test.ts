@@ -17,7 +17,12 @@ test('a new SQLite database file and its -wal and -shm files are created 0600', 
   try {
     await sql`create table t (id integer primary key)`.execute(handle.db);
     await sql`insert into t (id) values (1)`.execute(handle.db);
-    const modes = Object.fromEntries(['', '-wal', '-shm'].map((suffix) => [`signet.db${suffix}`, (statSync(`${path}${suffix}`).mode & 0o777).toString(8)]));
+    const modes = Object.fromEntries(
+      ['', '-wal', '-shm'].map((suffix) => [
+        `signet.db${suffix}`,
+        (statSync(`${path}${suffix}`).mode & 0o777).toString(8),
+      ]),
+    );
     assert.deepEqual(modes, { 'signet.db': '600', 'signet.db-wal': '600', 'signet.db-shm': '600' });
   } finally {
     process.umask(previous);

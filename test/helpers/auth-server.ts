@@ -20,8 +20,12 @@ export interface AuthTestServer {
   dialect: TestDialect;
   /** The database URL, for a second instance or a restart over the same data. */
   databaseUrl: string;
-  createUser(input?: Partial<{ email: string; name: string; password: string }>): Promise<{ id: string; email: string; name: string; password: string }>;
-  createClient(input?: Partial<NewClient>): Promise<{ clientId: string; clientSecret: string | undefined; redirectUri: string }>;
+  createUser(
+    input?: Partial<{ email: string; name: string; password: string }>,
+  ): Promise<{ id: string; email: string; name: string; password: string }>;
+  createClient(
+    input?: Partial<NewClient>,
+  ): Promise<{ clientId: string; clientSecret: string | undefined; redirectUri: string }>;
   /** Stops the app and keeps the database (for restart tests). */
   stop(): Promise<void>;
   close(): Promise<void>;
@@ -38,11 +42,23 @@ export async function freePort(): Promise<number> {
 
 let counter = 0;
 
-export async function startAuthServer(dialect: TestDialect, env: Record<string, string> = {}, existing?: { databaseUrl: string; port: number }): Promise<AuthTestServer> {
+export async function startAuthServer(
+  dialect: TestDialect,
+  env: Record<string, string> = {},
+  existing?: { databaseUrl: string; port: number },
+): Promise<AuthTestServer> {
   const database = existing ? undefined : await createTestDatabase(dialect);
   const databaseUrl = existing?.databaseUrl ?? database!.url;
   const port = existing?.port ?? (await freePort());
-  const config = loadConfig({ PORT: String(port), DATABASE_URL: databaseUrl, LOG_LEVEL: 'silent', RATE_LIMIT_MAX: '100000', WEBHOOK_SECRET_KEY: TEST_WEBHOOK_SECRET_KEY, ...NO_OVERLOAD_GUARD, ...env });
+  const config = loadConfig({
+    PORT: String(port),
+    DATABASE_URL: databaseUrl,
+    LOG_LEVEL: 'silent',
+    RATE_LIMIT_MAX: '100000',
+    WEBHOOK_SECRET_KEY: TEST_WEBHOOK_SECRET_KEY,
+    ...NO_OVERLOAD_GUARD,
+    ...env,
+  });
   const app = await buildApp(config, { logger: false });
   await app.listen({ host: '127.0.0.1', port });
   const url = `http://127.0.0.1:${port}`;
@@ -61,7 +77,12 @@ export async function startAuthServer(dialect: TestDialect, env: Record<string, 
     databaseUrl,
     async createUser(input = {}) {
       counter += 1;
-      const user = { email: `user${counter}-${Date.now()}@example.test`, name: `User ${counter}`, password: `correct horse ${counter}`, ...input };
+      const user = {
+        email: `user${counter}-${Date.now()}@example.test`,
+        name: `User ${counter}`,
+        password: `correct horse ${counter}`,
+        ...input,
+      };
       const created = await createUser(app.database.db, user);
       return { id: created.id, email: created.email, name: created.name, password: user.password };
     },

@@ -21,7 +21,16 @@ export function findChromium(): string | null {
 export function launchChromium(executablePath: string = CHROMIUM_PATH): Promise<Browser> {
   return chromium.launch({
     executablePath,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    args: [
+      '--headless',
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+    ],
   });
 }
 
@@ -44,7 +53,9 @@ export async function startCallbackServer(): Promise<CallbackServer> {
       return;
     }
     received.push(url);
-    res.writeHead(200, { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store' }).end('<!doctype html><title>Callback</title><p>Callback received</p>');
+    res
+      .writeHead(200, { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store' })
+      .end('<!doctype html><title>Callback</title><p>Callback received</p>');
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const address = server.address();

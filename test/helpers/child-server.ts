@@ -48,7 +48,10 @@ export async function startChildServer(options: ChildServerOptions = {}): Promis
     ...options.env,
   };
   const child = options.openFileLimit
-    ? spawn('sh', ['-c', `ulimit -n ${options.openFileLimit} && exec "$0" "$1" serve`, process.execPath, BIN], { env, stdio: ['ignore', 'pipe', 'pipe'] })
+    ? spawn('sh', ['-c', `ulimit -n ${options.openFileLimit} && exec "$0" "$1" serve`, process.execPath, BIN], {
+        env,
+        stdio: ['ignore', 'pipe', 'pipe'],
+      })
     : spawn(process.execPath, [BIN, 'serve'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   const waiters = new Set<() => void>();
@@ -68,7 +71,10 @@ export async function startChildServer(options: ChildServerOptions = {}): Promis
   );
   const waitFor = (pattern: RegExp, timeoutMs = 15_000): Promise<RegExpExecArray> =>
     new Promise((resolve, reject) => {
-      const timer = setTimeout(() => finish(new Error(`no ${pattern} within ${timeoutMs} ms; output:\n${output}`)), timeoutMs);
+      const timer = setTimeout(
+        () => finish(new Error(`no ${pattern} within ${timeoutMs} ms; output:\n${output}`)),
+        timeoutMs,
+      );
       const finish = (result: RegExpExecArray | Error): void => {
         clearTimeout(timer);
         waiters.delete(check);
@@ -78,7 +84,8 @@ export async function startChildServer(options: ChildServerOptions = {}): Promis
       const check = (): void => {
         const match = pattern.exec(output);
         if (match) finish(match);
-        else if (exitCode !== undefined) finish(new Error(`exited with ${exitCode} before ${pattern}; output:\n${output}`));
+        else if (exitCode !== undefined)
+          finish(new Error(`exited with ${exitCode} before ${pattern}; output:\n${output}`));
       };
       waiters.add(check);
       check();

@@ -20,14 +20,19 @@ export const TEST_WEBHOOK_SECRET_KEY = Buffer.alloc(32, 7).toString('base64url')
 export function testDialects(): TestDialect[] {
   const dialects: TestDialect[] = ['sqlite'];
   if (process.env.TEST_POSTGRES_URL) dialects.push('postgres');
-  else if (process.env.TEST_POSTGRES_REQUIRED === '1') throw new Error('TEST_POSTGRES_REQUIRED=1 but TEST_POSTGRES_URL is not set');
+  else if (process.env.TEST_POSTGRES_REQUIRED === '1')
+    throw new Error('TEST_POSTGRES_REQUIRED=1 but TEST_POSTGRES_URL is not set');
   return dialects;
 }
 
 /** `postgresUrl` defaults to TEST_POSTGRES_URL; the benchmark passes its own. */
-export async function createTestDatabase(dialect: TestDialect, postgresUrl = process.env.TEST_POSTGRES_URL): Promise<TestDatabase> {
+export async function createTestDatabase(
+  dialect: TestDialect,
+  postgresUrl = process.env.TEST_POSTGRES_URL,
+): Promise<TestDatabase> {
   if (dialect === 'sqlite') return createSqlite();
-  if (!postgresUrl) throw new Error('a PostgreSQL database needs a server URL (TEST_POSTGRES_URL or BENCH_POSTGRES_URL)');
+  if (!postgresUrl)
+    throw new Error('a PostgreSQL database needs a server URL (TEST_POSTGRES_URL or BENCH_POSTGRES_URL)');
   return createPostgresSchema(postgresUrl);
 }
 

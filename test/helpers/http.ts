@@ -16,7 +16,12 @@ export interface CallResult {
   json: any; // eslint-disable-line @typescript-eslint/no-explicit-any
 }
 
-export async function call(baseUrl: string, method: string, path: string, options: CallOptions = {}): Promise<CallResult> {
+export async function call(
+  baseUrl: string,
+  method: string,
+  path: string,
+  options: CallOptions = {},
+): Promise<CallResult> {
   const headers: Record<string, string> = { ...options.headers };
   if (options.token) headers.authorization = `Bearer ${options.token}`;
   let body: string | undefined;

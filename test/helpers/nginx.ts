@@ -3,7 +3,16 @@
 // a child process with its whole prefix (pid, logs, temp files) in a throw-away directory.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { generateKeyPairSync, randomBytes, sign } from 'node:crypto';
-import { accessSync, constants, chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  accessSync,
+  constants,
+  chmodSync,
+  existsSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { createServer, connect } from 'node:net';
 import { tmpdir, userInfo } from 'node:os';
 import { delimiter, join } from 'node:path';
@@ -14,7 +23,13 @@ export const PUBLIC_NAME = 'api.example.com';
 
 /** Path of an executable nginx: /usr/sbin/nginx, else the first on PATH; null when there is none. */
 export function findNginx(): string | null {
-  const candidates = ['/usr/sbin/nginx', ...(process.env.PATH ?? '').split(delimiter).filter(Boolean).map((dir) => join(dir, 'nginx'))];
+  const candidates = [
+    '/usr/sbin/nginx',
+    ...(process.env.PATH ?? '')
+      .split(delimiter)
+      .filter(Boolean)
+      .map((dir) => join(dir, 'nginx')),
+  ];
   for (const candidate of candidates) {
     try {
       accessSync(candidate, constants.X_OK);
@@ -82,7 +97,8 @@ async function startOnce(binary: string, upstreamPort: number): Promise<RunningN
 function siteConfig(dir: string, httpPort: number, httpsPort: number, upstreamPort: number): string {
   let conf = readFileSync(SIGNET_CONF, 'utf8');
   const substitute = (pattern: RegExp, replacement: string) => {
-    if (!pattern.test(conf)) throw new Error(`deploy/nginx/signet.conf no longer matches ${pattern}; update test/helpers/nginx.ts`);
+    if (!pattern.test(conf))
+      throw new Error(`deploy/nginx/signet.conf no longer matches ${pattern}; update test/helpers/nginx.ts`);
     conf = conf.replace(new RegExp(pattern.source, `${pattern.flags.replace('g', '')}g`), replacement);
   };
   substitute(/^\s*listen \[::\]:.*$/m, ''); // IPv6 may be unavailable on the test machine
@@ -146,7 +162,8 @@ function canConnect(port: number): Promise<boolean> {
 async function waitForListening(child: ChildProcess, ports: number[], timeoutMs = 10_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    if (child.exitCode !== null || child.signalCode !== null) throw new Error(`nginx exited (${child.exitCode ?? child.signalCode})`);
+    if (child.exitCode !== null || child.signalCode !== null)
+      throw new Error(`nginx exited (${child.exitCode ?? child.signalCode})`);
     const up = await Promise.all(ports.map(canConnect));
     if (up.every(Boolean)) return;
     if (Date.now() > deadline) throw new Error(`nothing listening on ${ports.join(', ')} after ${timeoutMs} ms`);

@@ -48,7 +48,9 @@ const MAX_STEPS = 12;
 export async function runAuthorizationFlow(options: FlowOptions): Promise<FlowResult> {
   const jar = options.jar ?? new CookieJar();
   const pages: FlowResult['pages'] = [];
-  let next: { url: string; form?: URLSearchParams } = { url: `${options.base}/oauth/authorize?${options.authorizeQuery}` };
+  let next: { url: string; form?: URLSearchParams } = {
+    url: `${options.base}/oauth/authorize?${options.authorizeQuery}`,
+  };
   for (let step = 0; step < MAX_STEPS; step += 1) {
     const response = await fetch(next.url, {
       method: next.form ? 'POST' : 'GET',
@@ -93,5 +95,11 @@ function submit(html: string, pageUrl: string, options: FlowOptions): { url: str
   } else if (options.deny) {
     target = /formaction="([^"]+)"/.exec(html)?.[1] ?? action;
   }
-  return { url: new URL(target.replace(/&#(\d+);/g, (_m, c: string) => String.fromCharCode(Number(c))), pageUrl).href, form };
+  return {
+    url: new URL(
+      target.replace(/&#(\d+);/g, (_m, c: string) => String.fromCharCode(Number(c))),
+      pageUrl,
+    ).href,
+    form,
+  };
 }

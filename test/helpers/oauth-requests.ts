@@ -8,16 +8,32 @@ export interface TokenResult {
   body: Record<string, unknown>;
 }
 
-export async function tokenRequest(server: AuthTestServer, params: Record<string, string>, options: { basic?: [string, string]; headers?: Record<string, string> } = {}): Promise<TokenResult> {
+export async function tokenRequest(
+  server: AuthTestServer,
+  params: Record<string, string>,
+  options: { basic?: [string, string]; headers?: Record<string, string> } = {},
+): Promise<TokenResult> {
   const headers: Record<string, string> = { 'content-type': 'application/x-www-form-urlencoded', ...options.headers };
-  if (options.basic) headers.authorization = `Basic ${Buffer.from(`${encodeURIComponent(options.basic[0])}:${encodeURIComponent(options.basic[1])}`).toString('base64')}`;
-  const response = await fetch(`${server.issuer}/token`, { method: 'POST', headers, body: new URLSearchParams(params).toString() });
-  return { status: response.status, headers: response.headers, body: (await response.json()) as Record<string, unknown> };
+  if (options.basic)
+    headers.authorization = `Basic ${Buffer.from(`${encodeURIComponent(options.basic[0])}:${encodeURIComponent(options.basic[1])}`).toString('base64')}`;
+  const response = await fetch(`${server.issuer}/token`, {
+    method: 'POST',
+    headers,
+    body: new URLSearchParams(params).toString(),
+  });
+  return {
+    status: response.status,
+    headers: response.headers,
+    body: (await response.json()) as Record<string, unknown>,
+  };
 }
 
 export function jwtParts(token: unknown): { header: Record<string, unknown>; payload: Record<string, unknown> } {
   const [header = '', payload = ''] = String(token).split('.');
-  return { header: JSON.parse(Buffer.from(header, 'base64url').toString()) as Record<string, unknown>, payload: JSON.parse(Buffer.from(payload, 'base64url').toString()) as Record<string, unknown> };
+  return {
+    header: JSON.parse(Buffer.from(header, 'base64url').toString()) as Record<string, unknown>,
+    payload: JSON.parse(Buffer.from(payload, 'base64url').toString()) as Record<string, unknown>,
+  };
 }
 
 export interface CodeFlow {
@@ -27,20 +43,56 @@ export interface CodeFlow {
 }
 
 /** The contract's authorization request: response_type, client_id, code_challenge, scope; nothing else unless given. */
-export async function authorizeWithLogin(server: AuthTestServer, client: { clientId: string }, user: { email: string; password: string }, extra: Record<string, string> = {}, flowOptions: Partial<Parameters<typeof runAuthorizationFlow>[0]> = {}): Promise<CodeFlow> {
+export async function authorizeWithLogin(
+  server: AuthTestServer,
+  client: { clientId: string },
+  user: { email: string; password: string },
+  extra: Record<string, string> = {},
+  flowOptions: Partial<Parameters<typeof runAuthorizationFlow>[0]> = {},
+): Promise<CodeFlow> {
   const { verifier, challenge } = pkcePair();
-  const query = new URLSearchParams({ response_type: 'code', client_id: client.clientId, code_challenge: challenge, scope: 'openid profile email', ...extra });
-  const flow = await runAuthorizationFlow({ base: server.url, authorizeQuery: query.toString(), email: user.email, password: user.password, ...flowOptions });
+  const query = new URLSearchParams({
+    response_type: 'code',
+    client_id: client.clientId,
+    code_challenge: challenge,
+    scope: 'openid profile email',
+    ...extra,
+  });
+  const flow = await runAuthorizationFlow({
+    base: server.url,
+    authorizeQuery: query.toString(),
+    email: user.email,
+    password: user.password,
+    ...flowOptions,
+  });
   const code = flow.callback.searchParams.get('code');
   if (!code) throw new Error(`no code in ${flow.callback.href}`);
   return { code, verifier, flow };
 }
 
 /** The contract's code exchange: code, code_verifier, client_id, client_secret (no grant_type). */
-export function exchangeCode(server: AuthTestServer, client: { clientId: string; clientSecret: string | undefined }, flow: { code: string; verifier: string }): Promise<TokenResult> {
-  return tokenRequest(server, { code: flow.code, code_verifier: flow.verifier, client_id: client.clientId, ...(client.clientSecret ? { client_secret: client.clientSecret } : {}) });
+export function exchangeCode(
+  server: AuthTestServer,
+  client: { clientId: string; clientSecret: string | undefined },
+  flow: { code: string; verifier: string },
+): Promise<TokenResult> {
+  return tokenRequest(server, {
+    code: flow.code,
+    code_verifier: flow.verifier,
+    client_id: client.clientId,
+    ...(client.clientSecret ? { client_secret: client.clientSecret } : {}),
+  });
 }
 
-export function refresh(server: AuthTestServer, client: { clientId: string; clientSecret: string | undefined }, refreshToken: unknown): Promise<TokenResult> {
-  return tokenRequest(server, { grant_type: 'refresh_token', refresh_token: String(refreshToken), client_id: client.clientId, ...(client.clientSecret ? { client_secret: client.clientSecret } : {}) });
+export function refresh(
+  server: AuthTestServer,
+  client: { clientId: string; clientSecret: string | undefined },
+  refreshToken: unknown,
+): Promise<TokenResult> {
+  return tokenRequest(server, {
+    grant_type: 'refresh_token',
+    refresh_token: String(refreshToken),
+    client_id: client.clientId,
+    ...(client.clientSecret ? { client_secret: client.clientSecret } : {}),
+  });
 }

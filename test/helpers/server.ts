@@ -19,7 +19,11 @@ export interface TestServer {
   close(): Promise<void>;
 }
 
-export async function startServer(dialect: TestDialect, env: Record<string, string> = {}, issuer?: TestIssuer): Promise<TestServer> {
+export async function startServer(
+  dialect: TestDialect,
+  env: Record<string, string> = {},
+  issuer?: TestIssuer,
+): Promise<TestServer> {
   const database = await createTestDatabase(dialect);
   const tokens = issuer ?? (await createTestIssuer());
   const config = loadConfig({
@@ -54,7 +58,10 @@ export async function startServer(dialect: TestDialect, env: Record<string, stri
 }
 
 /** A server plus a client-credentials token with both order scopes: the usual start of a suite. */
-export async function startWithClientToken(dialect: TestDialect, env: Record<string, string> = {}): Promise<{ server: TestServer; token: string }> {
+export async function startWithClientToken(
+  dialect: TestDialect,
+  env: Record<string, string> = {},
+): Promise<{ server: TestServer; token: string }> {
   const server = await startServer(dialect, env);
   return { server, token: await server.issuer.clientToken('orders:read orders:write') };
 }

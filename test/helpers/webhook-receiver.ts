@@ -31,7 +31,12 @@ export async function startReceiver(): Promise<TestReceiver> {
     url: '',
     received: [],
     answer: () => ({ status: 200 }),
-    waitFor: (count, timeoutMs = 10_000) => waitUntil(() => receiver.received.length >= count, timeoutMs, () => `expected ${count} deliveries, got ${receiver.received.length}`).then(() => receiver.received),
+    waitFor: (count, timeoutMs = 10_000) =>
+      waitUntil(
+        () => receiver.received.length >= count,
+        timeoutMs,
+        () => `expected ${count} deliveries, got ${receiver.received.length}`,
+      ).then(() => receiver.received),
     close: async () => {
       for (const release of hanging) release();
       for (const socket of sockets) socket.destroy();
@@ -43,7 +48,11 @@ export async function startReceiver(): Promise<TestReceiver> {
     request.on('data', (chunk: Buffer) => chunks.push(chunk));
     request.on('end', async () => {
       const index = receiver.received.length;
-      receiver.received.push({ headers: request.headers, body: Buffer.concat(chunks).toString('utf8'), receivedAt: Date.now() });
+      receiver.received.push({
+        headers: request.headers,
+        body: Buffer.concat(chunks).toString('utf8'),
+        receivedAt: Date.now(),
+      });
       const answer = await receiver.answer(request, index);
       if (answer === 'reset') return request.socket.destroy();
       if (answer === 'hang') return void hanging.add(() => response.destroy());
@@ -60,7 +69,11 @@ export async function startReceiver(): Promise<TestReceiver> {
 }
 
 /** Polls `condition` every 20 ms until it holds; never a fixed sleep. */
-export async function waitUntil(condition: () => boolean | Promise<boolean>, timeoutMs: number, describe: () => string = () => 'condition'): Promise<void> {
+export async function waitUntil(
+  condition: () => boolean | Promise<boolean>,
+  timeoutMs: number,
+  describe: () => string = () => 'condition',
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!(await condition())) {
     if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms: ${describe()}`);
@@ -69,12 +82,26 @@ export async function waitUntil(condition: () => boolean | Promise<boolean>, tim
 }
 
 /** Settings for a server whose callbacks go to a local receiver over http, with a compressed retry schedule. */
-export const LOCAL_WEBHOOKS_ENV = { WEBHOOK_ALLOW_HTTP: 'true', WEBHOOK_ALLOWED_NETWORKS: 'loopback', WEBHOOK_RETRY_SCHEDULE: '0s,200ms,400ms', WEBHOOK_POLL_INTERVAL: '100ms' };
+export const LOCAL_WEBHOOKS_ENV = {
+  WEBHOOK_ALLOW_HTTP: 'true',
+  WEBHOOK_ALLOWED_NETWORKS: 'loopback',
+  WEBHOOK_RETRY_SCHEDULE: '0s,200ms,400ms',
+  WEBHOOK_POLL_INTERVAL: '100ms',
+};
 
 export const WEBHOOK_SCOPES = 'orders:read orders:write webhooks:manage events:read';
 
-export async function registerEndpoint(server: TestServer, token: string, url: string, events: string[] = ['*'], extra: Record<string, unknown> = {}): Promise<CallResult> {
-  const result = await call(server.url, 'POST', '/api/webhooks', { token, body: { Url: url, Events: events, ...extra } });
+export async function registerEndpoint(
+  server: TestServer,
+  token: string,
+  url: string,
+  events: string[] = ['*'],
+  extra: Record<string, unknown> = {},
+): Promise<CallResult> {
+  const result = await call(server.url, 'POST', '/api/webhooks', {
+    token,
+    body: { Url: url, Events: events, ...extra },
+  });
   if (result.status !== 201) throw new Error(`registering ${url} failed: ${result.status} ${result.text}`);
   return result;
 }

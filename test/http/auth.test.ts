@@ -22,7 +22,8 @@ function assertProblem(res: CallResult, status: number): void {
   assert.equal(res.status, status, res.text);
   assert.equal(res.headers.get('content-type'), PROBLEM_JSON);
   assert.equal(res.json.status, status);
-  for (const member of ['type', 'title', 'detail', 'instance', 'requestId']) assert.equal(typeof res.json[member], 'string', member);
+  for (const member of ['type', 'title', 'detail', 'instance', 'requestId'])
+    assert.equal(typeof res.json[member], 'string', member);
 }
 
 /** Parses `Bearer k="v", k2="v2"` into its auth-params; fails when the header is not one well-formed challenge. */
@@ -69,7 +70,11 @@ for (const dialect of testDialects()) {
       assert.equal(res.headers.get('www-authenticate'), `Bearer realm="signet", resource_metadata="${METADATA}"`);
       const other = await call(server.url, 'GET', '/api/orders', { headers: { authorization: 'Basic dXNlcjpwYXNz' } });
       assertProblem(other, 401);
-      assert.equal(other.headers.get('www-authenticate'), `Bearer realm="signet", resource_metadata="${METADATA}"`, 'another scheme is no Bearer credential at all');
+      assert.equal(
+        other.headers.get('www-authenticate'),
+        `Bearer realm="signet", resource_metadata="${METADATA}"`,
+        'another scheme is no Bearer credential at all',
+      );
     });
 
     test('a malformed Bearer Authorization header is 400 invalid_request', async () => {
@@ -85,12 +90,21 @@ for (const dialect of testDialects()) {
     test('a valid access token is accepted, with typ at+jwt or application/at+jwt', async () => {
       const token = await server.issuer.clientToken('orders:read');
       assert.equal((await call(server.url, 'GET', '/api/orders', { token })).status, 200);
-      const longTyp = await server.issuer.token({ sub: 'c1', client_id: 'c1', scope: 'orders:read' }, { typ: 'application/at+jwt' });
+      const longTyp = await server.issuer.token(
+        { sub: 'c1', client_id: 'c1', scope: 'orders:read' },
+        { typ: 'application/at+jwt' },
+      );
       assert.equal((await call(server.url, 'GET', '/api/orders', { token: longTyp })).status, 200);
     });
 
     test('an expired token is 401 invalid_token', async () => {
-      const token = await server.issuer.token({ sub: 'c1', client_id: 'c1', scope: 'orders:read', iat: now() - 600, exp: now() - 60 });
+      const token = await server.issuer.token({
+        sub: 'c1',
+        client_id: 'c1',
+        scope: 'orders:read',
+        iat: now() - 600,
+        exp: now() - 60,
+      });
       assertInvalidToken(await call(server.url, 'GET', '/api/orders', { token }), 'expired');
     });
 
@@ -100,20 +114,41 @@ for (const dialect of testDialects()) {
     });
 
     test('a token whose iat is in the future beyond the clock tolerance is 401 invalid_token naming the claim', async () => {
-      const future = await server.issuer.token({ sub: 'c1', client_id: 'c1', scope: 'orders:read', iat: now() + 600, exp: now() + 1200 });
+      const future = await server.issuer.token({
+        sub: 'c1',
+        client_id: 'c1',
+        scope: 'orders:read',
+        iat: now() + 600,
+        exp: now() + 1200,
+      });
       const res = await call(server.url, 'GET', '/api/orders', { token: future });
       assertInvalidToken(res, 'iat');
       assert.match(bearerChallenge(res).error_description ?? '', /'iat'/, res.headers.get('www-authenticate') ?? '');
       assert.match(res.json.detail, /"iat"/, res.text);
       // Within the tolerance (AUTH_CLOCK_TOLERANCE_SECONDS, 5 s by default) a clock slightly ahead is fine.
-      const slightlyAhead = await server.issuer.token({ sub: 'c1', client_id: 'c1', scope: 'orders:read', iat: now() + 2 });
+      const slightlyAhead = await server.issuer.token({
+        sub: 'c1',
+        client_id: 'c1',
+        scope: 'orders:read',
+        iat: now() + 2,
+      });
       assert.equal((await call(server.url, 'GET', '/api/orders', { token: slightlyAhead })).status, 200);
     });
 
     test('a token from another issuer or for another audience is 401 invalid_token', async () => {
-      const wrongIss = await server.issuer.token({ sub: 'c1', client_id: 'c1', scope: 'orders:read', iss: 'https://evil.test/oauth' });
+      const wrongIss = await server.issuer.token({
+        sub: 'c1',
+        client_id: 'c1',
+        scope: 'orders:read',
+        iss: 'https://evil.test/oauth',
+      });
       assertInvalidToken(await call(server.url, 'GET', '/api/orders', { token: wrongIss }), 'wrong iss');
-      const wrongAud = await server.issuer.token({ sub: 'c1', client_id: 'c1', scope: 'orders:read', aud: 'https://other.test/api' });
+      const wrongAud = await server.issuer.token({
+        sub: 'c1',
+        client_id: 'c1',
+        scope: 'orders:read',
+        aud: 'https://other.test/api',
+      });
       assertInvalidToken(await call(server.url, 'GET', '/api/orders', { token: wrongAud }), 'wrong aud');
     });
 
@@ -122,14 +157,30 @@ for (const dialect of testDialects()) {
       assertInvalidToken(await call(server.url, 'GET', '/api/orders', { token: plain }), 'typ JWT');
       // An ID token replayed at the API: same issuer and key, user claims, even with the API as audience.
       const idToken = await server.issuer.token(
-        { sub: randomUUID(), aud: TEST_RESOURCE, nonce: 'n-0S6_WzA2Mj', email: 'a@example.test', name: 'A', auth_time: now() },
+        {
+          sub: randomUUID(),
+          aud: TEST_RESOURCE,
+          nonce: 'n-0S6_WzA2Mj',
+          email: 'a@example.test',
+          name: 'A',
+          auth_time: now(),
+        },
         { typ: 'JWT' },
       );
       assertInvalidToken(await call(server.url, 'GET', '/api/orders', { token: idToken }), 'id token');
     });
 
     test('an unsigned token (alg none) is 401 invalid_token', async () => {
-      const payload = { iss: TEST_ISSUER, aud: TEST_RESOURCE, sub: 'c1', client_id: 'c1', scope: 'orders:read orders:write', iat: now(), exp: now() + 600, jti: randomUUID() };
+      const payload = {
+        iss: TEST_ISSUER,
+        aud: TEST_RESOURCE,
+        sub: 'c1',
+        client_id: 'c1',
+        scope: 'orders:read orders:write',
+        iat: now(),
+        exp: now() + 600,
+        jti: randomUUID(),
+      };
       for (const alg of ['none', 'None', 'NONE']) {
         const token = unsignedToken({ alg, typ: 'at+jwt' }, payload);
         assertInvalidToken(await call(server.url, 'GET', '/api/orders', { token }), `alg ${alg}`);
@@ -146,7 +197,11 @@ for (const dialect of testDialects()) {
         new Uint8Array([...base64url.decode(jwk.x as string), ...base64url.decode(jwk.y as string)]),
       ];
       for (const secret of secrets) {
-        const token = await new SignJWT(claims).setProtectedHeader({ alg: 'HS256', typ: 'at+jwt', kid: 'test-key' }).setIssuedAt().setExpirationTime('10m').sign(secret);
+        const token = await new SignJWT(claims)
+          .setProtectedHeader({ alg: 'HS256', typ: 'at+jwt', kid: 'test-key' })
+          .setIssuedAt()
+          .setExpirationTime('10m')
+          .sign(secret);
         assertInvalidToken(await call(server.url, 'GET', '/api/orders', { token }), 'HS256');
       }
     });
@@ -154,7 +209,10 @@ for (const dialect of testDialects()) {
     test('a token signed by a key the issuer does not publish is 401 invalid_token, with an unknown or a known kid', async () => {
       const { privateKey } = await generateKeyPair('ES256');
       for (const kid of ['other-key', 'test-key']) {
-        const token = await server.issuer.token({ sub: 'c1', client_id: 'c1', scope: 'orders:read' }, { key: privateKey, kid });
+        const token = await server.issuer.token(
+          { sub: 'c1', client_id: 'c1', scope: 'orders:read' },
+          { key: privateKey, kid },
+        );
         assertInvalidToken(await call(server.url, 'GET', '/api/orders', { token }), `kid ${kid}`);
       }
     });
@@ -164,19 +222,35 @@ for (const dialect of testDialects()) {
       const jwk = { ...(await exportJWK(publicKey)), kid: 'test-key' };
       const claims = { sub: 'c1', client_id: 'c1', scope: 'orders:read', iss: TEST_ISSUER, aud: TEST_RESOURCE };
       for (const extra of [{ jwk }, { jku: 'https://evil.test/jwks.json' }]) {
-        const token = await new SignJWT(claims).setProtectedHeader({ alg: 'ES256', typ: 'at+jwt', kid: 'test-key', ...extra }).setIssuedAt().setExpirationTime('10m').sign(privateKey);
+        const token = await new SignJWT(claims)
+          .setProtectedHeader({ alg: 'ES256', typ: 'at+jwt', kid: 'test-key', ...extra })
+          .setIssuedAt()
+          .setExpirationTime('10m')
+          .sign(privateKey);
         assertInvalidToken(await call(server.url, 'GET', '/api/orders', { token }), Object.keys(extra).join());
       }
     });
 
     test('credentials are checked before the body is parsed or validated', async () => {
       const readOnly = await server.issuer.clientToken('orders:read');
-      const bodies: Array<{ rawBody: string; contentType?: string }> = [{ rawBody: '{"CustomerId":"x"}' }, { rawBody: '{' }, { rawBody: '' }, { rawBody: 'x', contentType: 'text/plain' }];
+      const bodies: Array<{ rawBody: string; contentType?: string }> = [
+        { rawBody: '{"CustomerId":"x"}' },
+        { rawBody: '{' },
+        { rawBody: '' },
+        { rawBody: 'x', contentType: 'text/plain' },
+      ];
       for (const body of bodies) {
         const anonymous = await call(server.url, 'POST', '/api/orders', body);
         assertProblem(anonymous, 401);
-        assert.equal(anonymous.headers.get('www-authenticate'), `Bearer realm="signet", resource_metadata="${METADATA}"`, JSON.stringify(body));
-        assertInvalidToken(await call(server.url, 'POST', '/api/orders', { ...body, token: 'not.a.token' }), JSON.stringify(body));
+        assert.equal(
+          anonymous.headers.get('www-authenticate'),
+          `Bearer realm="signet", resource_metadata="${METADATA}"`,
+          JSON.stringify(body),
+        );
+        assertInvalidToken(
+          await call(server.url, 'POST', '/api/orders', { ...body, token: 'not.a.token' }),
+          JSON.stringify(body),
+        );
         const underScoped = await call(server.url, 'POST', '/api/orders', { ...body, token: readOnly });
         assertProblem(underScoped, 403);
       }
@@ -190,7 +264,10 @@ for (const dialect of testDialects()) {
       const claims = JSON.parse(new TextDecoder().decode(base64url.decode(payload)));
       const forged = base64url.encode(JSON.stringify({ ...claims, scope: 'orders:read orders:write' }));
       const token = `${header}.${forged}.${signature}`;
-      assertInvalidToken(await call(server.url, 'POST', '/api/orders', { token, body: { CustomerId: CUSTOMER, Total: 1 } }), 'tampered');
+      assertInvalidToken(
+        await call(server.url, 'POST', '/api/orders', { token, body: { CustomerId: CUSTOMER, Total: 1 } }),
+        'tampered',
+      );
       assertInvalidToken(await call(server.url, 'GET', '/api/orders', { token }), 'tampered (read)');
     });
 
@@ -198,7 +275,10 @@ for (const dialect of testDialects()) {
       const token = await server.issuer.clientToken('orders:read');
       const res = await call(server.url, 'POST', '/api/orders', { token, body: { CustomerId: CUSTOMER, Total: 1 } });
       assertProblem(res, 403);
-      assert.equal(res.headers.get('www-authenticate'), `Bearer realm="signet", error="insufficient_scope", scope="orders:write", resource_metadata="${METADATA}"`);
+      assert.equal(
+        res.headers.get('www-authenticate'),
+        `Bearer realm="signet", error="insufficient_scope", scope="orders:write", resource_metadata="${METADATA}"`,
+      );
       const none = await server.issuer.clientToken('profile');
       const read = await call(server.url, 'GET', '/api/orders', { token: none });
       assertProblem(read, 403);
@@ -222,7 +302,10 @@ for (const dialect of testDialects()) {
     after(() => server.close());
 
     const create = async (token: string, customerId: string, total = 10): Promise<number> => {
-      const res = await call(server.url, 'POST', '/api/orders', { token, body: { CustomerId: customerId, Total: total } });
+      const res = await call(server.url, 'POST', '/api/orders', {
+        token,
+        body: { CustomerId: customerId, Total: total },
+      });
       assert.equal(res.status, 201, res.text);
       return res.json.Id;
     };
@@ -259,7 +342,16 @@ for (const dialect of testDialects()) {
       const own = await create(alice, ALICE.toUpperCase());
       const path = `/api/orders/${own}`;
       assert.equal((await call(server.url, 'GET', path, { token: alice })).status, 200);
-      assert.equal((await call(server.url, 'PATCH', path, { token: alice, body: { Total: 11 }, contentType: 'application/merge-patch+json' })).status, 200);
+      assert.equal(
+        (
+          await call(server.url, 'PATCH', path, {
+            token: alice,
+            body: { Total: 11 },
+            contentType: 'application/merge-patch+json',
+          })
+        ).status,
+        200,
+      );
       const paid = await call(server.url, 'POST', `${path}/pay`, { token: alice });
       assert.equal(paid.status, 200, paid.text);
       assert.equal(paid.json.Status, 'paid');
@@ -276,28 +368,42 @@ for (const dialect of testDialects()) {
       assert.ok(list.json.Items.every((o: { CustomerId: string }) => o.CustomerId === ALICE.toLowerCase()));
       const filtered = await call(server.url, 'GET', `/api/orders?limit=100&CustomerId=${BOB}`, { token: alice });
       assert.equal(filtered.status, 200);
-      assert.ok(filtered.json.Items.every((o: { CustomerId: string }) => o.CustomerId === ALICE.toLowerCase()), 'a filter cannot widen what a user sees');
+      assert.ok(
+        filtered.json.Items.every((o: { CustomerId: string }) => o.CustomerId === ALICE.toLowerCase()),
+        'a filter cannot widen what a user sees',
+      );
     });
 
     test('an end user creating an order for another CustomerId is 403', async () => {
       const res = await call(server.url, 'POST', '/api/orders', { token: alice, body: { CustomerId: BOB, Total: 5 } });
       assertProblem(res, 403);
       const list = await call(server.url, 'GET', '/api/orders?limit=100', { token: bob });
-      assert.ok(list.json.Items.every((o: { Total: number }) => o.Total !== 5), 'no order was created for Bob');
+      assert.ok(
+        list.json.Items.every((o: { Total: number }) => o.Total !== 5),
+        'no order was created for Bob',
+      );
     });
 
     test('a client-credentials token sees every order and can filter the list by CustomerId', async () => {
       const a = await create(alice, ALICE);
       const b = await create(bob, BOB);
-      for (const id of [a, b]) assert.equal((await call(server.url, 'GET', `/api/orders/${id}`, { token: client })).status, 200);
-      const all = (await call(server.url, 'GET', '/api/orders?limit=100', { token: client })).json.Items.map((o: { Id: number }) => o.Id);
+      for (const id of [a, b])
+        assert.equal((await call(server.url, 'GET', `/api/orders/${id}`, { token: client })).status, 200);
+      const all = (await call(server.url, 'GET', '/api/orders?limit=100', { token: client })).json.Items.map(
+        (o: { Id: number }) => o.Id,
+      );
       assert.ok(all.includes(a) && all.includes(b));
-      const onlyBob = await call(server.url, 'GET', `/api/orders?limit=100&CustomerId=${BOB.toUpperCase()}`, { token: client });
+      const onlyBob = await call(server.url, 'GET', `/api/orders?limit=100&CustomerId=${BOB.toUpperCase()}`, {
+        token: client,
+      });
       assert.equal(onlyBob.status, 200);
       assert.ok(onlyBob.json.Items.length > 0);
       assert.ok(onlyBob.json.Items.every((o: { CustomerId: string }) => o.CustomerId === BOB.toLowerCase()));
       assert.ok(onlyBob.json.Items.some((o: { Id: number }) => o.Id === b));
-      const forAnyone = await call(server.url, 'POST', '/api/orders', { token: client, body: { CustomerId: ALICE, Total: 3 } });
+      const forAnyone = await call(server.url, 'POST', '/api/orders', {
+        token: client,
+        body: { CustomerId: ALICE, Total: 3 },
+      });
       assert.equal(forAnyone.status, 201);
     });
   });

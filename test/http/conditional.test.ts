@@ -208,8 +208,14 @@ describe('evaluatePreconditions: If-Modified-Since (RFC 9110 §13.1.3)', () => {
   });
 
   it('accepts the obsolete date forms', () => {
-    assert.equal(evaluatePreconditions('GET', { 'if-modified-since': 'Sunday, 01-Mar-26 12:00:00 GMT' }, current), 'not-modified');
-    assert.equal(evaluatePreconditions('GET', { 'if-modified-since': 'Sun Mar  1 12:00:00 2026' }, current), 'not-modified');
+    assert.equal(
+      evaluatePreconditions('GET', { 'if-modified-since': 'Sunday, 01-Mar-26 12:00:00 GMT' }, current),
+      'not-modified',
+    );
+    assert.equal(
+      evaluatePreconditions('GET', { 'if-modified-since': 'Sun Mar  1 12:00:00 2026' }, current),
+      'not-modified',
+    );
   });
 
   it('is ignored for methods other than GET and HEAD', () => {

@@ -57,37 +57,54 @@ async function assertServes(server: ChildServer, label: string): Promise<void> {
 }
 
 describe('descriptor exhaustion', () => {
-  test('connections over MAX_CONNECTIONS are closed at once and logged; the process keeps serving', { timeout: 60_000 }, async () => {
-    // ulimit -n 256: the default cap is 204 connections.
-    const server = await startChildServer({ openFileLimit: 256 });
-    try {
-      const sockets = await openIdle(server.port, 400);
-      await server.waitFor(/client connections refused: MAX_CONNECTIONS \(204\) reached/);
-      await until(() => stillOpen(sockets) <= 204, () => `${stillOpen(sockets)} connections still open, cap 204`);
-      assert.ok(server.alive(), server.output());
-      closeAll(sockets);
-      await assertServes(server, 'after the flood');
-    } finally {
-      await server.stop();
-    }
-  });
+  test(
+    'connections over MAX_CONNECTIONS are closed at once and logged; the process keeps serving',
+    { timeout: 60_000 },
+    async () => {
+      // ulimit -n 256: the default cap is 204 connections.
+      const server = await startChildServer({ openFileLimit: 256 });
+      try {
+        const sockets = await openIdle(server.port, 400);
+        await server.waitFor(/client connections refused: MAX_CONNECTIONS \(204\) reached/);
+        await until(
+          () => stillOpen(sockets) <= 204,
+          () => `${stillOpen(sockets)} connections still open, cap 204`,
+        );
+        assert.ok(server.alive(), server.output());
+        closeAll(sockets);
+        await assertServes(server, 'after the flood');
+      } finally {
+        await server.stop();
+      }
+    },
+  );
 
-  test('when descriptors run out anyway (cap above the limit), neither accept() nor a timer ends the process', { timeout: 60_000 }, async () => {
-    const server = await startChildServer({ openFileLimit: 128, env: { MAX_CONNECTIONS: '100000', MAX_EVENT_LOOP_DELAY_MS: '1000' } });
-    try {
-      const sockets = await openIdle(server.port, 300);
-      // libuv closes what it cannot accept (its EMFILE trick): connections closed by the server show the limit was hit.
-      await until(() => stillOpen(sockets) < 300, () => `all 300 connections open: the limit was never reached\n${server.output()}`);
-      // The overload guard samples every second: give it two turns while every descriptor is taken.
-      // (@fastify/under-pressure's sampler threw EMFILE here and the process exited with code 1.)
-      await sleep(2500);
-      assert.ok(server.alive(), `the process exited:\n${server.output()}`);
-      closeAll(sockets);
-      await assertServes(server, 'after descriptors are free again');
-    } finally {
-      await server.stop();
-    }
-  });
+  test(
+    'when descriptors run out anyway (cap above the limit), neither accept() nor a timer ends the process',
+    { timeout: 60_000 },
+    async () => {
+      const server = await startChildServer({
+        openFileLimit: 128,
+        env: { MAX_CONNECTIONS: '100000', MAX_EVENT_LOOP_DELAY_MS: '1000' },
+      });
+      try {
+        const sockets = await openIdle(server.port, 300);
+        // libuv closes what it cannot accept (its EMFILE trick): connections closed by the server show the limit was hit.
+        await until(
+          () => stillOpen(sockets) < 300,
+          () => `all 300 connections open: the limit was never reached\n${server.output()}`,
+        );
+        // The overload guard samples every second: give it two turns while every descriptor is taken.
+        // (@fastify/under-pressure's sampler threw EMFILE here and the process exited with code 1.)
+        await sleep(2500);
+        assert.ok(server.alive(), `the process exited:\n${server.output()}`);
+        closeAll(sockets);
+        await assertServes(server, 'after descriptors are free again');
+      } finally {
+        await server.stop();
+      }
+    },
+  );
 });
 
 describe('MAX_CONNECTIONS default', () => {
@@ -99,7 +116,10 @@ describe('MAX_CONNECTIONS default', () => {
 
   test('reads the soft limit from /proc/self/limits, with a fallback when it cannot', () => {
     const file = join(tmpdir(), `signet-limits-${process.pid}`);
-    writeFileSync(file, 'Limit                     Soft Limit           Hard Limit           Units\nMax open files            4096                 524288               files\n');
+    writeFileSync(
+      file,
+      'Limit                     Soft Limit           Hard Limit           Units\nMax open files            4096                 524288               files\n',
+    );
     assert.equal(descriptorLimit(file), 4096);
     writeFileSync(file, 'Max open files            unlimited            unlimited            files\n');
     assert.equal(defaultMaxConnections(descriptorLimit(file)), 65_536);

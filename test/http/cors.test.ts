@@ -10,15 +10,21 @@ const APP = 'https://app.example';
 const EVIL = 'https://evil.example';
 
 function list(res: CallResult, header: string): string[] {
-  return (res.headers.get(header) ?? '').split(',').map((s) => s.trim().toLowerCase()).filter(Boolean);
+  return (res.headers.get(header) ?? '')
+    .split(',')
+    .map((s) => s.trim().toLowerCase())
+    .filter(Boolean);
 }
 
 function assertIncludes(actual: string[], expected: string[], what: string): void {
-  for (const item of expected) assert.ok(actual.includes(item.toLowerCase()), `${what} lacks ${item}: ${actual.join(', ')}`);
+  for (const item of expected)
+    assert.ok(actual.includes(item.toLowerCase()), `${what} lacks ${item}: ${actual.join(', ')}`);
 }
 
 const preflight = (url: string, path: string, origin: string, method: string, headers: string) =>
-  call(url, 'OPTIONS', path, { headers: { origin, 'access-control-request-method': method, 'access-control-request-headers': headers } });
+  call(url, 'OPTIONS', path, {
+    headers: { origin, 'access-control-request-method': method, 'access-control-request-headers': headers },
+  });
 
 for (const dialect of testDialects()) {
   describe(`CORS for configured origins [${dialect}]`, () => {
@@ -28,18 +34,40 @@ for (const dialect of testDialects()) {
     after(() => server.close());
 
     test('a preflight from the allowed origin for PATCH with Authorization, If-Match and Idempotency-Key succeeds', async () => {
-      const res = await preflight(server.url, '/api/orders/1', APP, 'PATCH', 'authorization,if-match,idempotency-key,content-type');
+      const res = await preflight(
+        server.url,
+        '/api/orders/1',
+        APP,
+        'PATCH',
+        'authorization,if-match,idempotency-key,content-type',
+      );
       assert.ok(res.status === 204 || res.status === 200, `${res.status} ${res.text}`);
       assert.equal(res.headers.get('access-control-allow-origin'), APP);
-      assertIncludes(list(res, 'access-control-allow-methods'), ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'], 'Allow-Methods');
-      assertIncludes(list(res, 'access-control-allow-headers'), ['Authorization', 'If-Match', 'Idempotency-Key', 'Content-Type', 'If-None-Match', 'X-Request-Id'], 'Allow-Headers');
+      assertIncludes(
+        list(res, 'access-control-allow-methods'),
+        ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'],
+        'Allow-Methods',
+      );
+      assertIncludes(
+        list(res, 'access-control-allow-headers'),
+        ['Authorization', 'If-Match', 'Idempotency-Key', 'Content-Type', 'If-None-Match', 'X-Request-Id'],
+        'Allow-Headers',
+      );
       assert.equal(res.headers.get('access-control-max-age'), '600');
-      assert.equal(res.headers.get('access-control-allow-credentials'), null, 'bearer tokens, not cookies: no credentials mode');
+      assert.equal(
+        res.headers.get('access-control-allow-credentials'),
+        null,
+        'bearer tokens, not cookies: no credentials mode',
+      );
       assertIncludes(list(res, 'vary'), ['Origin'], 'Vary');
     });
 
     test('a preflight needs no token and works for the collection and the actions', async () => {
-      for (const [path, method] of [['/api/orders', 'POST'], ['/api/orders/1/pay', 'POST'], ['/api/orders/1', 'DELETE']] as const) {
+      for (const [path, method] of [
+        ['/api/orders', 'POST'],
+        ['/api/orders/1/pay', 'POST'],
+        ['/api/orders/1', 'DELETE'],
+      ] as const) {
         const res = await preflight(server.url, path, APP, method, 'authorization,content-type,idempotency-key');
         assert.ok(res.status === 204 || res.status === 200, `${path}: ${res.status} ${res.text}`);
         assert.equal(res.headers.get('access-control-allow-origin'), APP, path);
@@ -47,8 +75,23 @@ for (const dialect of testDialects()) {
     });
 
     test('responses to the allowed origin expose ETag, Location, Link, Idempotent-Replayed and the other API headers', async () => {
-      const expected = ['ETag', 'Location', 'Link', 'Last-Modified', 'Retry-After', 'RateLimit', 'RateLimit-Policy', 'Idempotent-Replayed', 'X-Request-Id', 'WWW-Authenticate'];
-      const created = await call(server.url, 'POST', '/api/orders', { token, body: { CustomerId: CUSTOMER, Total: 1 }, headers: { origin: APP, 'idempotency-key': `cors-${Date.now()}` } });
+      const expected = [
+        'ETag',
+        'Location',
+        'Link',
+        'Last-Modified',
+        'Retry-After',
+        'RateLimit',
+        'RateLimit-Policy',
+        'Idempotent-Replayed',
+        'X-Request-Id',
+        'WWW-Authenticate',
+      ];
+      const created = await call(server.url, 'POST', '/api/orders', {
+        token,
+        body: { CustomerId: CUSTOMER, Total: 1 },
+        headers: { origin: APP, 'idempotency-key': `cors-${Date.now()}` },
+      });
       assert.equal(created.status, 201);
       assert.equal(created.headers.get('access-control-allow-origin'), APP);
       assertIncludes(list(created, 'access-control-expose-headers'), expected, 'Expose-Headers');
@@ -63,7 +106,11 @@ for (const dialect of testDialects()) {
       const res = await call(server.url, 'GET', '/api/orders', { headers: { origin: APP } });
       assert.equal(res.status, 401);
       assert.equal(res.headers.get('access-control-allow-origin'), APP);
-      assertIncludes(list(res, 'access-control-expose-headers'), ['WWW-Authenticate', 'X-Request-Id'], 'Expose-Headers');
+      assertIncludes(
+        list(res, 'access-control-expose-headers'),
+        ['WWW-Authenticate', 'X-Request-Id'],
+        'Expose-Headers',
+      );
     });
 
     test('another origin gets no Access-Control-Allow-Origin, for preflights or requests', async () => {

@@ -8,7 +8,8 @@ import { RawConnection } from './raw-http.ts';
 
 const CHUNK = 'x'.repeat(16_384);
 const chunked = (data: string): string => `${data.length.toString(16)}\r\n${data}\r\n`;
-const UPLOAD_HEAD = 'POST /api/orders HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n';
+const UPLOAD_HEAD =
+  'POST /api/orders HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n';
 
 /** Resolves true once the connection is closed, false if it is still open after `ms`. */
 async function closesWithin(connection: RawConnection, ms: number): Promise<boolean> {
@@ -35,7 +36,10 @@ describe('responses sent before the request body arrived', () => {
       const [response] = await connection.responses(1);
       assert.equal(response?.status, 401, connection.received.slice(0, 300));
       assert.equal(response?.headers.connection, 'close');
-      assert.ok(await closesWithin(connection, 5000), 'the connection stayed open, waiting for the rest of a body nobody will read');
+      assert.ok(
+        await closesWithin(connection, 5000),
+        'the connection stayed open, waiting for the rest of a body nobody will read',
+      );
       assert.ok(connection.closedByServer);
     } finally {
       connection.destroy();
@@ -59,7 +63,9 @@ describe('responses sent before the request body arrived', () => {
   test('a complete request keeps its keep-alive connection', async () => {
     const connection = await RawConnection.open(port);
     try {
-      connection.write('POST /api/orders HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}');
+      connection.write(
+        'POST /api/orders HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}',
+      );
       const [first] = await connection.responses(1);
       assert.equal(first?.status, 401);
       assert.notEqual(first?.headers.connection, 'close');

@@ -35,7 +35,8 @@ for (const dialect of testDialects()) {
     before(async () => ({ server, token } = await startWithClientToken(dialect, { BODY_LIMIT_BYTES: '1024' })));
     after(() => server.close());
 
-    const post = (rawBody: string, contentType = 'application/json') => call(server.url, 'POST', '/api/orders', { token, rawBody, contentType });
+    const post = (rawBody: string, contentType = 'application/json') =>
+      call(server.url, 'POST', '/api/orders', { token, rawBody, contentType });
 
     test('an unknown route is a 404 problem', async () => {
       for (const path of ['/nope', '/api/orders/1/nope', '/api', '/api/orders/1/pay/extra']) {
@@ -69,7 +70,10 @@ for (const dialect of testDialects()) {
 
     test('an empty body declared as JSON is 400', async () => {
       assertProblem(await post(''), 400, '/api/orders');
-      const noBody = await call(server.url, 'POST', '/api/orders', { token, headers: { 'content-type': 'application/json' } });
+      const noBody = await call(server.url, 'POST', '/api/orders', {
+        token,
+        headers: { 'content-type': 'application/json' },
+      });
       assertProblem(noBody, 400, '/api/orders');
     });
 
@@ -99,14 +103,31 @@ for (const dialect of testDialects()) {
       ]) {
         assertProblem(await post(raw), 400, '/api/orders');
       }
-      const patch = await call(server.url, 'PATCH', '/api/orders/1', { token, rawBody: '{"__proto__":{"Total":1}}', contentType: 'application/merge-patch+json' });
+      const patch = await call(server.url, 'PATCH', '/api/orders/1', {
+        token,
+        rawBody: '{"__proto__":{"Total":1}}',
+        contentType: 'application/merge-patch+json',
+      });
       assertProblem(patch, 400, '/api/orders/1');
     });
 
     test('unknown query parameters and bad fields/include values are 400', async () => {
-      const created = await call(server.url, 'POST', '/api/orders', { token, body: { CustomerId: CUSTOMER, Total: 1 } });
+      const created = await call(server.url, 'POST', '/api/orders', {
+        token,
+        body: { CustomerId: CUSTOMER, Total: 1 },
+      });
       const item = `/api/orders/${created.json.Id}`;
-      for (const path of ['/api/orders?nope=1', `${item}?nope=1`, '/api/orders?fields=Nope', `${item}?fields=Nope`, `${item}?fields=Id,Nope`, '/api/orders?include=nope', `${item}?include=nope`, '/api/orders?limit=0', '/api/orders?limit=abc']) {
+      for (const path of [
+        '/api/orders?nope=1',
+        `${item}?nope=1`,
+        '/api/orders?fields=Nope',
+        `${item}?fields=Nope`,
+        `${item}?fields=Id,Nope`,
+        '/api/orders?include=nope',
+        `${item}?include=nope`,
+        '/api/orders?limit=0',
+        '/api/orders?limit=abc',
+      ]) {
         const body = assertProblem(await call(server.url, 'GET', path, { token }), 400, path);
         assert.match(String(body.type), /\/problems\/(invalid-parameter|bad-request)$/, path);
       }
@@ -124,7 +145,10 @@ for (const dialect of testDialects()) {
     });
 
     test('the request id is generated, not taken from an untrusted peer', async () => {
-      const res = await call(server.url, 'GET', '/api/orders/999999?x', { token, headers: { 'x-request-id': 'client-chosen-id' } });
+      const res = await call(server.url, 'GET', '/api/orders/999999?x', {
+        token,
+        headers: { 'x-request-id': 'client-chosen-id' },
+      });
       assert.notEqual(res.headers.get('x-request-id'), 'client-chosen-id');
       assert.match(res.headers.get('x-request-id') ?? '', UUID);
       assert.equal(res.json.requestId, res.headers.get('x-request-id'));
@@ -143,7 +167,10 @@ for (const dialect of testDialects()) {
     after(() => server.close());
 
     test('X-Request-Id from a trusted peer is echoed in the header and in problem bodies', async () => {
-      const res = await call(server.url, 'GET', '/api/orders/999999', { token, headers: { 'x-request-id': 'proxy-id-42' } });
+      const res = await call(server.url, 'GET', '/api/orders/999999', {
+        token,
+        headers: { 'x-request-id': 'proxy-id-42' },
+      });
       assertProblem(res, 404, '/api/orders/999999');
       assert.equal(res.headers.get('x-request-id'), 'proxy-id-42');
       assert.equal(res.json.requestId, 'proxy-id-42');
@@ -164,18 +191,27 @@ for (const dialect of testDialects()) {
   describe(`problem instance [${dialect}]`, () => {
     let server: TestServer;
     let token: string;
-    before(async () => ({ server, token } = await startWithClientToken(dialect, { PUBLIC_URL: 'https://public.example.org' })));
+    before(
+      async () =>
+        ({ server, token } = await startWithClientToken(dialect, { PUBLIC_URL: 'https://public.example.org' })),
+    );
     after(() => server.close());
 
     test('is absolute on the same base as the links, whatever the request target says', async () => {
-      const created = await call(server.url, 'POST', '/api/orders', { token, body: { CustomerId: CUSTOMER, Total: 1 } });
+      const created = await call(server.url, 'POST', '/api/orders', {
+        token,
+        body: { CustomerId: CUSTOMER, Total: 1 },
+      });
       assert.equal(created.json._links.self.href, `https://public.example.org/api/orders/${created.json.Id}`);
       const missing = await call(server.url, 'GET', '/api/orders/999999?fields=Id', { token });
       assert.equal(missing.json.instance, 'https://public.example.org/api/orders/999999');
       assert.equal(missing.json.type, 'https://public.example.org/problems/not-found');
       // Absolute-form target (RFC 9112 §3.2.2): its authority is the client's, never echoed.
       const port = Number(new URL(server.url).port);
-      const res = await rawRequest(port, `GET http://evil.example/api/orders/999999 HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${token}\r\n\r\n`);
+      const res = await rawRequest(
+        port,
+        `GET http://evil.example/api/orders/999999 HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${token}\r\n\r\n`,
+      );
       assert.equal(res.status, 404, res.body);
       assert.equal(res.json.instance, 'https://public.example.org/api/orders/999999');
     });
@@ -188,21 +224,32 @@ for (const dialect of testDialects()) {
     after(() => server.close());
 
     test('with the database handle gone, the API answers a generic 5xx problem without internals', async () => {
-      const created = await call(server.url, 'POST', '/api/orders', { token, body: { CustomerId: CUSTOMER, Total: 1 } });
+      const created = await call(server.url, 'POST', '/api/orders', {
+        token,
+        body: { CustomerId: CUSTOMER, Total: 1 },
+      });
       assert.equal(created.status, 201);
       await server.app.database.db.destroy();
       const requests: Array<[string, string, Parameters<typeof call>[3]]> = [
         ['GET', `/api/orders/${created.json.Id}`, { token }],
         ['GET', '/api/orders', { token }],
         ['POST', '/api/orders', { token, body: { CustomerId: CUSTOMER, Total: 2 } }],
-        ['POST', '/api/orders', { token, body: { CustomerId: CUSTOMER, Total: 2 }, headers: { 'idempotency-key': 'k-1' } }],
+        [
+          'POST',
+          '/api/orders',
+          { token, body: { CustomerId: CUSTOMER, Total: 2 }, headers: { 'idempotency-key': 'k-1' } },
+        ],
       ];
       for (const [method, path, options] of requests) {
         const res = await call(server.url, method, path, options);
         assert.ok(res.status === 500 || res.status === 503, `${method} ${path}: ${res.status} ${res.text}`);
         const body = assertProblem(res, res.status, path);
         assert.deepEqual(Object.keys(body).sort(), ['detail', 'instance', 'requestId', 'status', 'title', 'type']);
-        assert.doesNotMatch(res.text, /select|insert|from "|driver|destroy|kysely|pool|sqlite|postgres|\bat .*\.ts|node_modules|Error:/i, `${method} ${path} leaks: ${res.text}`);
+        assert.doesNotMatch(
+          res.text,
+          /select|insert|from "|driver|destroy|kysely|pool|sqlite|postgres|\bat .*\.ts|node_modules|Error:/i,
+          `${method} ${path} leaks: ${res.text}`,
+        );
       }
     });
   });

@@ -16,7 +16,10 @@ describe('compileTrust', () => {
 
   it('trusts exactly the given number of nearest hops', () => {
     const two = compileTrust(2);
-    assert.deepEqual([0, 1, 2].map((hop) => two('203.0.113.9', hop)), [true, true, false]);
+    assert.deepEqual(
+      [0, 1, 2].map((hop) => two('203.0.113.9', hop)),
+      [true, true, false],
+    );
   });
 
   it('accepts addresses, CIDRs and named ranges, including IPv4-mapped peers', () => {
@@ -195,8 +198,14 @@ describe('resolveClientOrigin: Forwarded (RFC 7239)', () => {
 
   it('keeps the reporting proxy as client address for "unknown" and obfuscated nodes', () => {
     const trust = compileTrust(9);
-    assert.equal(resolveClientOrigin(req('127.0.0.1', { forwarded: 'for=unknown;proto=https' }), trust).ip, '127.0.0.1');
-    assert.equal(resolveClientOrigin(req('127.0.0.1', { forwarded: 'for=_hidden, for=10.0.0.2' }), trust).ip, '10.0.0.2');
+    assert.equal(
+      resolveClientOrigin(req('127.0.0.1', { forwarded: 'for=unknown;proto=https' }), trust).ip,
+      '127.0.0.1',
+    );
+    assert.equal(
+      resolveClientOrigin(req('127.0.0.1', { forwarded: 'for=_hidden, for=10.0.0.2' }), trust).ip,
+      '10.0.0.2',
+    );
   });
 
   it('treats a malformed header as absent and falls back to X-Forwarded-*', () => {

@@ -15,7 +15,8 @@ function assertUnavailable(res: CallResult): void {
   assert.equal(res.headers.get('content-type'), 'application/problem+json; charset=utf-8');
   assert.equal(res.json.status, 503);
   assert.match(res.json.instance, /^http:\/\/127\.0\.0\.1:\d+\/readyz$/, 'instance is absolute, like the links');
-  for (const member of ['type', 'title', 'detail', 'requestId']) assert.equal(typeof res.json[member], 'string', member);
+  for (const member of ['type', 'title', 'detail', 'requestId'])
+    assert.equal(typeof res.json[member], 'string', member);
   assert.match(res.headers.get('retry-after') ?? '', /^\d+$/);
   assert.equal(res.headers.get('cache-control'), 'no-store');
 }

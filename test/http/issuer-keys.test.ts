@@ -40,7 +40,10 @@ describe('issuer keys fetched over HTTP', () => {
   let clock: number;
   let verifier: TokenVerifier;
   const known = () => tokens.token({ iss: issuer.url, sub: 'c1', client_id: 'c1', scope: 'orders:read' });
-  const unknownKids = (n: number) => Promise.all(Array.from({ length: n }, (_, i) => tokens.token({ iss: issuer.url, sub: 'c1' }, { kid: `rotated-${i}` })));
+  const unknownKids = (n: number) =>
+    Promise.all(
+      Array.from({ length: n }, (_, i) => tokens.token({ iss: issuer.url, sub: 'c1' }, { kid: `rotated-${i}` })),
+    );
 
   before(async () => {
     tokens = await createTestIssuer();
@@ -67,11 +70,19 @@ describe('issuer keys fetched over HTTP', () => {
     assert.equal(await outcome(verifier, await known()), 'ok');
     assert.equal(issuer.fetches, 1);
     clock += 1 * SECOND;
-    assert.deepEqual(await outcomes(verifier, await unknownKids(10)), ['401 invalid-token'], 'checked a second ago: no match');
+    assert.deepEqual(
+      await outcomes(verifier, await unknownKids(10)),
+      ['401 invalid-token'],
+      'checked a second ago: no match',
+    );
     assert.equal(issuer.fetches, 1, 'no refetch within the cooldown');
     clock += 30 * SECOND;
     assert.deepEqual(await outcomes(verifier, await unknownKids(10)), ['401 invalid-token']);
-    assert.equal(issuer.fetches, 2, `one refetch for 10 concurrent tokens once the cooldown passed: ${issuer.summary()}`);
+    assert.equal(
+      issuer.fetches,
+      2,
+      `one refetch for 10 concurrent tokens once the cooldown passed: ${issuer.summary()}`,
+    );
     clock += 1 * SECOND;
     assert.deepEqual(await outcomes(verifier, await unknownKids(10)), ['401 invalid-token']);
     assert.equal(issuer.fetches, 2, 'and then none within the new cooldown');
@@ -85,13 +96,25 @@ describe('issuer keys fetched over HTTP', () => {
     assert.equal(issuer.fetches, 2, 'one refetch for 10 concurrent tokens');
     assert.equal(await outcome(verifier, await known()), 'ok', 'a known key still verifies, without a fetch');
     clock += 2 * SECOND;
-    assert.deepEqual(await outcomes(verifier, await unknownKids(10)), ['503 issuer-unavailable'], 'within the cooldown, with the issuer failing');
+    assert.deepEqual(
+      await outcomes(verifier, await unknownKids(10)),
+      ['503 issuer-unavailable'],
+      'within the cooldown, with the issuer failing',
+    );
     assert.equal(issuer.fetches, 2, 'no fetch within the cooldown');
     clock += 30 * SECOND;
-    assert.deepEqual(await outcomes(verifier, await unknownKids(10)), ['503 issuer-unavailable'], 'a retry runs in the background; nobody waits for it');
+    assert.deepEqual(
+      await outcomes(verifier, await unknownKids(10)),
+      ['503 issuer-unavailable'],
+      'a retry runs in the background; nobody waits for it',
+    );
     await fetchesReach(issuer, 3);
     clock += 11 * 60 * SECOND;
-    assert.equal(await outcome(verifier, await known()), 'ok', 'keys past their max age keep verifying while a refresh fails');
+    assert.equal(
+      await outcome(verifier, await known()),
+      'ok',
+      'keys past their max age keep verifying while a refresh fails',
+    );
     await fetchesReach(issuer, 4);
     for (let i = 0; i < 10; i++) assert.equal(await outcome(verifier, await known()), 'ok');
     assert.equal(issuer.fetches, 4, 'no refresh during the backoff');

@@ -15,8 +15,16 @@ import { createTestIssuer, type TestIssuer } from '../helpers/tokens.ts';
 /** Far below the old behaviour of 2 fetches per request; covers a retry or two after the 1 s backoff. */
 const MAX_FETCHES = 5;
 
-async function startAgainst(issuer: FakeIssuer, tokens: TestIssuer, env: Record<string, string> = {}): Promise<TestServer> {
-  return startServer('sqlite', { AUTH_SERVER_ENABLED: 'false', AUTH_ISSUER: issuer.url, AUTH_JWKS_FILE: '', ...env }, tokens);
+async function startAgainst(
+  issuer: FakeIssuer,
+  tokens: TestIssuer,
+  env: Record<string, string> = {},
+): Promise<TestServer> {
+  return startServer(
+    'sqlite',
+    { AUTH_SERVER_ENABLED: 'false', AUTH_ISSUER: issuer.url, AUTH_JWKS_FILE: '', ...env },
+    tokens,
+  );
 }
 
 function tokenFor(tokens: TestIssuer, issuer: FakeIssuer): Promise<string> {
@@ -41,7 +49,11 @@ async function burst(total: number, concurrency: number, send: () => Promise<Cal
 function assertIssuerUnavailable(res: CallResult, what: string): void {
   assert.equal(res.status, 503, `${what}: ${res.status} ${res.text}`);
   assert.match(res.json.type, /\/problems\/issuer-unavailable$/, res.text);
-  assert.match(res.headers.get('retry-after') ?? '', /^[1-9]\d*$/, `${what}: Retry-After ${res.headers.get('retry-after')}`);
+  assert.match(
+    res.headers.get('retry-after') ?? '',
+    /^[1-9]\d*$/,
+    `${what}: Retry-After ${res.headers.get('retry-after')}`,
+  );
 }
 
 describe('an external issuer that answers 503', () => {
@@ -61,7 +73,10 @@ describe('an external issuer that answers 503', () => {
 
   test('200 requests cause a handful of fetches, not 2 each, each gets 503 issuer-unavailable with Retry-After, and tokens verify again once it is back', async () => {
     const results = await burst(200, 20, async () =>
-      call(server.url, 'GET', '/api/orders', { token: await tokenFor(tokens, issuer), signal: AbortSignal.timeout(10_000) }),
+      call(server.url, 'GET', '/api/orders', {
+        token: await tokenFor(tokens, issuer),
+        signal: AbortSignal.timeout(10_000),
+      }),
     );
     for (const [i, res] of results.entries()) assertIssuerUnavailable(res, `request ${i}`);
     assert.ok(issuer.fetches <= MAX_FETCHES, `for 200 requests, ${issuer.summary()}`);
@@ -78,7 +93,11 @@ describe('an external issuer that answers 503', () => {
     }
     assert.equal(last?.status, 200, `not recovered: ${last?.status} ${last?.text}`);
     const fetchesAfter = issuer.fetches;
-    for (let i = 0; i < 20; i++) assert.equal((await call(server.url, 'GET', '/api/orders', { token: await tokenFor(tokens, issuer) })).status, 200);
+    for (let i = 0; i < 20; i++)
+      assert.equal(
+        (await call(server.url, 'GET', '/api/orders', { token: await tokenFor(tokens, issuer) })).status,
+        200,
+      );
     assert.equal(issuer.fetches, fetchesAfter, `keys are not fetched again for every token: ${issuer.summary()}`);
   });
 });
@@ -101,13 +120,19 @@ describe('an external issuer that accepts connections and never answers', () => 
   test('concurrent requests share one fetch until its timeout, and later ones fail at once without waiting on the issuer', async () => {
     // The first requests wait for the one fetch in flight (5 s timeout); nothing else is sent meanwhile.
     const first = await burst(20, 20, async () =>
-      call(server.url, 'GET', '/api/orders', { token: await tokenFor(tokens, issuer), signal: AbortSignal.timeout(15_000) }),
+      call(server.url, 'GET', '/api/orders', {
+        token: await tokenFor(tokens, issuer),
+        signal: AbortSignal.timeout(15_000),
+      }),
     );
     for (const [i, res] of first.entries()) assertIssuerUnavailable(res, `first wave ${i}`);
     assert.equal(issuer.fetches, 1, `one fetch shared by 20 requests: ${issuer.summary()}`);
     // From now on the issuer is known to be failing: no request waits on a retry.
     const later = await burst(60, 10, async () =>
-      call(server.url, 'GET', '/api/orders', { token: await tokenFor(tokens, issuer), signal: AbortSignal.timeout(1000) }),
+      call(server.url, 'GET', '/api/orders', {
+        token: await tokenFor(tokens, issuer),
+        signal: AbortSignal.timeout(1000),
+      }),
     );
     for (const [i, res] of later.entries()) assertIssuerUnavailable(res, `later ${i}`);
     assert.ok(issuer.fetches <= 3, `for 80 requests, ${issuer.summary()}`);
@@ -129,7 +154,8 @@ describe('the rate limit comes before any fetch of the issuer keys', () => {
   });
 
   test('a request over the limit of its address gets 429 without any fetch, even with a token whose keys are not loaded yet', async () => {
-    for (let i = 0; i < 2; i++) assert.equal((await call(server.url, 'GET', '/api/orders', { token: 'not.a.jwt' })).status, 401);
+    for (let i = 0; i < 2; i++)
+      assert.equal((await call(server.url, 'GET', '/api/orders', { token: 'not.a.jwt' })).status, 401);
     const res = await call(server.url, 'GET', '/api/orders', { token: await tokenFor(tokens, issuer) });
     assert.equal(res.status, 429, `counted by address before its keys are fetched: ${res.status} ${res.text}`);
     assert.equal(issuer.fetches, 0, `no fetch for a request refused by the rate limit: ${issuer.summary()}`);

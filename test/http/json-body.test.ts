@@ -30,7 +30,11 @@ describe('JSON request bodies', () => {
     const order = (await call(server.url, 'GET', orderPath, { token })).json;
     const replacement = { CustomerId: order.CustomerId, Total: 12, Currency: order.Currency };
     for (const contentType of [MERGE, JSON_PATCH, `${MERGE}; charset=utf-8`]) {
-      const post = await call(server.url, 'POST', '/api/orders', { token, body: { CustomerId: CUSTOMER, Total: 1 }, contentType });
+      const post = await call(server.url, 'POST', '/api/orders', {
+        token,
+        body: { CustomerId: CUSTOMER, Total: 1 },
+        contentType,
+      });
       assertProblem(post, 415, 'unsupported-media-type');
       assert.match(post.json.detail, /only accepted by PATCH.*application\/json/);
       const put = await call(server.url, 'PUT', orderPath, { token, body: replacement, contentType });
@@ -39,24 +43,54 @@ describe('JSON request bodies', () => {
     assert.equal((await call(server.url, 'GET', orderPath, { token })).json.Total, 10, 'nothing was written');
     const merge = await call(server.url, 'PATCH', orderPath, { token, body: { Total: 11 }, contentType: MERGE });
     assert.equal(merge.status, 200, merge.text);
-    const patch = await call(server.url, 'PATCH', orderPath, { token, body: [{ op: 'replace', path: '/Total', value: 10 }], contentType: JSON_PATCH });
+    const patch = await call(server.url, 'PATCH', orderPath, {
+      token,
+      body: [{ op: 'replace', path: '/Total', value: 10 }],
+      contentType: JSON_PATCH,
+    });
     assert.equal(patch.status, 200, patch.text);
-    const plain = await call(server.url, 'PATCH', orderPath, { token, body: { Total: 11 }, contentType: 'application/json' });
+    const plain = await call(server.url, 'PATCH', orderPath, {
+      token,
+      body: { Total: 11 },
+      contentType: 'application/json',
+    });
     assertProblem(plain, 415, 'unsupported-media-type');
     assert.equal(plain.headers.get('accept-patch'), `${MERGE}, ${JSON_PATCH}`);
   });
 
   test('an inexact number is reported at its pointer from the document root', async () => {
-    const inPatch = await call(server.url, 'PATCH', orderPath, { token, rawBody: '[{"op":"replace","path":"/Total","value":0.1234567890123456789}]', contentType: JSON_PATCH });
+    const inPatch = await call(server.url, 'PATCH', orderPath, {
+      token,
+      rawBody: '[{"op":"replace","path":"/Total","value":0.1234567890123456789}]',
+      contentType: JSON_PATCH,
+    });
     assertProblem(inPatch, 422, 'validation-error');
-    assert.deepEqual(inPatch.json.errors.map((e: { pointer: string }) => e.pointer), ['/0/value']);
+    assert.deepEqual(
+      inPatch.json.errors.map((e: { pointer: string }) => e.pointer),
+      ['/0/value'],
+    );
     const root = await call(server.url, 'POST', '/api/orders', { token, rawBody: '12345678901234567890' });
     assertProblem(root, 422, 'validation-error');
-    assert.deepEqual(root.json.errors.map((e: { pointer: string }) => e.pointer), ['']);
-    const nested = await call(server.url, 'POST', '/api/orders', { token, rawBody: `{"CustomerId":"${CUSTOMER}","a/b":{"~":[1,19.999999999999999]}}` });
-    assert.deepEqual(nested.json.errors.map((e: { pointer: string }) => e.pointer), ['/a~1b/~0/1']);
-    const member = await call(server.url, 'POST', '/api/orders', { token, rawBody: `{"CustomerId":"${CUSTOMER}","Total":19.999999999999999}` });
-    assert.deepEqual(member.json.errors.map((e: { pointer: string }) => e.pointer), ['/Total']);
+    assert.deepEqual(
+      root.json.errors.map((e: { pointer: string }) => e.pointer),
+      [''],
+    );
+    const nested = await call(server.url, 'POST', '/api/orders', {
+      token,
+      rawBody: `{"CustomerId":"${CUSTOMER}","a/b":{"~":[1,19.999999999999999]}}`,
+    });
+    assert.deepEqual(
+      nested.json.errors.map((e: { pointer: string }) => e.pointer),
+      ['/a~1b/~0/1'],
+    );
+    const member = await call(server.url, 'POST', '/api/orders', {
+      token,
+      rawBody: `{"CustomerId":"${CUSTOMER}","Total":19.999999999999999}`,
+    });
+    assert.deepEqual(
+      member.json.errors.map((e: { pointer: string }) => e.pointer),
+      ['/Total'],
+    );
   });
 
   test('nesting deeper than 64 levels is a 400 naming the limit; 64 levels parse', async () => {
@@ -64,29 +98,42 @@ describe('JSON request bodies', () => {
     assertProblem(deep, 400, 'malformed-body');
     assert.match(deep.json.detail, /more than 64 levels/);
     assert.doesNotMatch(deep.text, /stack|Maximum call/i);
-    const nest = (levels: number) => `{"CustomerId":"${CUSTOMER}","Total":1,"X":${'['.repeat(levels - 1)}${']'.repeat(levels - 1)}}`;
+    const nest = (levels: number) =>
+      `{"CustomerId":"${CUSTOMER}","Total":1,"X":${'['.repeat(levels - 1)}${']'.repeat(levels - 1)}}`;
     assertProblem(await call(server.url, 'POST', '/api/orders', { token, rawBody: nest(65) }), 400, 'malformed-body');
     const limit = await call(server.url, 'POST', '/api/orders', { token, rawBody: nest(64) });
     assertProblem(limit, 422, 'validation-error'); // parsed; then X is an unknown member
-    const inString = await call(server.url, 'POST', '/api/orders', { token, rawBody: `{"CustomerId":"${'['.repeat(100)}\\"${'{'.repeat(100)}","Total":1}` });
+    const inString = await call(server.url, 'POST', '/api/orders', {
+      token,
+      rawBody: `{"CustomerId":"${'['.repeat(100)}\\"${'{'.repeat(100)}","Total":1}`,
+    });
     assertProblem(inString, 422, 'validation-error'); // brackets inside strings are not nesting
   });
 
   test('problems clip echoed member names and numbers', async () => {
     const name = 'N'.repeat(60_000);
-    const res = await call(server.url, 'POST', '/api/orders', { token, rawBody: `{"CustomerId":"${CUSTOMER}","Total":1,"${name}":1}` });
+    const res = await call(server.url, 'POST', '/api/orders', {
+      token,
+      rawBody: `{"CustomerId":"${CUSTOMER}","Total":1,"${name}":1}`,
+    });
     assertProblem(res, 422, 'validation-error');
     assert.ok(res.text.length < 2_000, `problem body is ${res.text.length} characters`);
     assert.equal(res.json.errors[0].pointer, `/${'N'.repeat(99)}…`);
     assert.match(res.json.detail, /\/N+…/);
     const many = Object.fromEntries(Array.from({ length: 500 }, (_, i) => [`${'M'.repeat(100)}${i}`, 1]));
-    const lots = await call(server.url, 'POST', '/api/orders', { token, body: { CustomerId: CUSTOMER, Total: 1, ...many } });
+    const lots = await call(server.url, 'POST', '/api/orders', {
+      token,
+      body: { CustomerId: CUSTOMER, Total: 1, ...many },
+    });
     assertProblem(lots, 422, 'validation-error');
     assert.equal(lots.json.errors.length, 500, 'every error is listed');
     assert.ok(lots.json.detail.length < 1_500, `detail is ${lots.json.detail.length} characters`);
     assert.match(lots.json.detail, /and 490 more$/);
     const digits = `1.${'1'.repeat(30_000)}`;
-    const number = await call(server.url, 'POST', '/api/orders', { token, rawBody: `{"CustomerId":"${CUSTOMER}","Total":${digits}}` });
+    const number = await call(server.url, 'POST', '/api/orders', {
+      token,
+      rawBody: `{"CustomerId":"${CUSTOMER}","Total":${digits}}`,
+    });
     assertProblem(number, 422, 'validation-error');
     assert.ok(number.text.length < 1_000, `problem body is ${number.text.length} characters`);
   });

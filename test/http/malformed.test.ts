@@ -85,7 +85,16 @@ describe('malformed requests', () => {
   });
 
   test('a Host that is not a valid host[:port] is a 400 problem; valid ones are served', async () => {
-    for (const host of ['a b', 'evil.example:99999', 'evil.example:0', 'evil..example', '[::1', '[not-ipv6]', 'user@evil.example', 'evil.example/x']) {
+    for (const host of [
+      'a b',
+      'evil.example:99999',
+      'evil.example:0',
+      'evil..example',
+      '[::1',
+      '[not-ipv6]',
+      'user@evil.example',
+      'evil.example/x',
+    ]) {
       const res = await send(`GET /healthz HTTP/1.1\r\nHost: ${host}\r\n\r\n`);
       assertProblem(res, 400, 'bad-request');
       assert.match(res.json.detail, /Host/, host);
@@ -97,7 +106,9 @@ describe('malformed requests', () => {
   });
 
   test('the authorization server gets the same Host check', async () => {
-    const res = await send('GET /oauth/.well-known/openid-configuration HTTP/1.1\r\nHost: a.example\r\nHost: b.example\r\n\r\n');
+    const res = await send(
+      'GET /oauth/.well-known/openid-configuration HTTP/1.1\r\nHost: a.example\r\nHost: b.example\r\n\r\n',
+    );
     assertProblem(res, 400, 'bad-request');
   });
 });

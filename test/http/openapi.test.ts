@@ -15,10 +15,20 @@ describe('OpenAPI document', () => {
     assert.equal(res.status, 200);
     const doc = res.json;
     assert.equal(doc.openapi, '3.1.0');
-    for (const path of ['/api/orders', '/api/orders/{id}', '/api/orders/{id}/pay', '/api/orders/{id}/cancel', '/api/orders/{id}/ship', '/api/orders/{id}/deliver', '/healthz', '/readyz']) {
+    for (const path of [
+      '/api/orders',
+      '/api/orders/{id}',
+      '/api/orders/{id}/pay',
+      '/api/orders/{id}/cancel',
+      '/api/orders/{id}/ship',
+      '/api/orders/{id}/deliver',
+      '/healthz',
+      '/readyz',
+    ]) {
       assert.ok(doc.paths[path], `missing ${path}`);
     }
-    for (const method of ['get', 'put', 'patch', 'delete']) assert.ok(doc.paths['/api/orders/{id}'][method], `missing ${method} /api/orders/{id}`);
+    for (const method of ['get', 'put', 'patch', 'delete'])
+      assert.ok(doc.paths['/api/orders/{id}'][method], `missing ${method} /api/orders/{id}`);
     assert.deepEqual(doc.paths['/api/orders'].post.security, [{ bearer: ['orders:write'] }]);
     assert.deepEqual(doc.paths['/api/orders/{id}'].get.security, [{ bearer: ['orders:read'] }]);
     assert.equal(doc.components.securitySchemes.bearer.scheme, 'bearer');
@@ -30,24 +40,61 @@ describe('OpenAPI document', () => {
 
   test('documents the webhook API, the event list and every outgoing event type with its signature headers', async () => {
     const doc = (await call(server.url, 'GET', '/openapi.json')).json;
-    for (const path of ['/api/webhooks', '/api/webhooks/{id}', '/api/webhooks/{id}/ping', '/api/webhooks/{id}/rotate-secret', '/api/webhooks/{id}/recover', '/api/webhooks/{id}/deliveries', '/api/webhooks/deliveries/{id}', '/api/webhooks/deliveries/{id}/redeliver', '/api/events', '/api/events/{id}']) {
+    for (const path of [
+      '/api/webhooks',
+      '/api/webhooks/{id}',
+      '/api/webhooks/{id}/ping',
+      '/api/webhooks/{id}/rotate-secret',
+      '/api/webhooks/{id}/recover',
+      '/api/webhooks/{id}/deliveries',
+      '/api/webhooks/deliveries/{id}',
+      '/api/webhooks/deliveries/{id}/redeliver',
+      '/api/events',
+      '/api/events/{id}',
+    ]) {
       assert.ok(doc.paths[path], `missing ${path}`);
     }
     assert.deepEqual(doc.paths['/api/webhooks'].post.security, [{ bearer: ['webhooks:manage'] }]);
     assert.deepEqual(doc.paths['/api/events'].get.security, [{ bearer: ['events:read'] }]);
-    for (const type of ['order.created', 'order.updated', 'order.paid', 'order.cancelled', 'order.shipped', 'order.delivered', 'order.deleted', 'webhook.ping', 'webhook.endpoint.disabled']) {
+    for (const type of [
+      'order.created',
+      'order.updated',
+      'order.paid',
+      'order.cancelled',
+      'order.shipped',
+      'order.delivered',
+      'order.deleted',
+      'webhook.ping',
+      'webhook.endpoint.disabled',
+    ]) {
       const post = doc.webhooks[type]?.post;
       assert.ok(post, `missing webhook ${type}`);
       const headers = post.parameters.map((p: { name: string }) => p.name);
-      assert.ok(headers.includes('X-Service-Signature-256') && headers.includes('X-Service-Delivery') && headers.includes('webhook-signature'), type);
-      assert.deepEqual(post.requestBody.content['application/json'].schema.required, ['Id', 'Type', 'OccurredAtUtc', 'Timestamp', 'Data']);
+      assert.ok(
+        headers.includes('X-Service-Signature-256') &&
+          headers.includes('X-Service-Delivery') &&
+          headers.includes('webhook-signature'),
+        type,
+      );
+      assert.deepEqual(post.requestBody.content['application/json'].schema.required, [
+        'Id',
+        'Type',
+        'OccurredAtUtc',
+        'Timestamp',
+        'Data',
+      ]);
     }
   });
 
   test('every /api operation documents its errors: 4XX and 5XX as application/problem+json', async () => {
     const doc = (await call(server.url, 'GET', '/openapi.json')).json;
     let operations = 0;
-    for (const [path, item] of Object.entries(doc.paths as Record<string, Record<string, { responses: Record<string, { content?: Record<string, { schema: { required: string[] } }> }> }>>)) {
+    for (const [path, item] of Object.entries(
+      doc.paths as Record<
+        string,
+        Record<string, { responses: Record<string, { content?: Record<string, { schema: { required: string[] } }> }> }>
+      >,
+    )) {
       if (!path.startsWith('/api/')) continue;
       for (const [method, operation] of Object.entries(item)) {
         operations++;

@@ -22,12 +22,26 @@ function assertOutage(res: CallResult, label: string): void {
 }
 
 /** The requests an outage must not turn into 500s: reads, writes, and writes under an Idempotency-Key. */
-function requestsDuringOutage(url: string, token: string, orderId: number, key = 'outage-1', signal: () => AbortSignal | undefined = () => undefined): Array<[string, Promise<CallResult>]> {
+function requestsDuringOutage(
+  url: string,
+  token: string,
+  orderId: number,
+  key = 'outage-1',
+  signal: () => AbortSignal | undefined = () => undefined,
+): Array<[string, Promise<CallResult>]> {
   return [
     ['GET one', call(url, 'GET', `/api/orders/${orderId}`, { token, signal: signal() })],
     ['GET list', call(url, 'GET', '/api/orders', { token, signal: signal() })],
     ['POST', call(url, 'POST', '/api/orders', { token, body: { CustomerId: CUSTOMER, Total: 2 }, signal: signal() })],
-    ['POST idempotent', call(url, 'POST', '/api/orders', { token, body: { CustomerId: CUSTOMER, Total: 2 }, headers: { 'idempotency-key': key }, signal: signal() })],
+    [
+      'POST idempotent',
+      call(url, 'POST', '/api/orders', {
+        token,
+        body: { CustomerId: CUSTOMER, Total: 2 },
+        headers: { 'idempotency-key': key },
+        signal: signal(),
+      }),
+    ],
   ];
 }
 
@@ -42,7 +56,10 @@ for (const dialect of testDialects().filter((d) => d === 'postgres')) {
       relay = TcpProxy.for(database.url, 5432);
       await relay.start();
       // The dispatcher's LISTEN connection is not what this test is about.
-      server = await startServer('postgres', { DATABASE_URL: relay.rewrite(database.url), WEBHOOK_DISPATCHER: 'false' });
+      server = await startServer('postgres', {
+        DATABASE_URL: relay.rewrite(database.url),
+        WEBHOOK_DISPATCHER: 'false',
+      });
       token = await server.issuer.clientToken('orders:read orders:write');
     });
     after(async () => {
@@ -52,16 +69,24 @@ for (const dialect of testDialects().filter((d) => d === 'postgres')) {
     });
 
     test('an unreachable PostgreSQL answers 503 with Retry-After, then serves again once it is back', async () => {
-      const created = await call(server.url, 'POST', '/api/orders', { token, body: { CustomerId: CUSTOMER, Total: 1 } });
+      const created = await call(server.url, 'POST', '/api/orders', {
+        token,
+        body: { CustomerId: CUSTOMER, Total: 1 },
+      });
       assert.equal(created.status, 201, created.text);
       await relay.cut();
       for (let round = 0; round < 2; round++) {
         // Round 0 may meet pooled connections that just died; round 1 needs new ones: ECONNREFUSED.
-        for (const [label, pending] of requestsDuringOutage(server.url, token, created.json.Id)) assertOutage(await pending, `${label} #${round}`);
+        for (const [label, pending] of requestsDuringOutage(server.url, token, created.json.Id))
+          assertOutage(await pending, `${label} #${round}`);
       }
       assert.equal((await call(server.url, 'GET', '/healthz')).status, 200, 'the process itself is alive');
       await relay.start(); // same port
-      const again = await call(server.url, 'POST', '/api/orders', { token, body: { CustomerId: CUSTOMER, Total: 2 }, headers: { 'idempotency-key': 'outage-1' } });
+      const again = await call(server.url, 'POST', '/api/orders', {
+        token,
+        body: { CustomerId: CUSTOMER, Total: 2 },
+        headers: { 'idempotency-key': 'outage-1' },
+      });
       assert.equal(again.status, 201, again.text);
     });
   });
@@ -94,7 +119,9 @@ if (testDialects().includes('postgres')) {
 
     /** Every request answered (the deadline is only there to fail instead of hanging), each a 503 outage. */
     async function assertAllOutages(label: string, orderId: number): Promise<void> {
-      const pending = requestsDuringOutage(server.url, token, orderId, `${label}-key`, () => AbortSignal.timeout(15_000));
+      const pending = requestsDuringOutage(server.url, token, orderId, `${label}-key`, () =>
+        AbortSignal.timeout(15_000),
+      );
       for (const [name, answer] of pending) assertOutage(await answer, `${label}: ${name}`);
     }
 
@@ -115,7 +142,10 @@ if (testDialects().includes('postgres')) {
     }
 
     test('a table locked by another session: requests answer 503 with Retry-After after the lock timeout, /readyz stays ready within 2 s; then they succeed', async () => {
-      const created = await call(server.url, 'POST', '/api/orders', { token, body: { CustomerId: CUSTOMER, Total: 1 } });
+      const created = await call(server.url, 'POST', '/api/orders', {
+        token,
+        body: { CustomerId: CUSTOMER, Total: 1 },
+      });
       assert.equal(created.status, 201, created.text);
       const holder = new pg.Client({ connectionString: database.url });
       await holder.connect();
@@ -138,7 +168,10 @@ if (testDialects().includes('postgres')) {
     });
 
     test('a stalled network: requests answer 503 with Retry-After in bounded time, /readyz within 2 s names the database; then they succeed', async () => {
-      const created = await call(server.url, 'POST', '/api/orders', { token, body: { CustomerId: CUSTOMER, Total: 1 } });
+      const created = await call(server.url, 'POST', '/api/orders', {
+        token,
+        body: { CustomerId: CUSTOMER, Total: 1 },
+      });
       assert.equal(created.status, 201, created.text);
       proxy.stall();
       try {
@@ -149,7 +182,11 @@ if (testDialects().includes('postgres')) {
         assert.match(answer.json.type, /\/problems\/not-ready$/);
         assert.equal(answer.json.checks?.database, 'unavailable', answer.text);
         assert.match(answer.headers.get('retry-after') ?? '', /^\d+$/);
-        assert.equal((await readyWithin2s()).json.checks?.database, 'unavailable', 'again, while the first probe may still wait');
+        assert.equal(
+          (await readyWithin2s()).json.checks?.database,
+          'unavailable',
+          'again, while the first probe may still wait',
+        );
       } finally {
         proxy.resume();
       }
@@ -166,7 +203,13 @@ describe('database outage [sqlite]', () => {
   let server: ChildServer;
   let token: string;
   before(async () => {
-    server = await startChildServer({ env: { WEBHOOK_DISPATCHER: 'false', SQLITE_BUSY_TIMEOUT: `${BUSY_MS}ms`, WEBHOOK_SECRET_KEY: TEST_WEBHOOK_SECRET_KEY } });
+    server = await startChildServer({
+      env: {
+        WEBHOOK_DISPATCHER: 'false',
+        SQLITE_BUSY_TIMEOUT: `${BUSY_MS}ms`,
+        WEBHOOK_SECRET_KEY: TEST_WEBHOOK_SECRET_KEY,
+      },
+    });
     token = await server.issuer.clientToken('orders:read orders:write');
   });
   after(() => server.stop());
@@ -188,7 +231,10 @@ describe('database outage [sqlite]', () => {
     assert.equal(created.status, 201, created.text);
     await whileLockedElsewhere(async () => {
       let waiting = true;
-      const write = call(server.url, 'POST', '/api/orders', { token, body: { CustomerId: CUSTOMER, Total: 2 } }).finally(() => (waiting = false));
+      const write = call(server.url, 'POST', '/api/orders', {
+        token,
+        body: { CustomerId: CUSTOMER, Total: 2 },
+      }).finally(() => (waiting = false));
       write.catch(() => undefined); // awaited below, unless an assertion fails first
       // node:sqlite is synchronous: a busy_timeout wait would hold the event loop, and every other
       // answer with it. Probed for as long as the write waits, each probe must answer well within the bound.
@@ -200,21 +246,38 @@ describe('database outage [sqlite]', () => {
         await new Promise((resolve) => setTimeout(resolve, 20));
       }
       assert.ok(probes > 1, `/healthz answered ${probes} time(s) while the write waited`);
-      assert.equal((await call(server.url, 'GET', `/api/orders/${created.json.Id}`, { token })).status, 200, 'reads go on (WAL)');
+      assert.equal(
+        (await call(server.url, 'GET', `/api/orders/${created.json.Id}`, { token })).status,
+        200,
+        'reads go on (WAL)',
+      );
       assertOutage(await write, 'POST');
       assertOutage(await call(server.url, 'POST', `/api/orders/${created.json.Id}/pay`, { token }), 'pay');
     });
-    assert.equal((await call(server.url, 'POST', '/api/orders', { token, body: { CustomerId: CUSTOMER, Total: 2 } })).status, 201, 'writes succeed once the lock is released');
+    assert.equal(
+      (await call(server.url, 'POST', '/api/orders', { token, body: { CustomerId: CUSTOMER, Total: 2 } })).status,
+      201,
+      'writes succeed once the lock is released',
+    );
   });
 
   test('writes queued behind one that gave up answer 503 within the bound too, and /readyz answers within 2 s', async () => {
     await whileLockedElsewhere(async () => {
       // Each answer within two bounds (its own wait, and the one ahead of it that gave up), not one bound per queued write.
-      const writes = Array.from({ length: 8 }, (_, i) => call(server.url, 'POST', '/api/orders', { token, body: { CustomerId: CUSTOMER, Total: i + 1 }, signal: AbortSignal.timeout(BUSY_MS * 2 + 1500) }));
+      const writes = Array.from({ length: 8 }, (_, i) =>
+        call(server.url, 'POST', '/api/orders', {
+          token,
+          body: { CustomerId: CUSTOMER, Total: i + 1 },
+          signal: AbortSignal.timeout(BUSY_MS * 2 + 1500),
+        }),
+      );
       for (const write of writes) write.catch(() => undefined); // awaited below, unless an assertion fails first
       const ready = await call(server.url, 'GET', '/readyz', { signal: AbortSignal.timeout(2500) });
       assert.ok(ready.status === 200 || ready.status === 503, ready.text);
-      assert.ok(['ok', 'unavailable'].includes(ready.json.checks?.database), `/readyz names the database's state: ${ready.text}`);
+      assert.ok(
+        ['ok', 'unavailable'].includes(ready.json.checks?.database),
+        `/readyz names the database's state: ${ready.text}`,
+      );
       for (const [i, write] of writes.entries()) assertOutage(await write, `POST #${i}`);
     });
   });

@@ -20,7 +20,8 @@ function rateLimitOf(res: CallResult, max: number): { remaining: number; reset: 
   assert.ok(match, `RateLimit: ${res.headers.get('ratelimit')}`);
   const reset = Number(match[2]);
   assert.ok(reset >= 0 && reset <= WINDOW, `t=${reset}`);
-  for (const old of ['ratelimit-limit', 'ratelimit-remaining', 'ratelimit-reset', 'x-ratelimit-limit']) assert.equal(res.headers.get(old), null, `no ${old}`);
+  for (const old of ['ratelimit-limit', 'ratelimit-remaining', 'ratelimit-reset', 'x-ratelimit-limit'])
+    assert.equal(res.headers.get(old), null, `no ${old}`);
   return { remaining: Number(match[1]), reset };
 }
 
@@ -29,7 +30,8 @@ function assertRateLimited(res: CallResult, max: number, what: string): void {
   assert.equal(res.headers.get('content-type'), PROBLEM_JSON);
   assert.equal(res.json.status, 429);
   assert.match(res.json.type, /\/problems\/rate-limited$/);
-  for (const member of ['title', 'detail', 'instance', 'requestId']) assert.equal(typeof res.json[member], 'string', member);
+  for (const member of ['title', 'detail', 'instance', 'requestId'])
+    assert.equal(typeof res.json[member], 'string', member);
   const retryAfter = res.headers.get('retry-after') ?? '';
   assert.match(retryAfter, /^\d+$/, `Retry-After: ${retryAfter}`);
   assert.ok(Number(retryAfter) > 0 && Number(retryAfter) <= WINDOW, `Retry-After: ${retryAfter}`);
@@ -61,13 +63,18 @@ for (const dialect of testDialects()) {
       const oneId = `one-${randomUUID()}`;
       const one = await server.issuer.clientToken('orders:read', oneId);
       const two = await server.issuer.clientToken('orders:read', `two-${randomUUID()}`);
-      for (let i = 0; i < 3; i++) assert.equal((await call(server.url, 'GET', '/api/orders', { token: one })).status, 200);
+      for (let i = 0; i < 3; i++)
+        assert.equal((await call(server.url, 'GET', '/api/orders', { token: one })).status, 200);
       assertRateLimited(await call(server.url, 'GET', '/api/orders', { token: one }), 3, 'one exhausted');
       const other = await call(server.url, 'GET', '/api/orders', { token: two });
       assert.equal(other.status, 200, 'the second caller is unaffected');
       assert.equal(rateLimitOf(other, 3).remaining, 2);
       const sameClientNewToken = await server.issuer.clientToken('orders:read orders:write', oneId);
-      assertRateLimited(await call(server.url, 'GET', '/api/orders', { token: sameClientNewToken }), 3, 'a fresh token of the same client shares its budget');
+      assertRateLimited(
+        await call(server.url, 'GET', '/api/orders', { token: sameClientNewToken }),
+        3,
+        'a fresh token of the same client shares its budget',
+      );
     });
 
     test('health probes are never rate limited', async () => {
@@ -90,12 +97,21 @@ for (const dialect of testDialects()) {
 
     test('requests without a valid token are counted per client address', async () => {
       const statuses: number[] = [];
-      for (const token of [undefined, 'not.a.jwt', undefined]) statuses.push((await call(server.url, 'GET', '/api/orders', { token })).status);
+      for (const token of [undefined, 'not.a.jwt', undefined])
+        statuses.push((await call(server.url, 'GET', '/api/orders', { token })).status);
       assert.deepEqual(statuses, [401, 401, 401]);
       assertRateLimited(await call(server.url, 'GET', '/api/orders'), 3, 'anonymous 4th');
-      assertRateLimited(await call(server.url, 'GET', '/api/orders', { token: 'another.bad.token' }), 3, 'an invalid token counts as the address');
+      assertRateLimited(
+        await call(server.url, 'GET', '/api/orders', { token: 'another.bad.token' }),
+        3,
+        'an invalid token counts as the address',
+      );
       const authenticated = await server.issuer.clientToken('orders:read', `auth-${randomUUID()}`);
-      assert.equal((await call(server.url, 'GET', '/api/orders', { token: authenticated })).status, 200, 'a verified caller has its own budget');
+      assert.equal(
+        (await call(server.url, 'GET', '/api/orders', { token: authenticated })).status,
+        200,
+        'a verified caller has its own budget',
+      );
     });
   });
 
@@ -149,7 +165,10 @@ for (const dialect of testDialects()) {
         }, 300);
       });
       await new Promise<void>((resolve) => relay.listen(0, '127.0.0.1', resolve));
-      const server = await startServer(dialect, { RATE_LIMIT_MAX: '3', REDIS_URL: `redis://127.0.0.1:${(relay.address() as AddressInfo).port}` });
+      const server = await startServer(dialect, {
+        RATE_LIMIT_MAX: '3',
+        REDIS_URL: `redis://127.0.0.1:${(relay.address() as AddressInfo).port}`,
+      });
       try {
         const token = await server.issuer.clientToken('orders:read', `slow-${randomUUID()}`);
         const res = await call(server.url, 'GET', '/api/orders', { token });

@@ -67,7 +67,8 @@ export class RawConnection {
   async responses(count = 1): Promise<RawResponse[]> {
     const deadline = Date.now() + 10_000;
     while (parseResponses(this.received).length < count && !this.socket.destroyed) {
-      if (Date.now() > deadline) throw new Error(`no complete response: ${JSON.stringify(this.received.slice(0, 200))}`);
+      if (Date.now() > deadline)
+        throw new Error(`no complete response: ${JSON.stringify(this.received.slice(0, 200))}`);
       await new Promise((resolve) => setImmediate(resolve));
     }
     return parseResponses(this.received);

@@ -39,7 +39,11 @@ async function assertInMemoryLimit(server: TestServer, what: string): Promise<vo
     const res = await get(server, '/api/orders', token);
     seen.push(`${res.status} r=${rateLimit(res).remaining}`);
   }
-  assert.deepEqual(seen, ['200 r=2', '200 r=1', '200 r=0', '429 r=0'], `${what}: the limit is enforced in memory and the headers say so`);
+  assert.deepEqual(
+    seen,
+    ['200 r=2', '200 r=1', '200 r=0', '429 r=0'],
+    `${what}: the limit is enforced in memory and the headers say so`,
+  );
   const ready = await get(server, '/readyz');
   assert.equal(ready.status, 200, `${what}: /readyz ${ready.text}`);
   assert.equal(ready.json.checks.redis, 'degraded', `${what}: /readyz ${ready.text}`);

@@ -60,7 +60,18 @@ function postOrder(port: number, token: string, agent: Agent | false): Promise<O
   const startedAt = Date.now();
   const body = JSON.stringify({ CustomerId: CUSTOMER, Total: 5 });
   return new Promise((resolve) => {
-    const req = request({ host: '127.0.0.1', port, method: 'POST', path: '/api/orders', agent, headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } });
+    const req = request({
+      host: '127.0.0.1',
+      port,
+      method: 'POST',
+      path: '/api/orders',
+      agent,
+      headers: {
+        authorization: `Bearer ${token}`,
+        'content-type': 'application/json',
+        'content-length': Buffer.byteLength(body),
+      },
+    });
     req.setTimeout(10_000, () => req.destroy(new Error('timeout')));
     req.on('error', (err: NodeJS.ErrnoException) => resolve({ startedAt, error: err.code ?? err.message }));
     req.on('response', (res) => {
@@ -78,57 +89,76 @@ function postOrder(port: number, token: string, agent: Agent | false): Promise<O
 }
 
 describe('shutdown of the signet serve process', () => {
-  test('SIGTERM keeps the listener open for SHUTDOWN_DRAIN, answering new requests 503, then exits 0 with every acknowledged order stored', { timeout: 90_000 }, async (t) => {
-    const drainMs = 1500;
-    const server = await startChildServer({ env: { SHUTDOWN_DRAIN: `${drainMs}ms` } });
-    const token = await server.issuer.clientToken('orders:write');
-    const outcomes: Outcome[] = [];
-    const keepAlive = new Agent({ keepAlive: true, maxSockets: 4 });
-    let sigtermAt = Infinity;
-    // Each client posts until the listener is gone (ECONNREFUSED) or the test's deadline passes.
-    const deadline = Date.now() + 30_000;
-    const client = async (agent: Agent | false): Promise<void> => {
-      while (Date.now() < deadline) {
-        const outcome = await postOrder(server.port, token, agent);
-        outcomes.push(outcome);
-        if (outcome.error === 'ECONNREFUSED' && outcome.startedAt > sigtermAt) return;
-      }
-    };
-    try {
-      const clients = [...Array.from({ length: 4 }, () => client(keepAlive)), ...Array.from({ length: 4 }, () => client(false))];
-      while (outcomes.filter((o) => o.status === 201).length < 40) {
-        assert.ok(Date.now() < deadline, `no orders were created: ${JSON.stringify(outcomes.slice(-3))}`);
-        await new Promise((resolve) => setTimeout(resolve, 10));
-      }
-      sigtermAt = Date.now();
-      server.child.kill('SIGTERM');
-      await Promise.all(clients);
-      assert.equal(await server.exited, 0, server.output());
+  test(
+    'SIGTERM keeps the listener open for SHUTDOWN_DRAIN, answering new requests 503, then exits 0 with every acknowledged order stored',
+    { timeout: 90_000 },
+    async (t) => {
+      const drainMs = 1500;
+      const server = await startChildServer({ env: { SHUTDOWN_DRAIN: `${drainMs}ms` } });
+      const token = await server.issuer.clientToken('orders:write');
+      const outcomes: Outcome[] = [];
+      const keepAlive = new Agent({ keepAlive: true, maxSockets: 4 });
+      let sigtermAt = Infinity;
+      // Each client posts until the listener is gone (ECONNREFUSED) or the test's deadline passes.
+      const deadline = Date.now() + 30_000;
+      const client = async (agent: Agent | false): Promise<void> => {
+        while (Date.now() < deadline) {
+          const outcome = await postOrder(server.port, token, agent);
+          outcomes.push(outcome);
+          if (outcome.error === 'ECONNREFUSED' && outcome.startedAt > sigtermAt) return;
+        }
+      };
+      try {
+        const clients = [
+          ...Array.from({ length: 4 }, () => client(keepAlive)),
+          ...Array.from({ length: 4 }, () => client(false)),
+        ];
+        while (outcomes.filter((o) => o.status === 201).length < 40) {
+          assert.ok(Date.now() < deadline, `no orders were created: ${JSON.stringify(outcomes.slice(-3))}`);
+          await new Promise((resolve) => setTimeout(resolve, 10));
+        }
+        sigtermAt = Date.now();
+        server.child.kill('SIGTERM');
+        await Promise.all(clients);
+        assert.equal(await server.exited, 0, server.output());
 
-      // Until shortly before the drain ends (signal delivery and the last requests' round trips aside),
-      // every request got an answer: no reset, no refused connection.
-      const duringDrain = outcomes.filter((o) => o.startedAt < sigtermAt + drainMs - 300);
-      const unanswered = duringDrain.filter((o) => o.status === undefined);
-      assert.deepEqual(unanswered, [], `requests sent before or during the drain got no answer`);
-      const refusedLater = outcomes.filter((o) => o.startedAt >= sigtermAt + 200 && o.startedAt < sigtermAt + drainMs - 300);
-      assert.ok(refusedLater.length > 0, 'requests were sent during the drain');
-      for (const outcome of refusedLater) {
-        assert.equal(outcome.status, 503, JSON.stringify(outcome));
-        assert.match(outcome.problemType ?? '', /\/problems\/shutting-down$/);
+        // Until shortly before the drain ends (signal delivery and the last requests' round trips aside),
+        // every request got an answer: no reset, no refused connection.
+        const duringDrain = outcomes.filter((o) => o.startedAt < sigtermAt + drainMs - 300);
+        const unanswered = duringDrain.filter((o) => o.status === undefined);
+        assert.deepEqual(unanswered, [], `requests sent before or during the drain got no answer`);
+        const refusedLater = outcomes.filter(
+          (o) => o.startedAt >= sigtermAt + 200 && o.startedAt < sigtermAt + drainMs - 300,
+        );
+        assert.ok(refusedLater.length > 0, 'requests were sent during the drain');
+        for (const outcome of refusedLater) {
+          assert.equal(outcome.status, 503, JSON.stringify(outcome));
+          assert.match(outcome.problemType ?? '', /\/problems\/shutting-down$/);
+        }
+        // Nothing acknowledged was lost.
+        const acknowledged = outcomes.filter((o) => o.status === 201).map((o) => o.orderId);
+        const database = new DatabaseSync(join(server.dir, 'signet.db'), { readOnly: true });
+        const stored = new Set(
+          database
+            .prepare('select id from orders')
+            .all()
+            .map((row) => Number(row.id)),
+        );
+        database.close();
+        assert.deepEqual(
+          acknowledged.filter((id) => !stored.has(Number(id))),
+          [],
+        );
+        const count = (pick: (o: Outcome) => boolean): number => outcomes.filter(pick).length;
+        t.diagnostic(
+          `201: ${acknowledged.length}, 503 shutting-down: ${count((o) => o.status === 503)}, refused after the drain: ${count((o) => o.error === 'ECONNREFUSED')}, other transport errors: ${count((o) => o.error !== undefined && o.error !== 'ECONNREFUSED')}`,
+        );
+      } finally {
+        keepAlive.destroy();
+        await server.stop();
       }
-      // Nothing acknowledged was lost.
-      const acknowledged = outcomes.filter((o) => o.status === 201).map((o) => o.orderId);
-      const database = new DatabaseSync(join(server.dir, 'signet.db'), { readOnly: true });
-      const stored = new Set(database.prepare('select id from orders').all().map((row) => Number(row.id)));
-      database.close();
-      assert.deepEqual(acknowledged.filter((id) => !stored.has(Number(id))), []);
-      const count = (pick: (o: Outcome) => boolean): number => outcomes.filter(pick).length;
-      t.diagnostic(`201: ${acknowledged.length}, 503 shutting-down: ${count((o) => o.status === 503)}, refused after the drain: ${count((o) => o.error === 'ECONNREFUSED')}, other transport errors: ${count((o) => o.error !== undefined && o.error !== 'ECONNREFUSED')}`);
-    } finally {
-      keepAlive.destroy();
-      await server.stop();
-    }
-  });
+    },
+  );
 
   test('past the grace the process logs the requests it cuts and exits with code 1', { timeout: 60_000 }, async () => {
     // Grace: SHUTDOWN_DRAIN 0 + WEBHOOK_TIMEOUT 5 s + 5 s.
@@ -137,15 +167,31 @@ describe('shutdown of the signet serve process', () => {
     const connection = await RawConnection.open(server.port);
     try {
       // A request whose body never finishes: it is still in flight when the grace runs out.
-      connection.write(`POST /api/orders?secret=no HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${token}\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"Cust`);
-      const reqId = (await server.waitFor(/"reqId":"([^"]+)"[^\n]*"url":"\/api\/orders\?secret=no"[^\n]*"msg":"incoming request"/))[1];
+      connection.write(
+        `POST /api/orders?secret=no HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${token}\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"Cust`,
+      );
+      const reqId = (
+        await server.waitFor(/"reqId":"([^"]+)"[^\n]*"url":"\/api\/orders\?secret=no"[^\n]*"msg":"incoming request"/)
+      )[1];
       server.child.kill('SIGTERM');
-      const code = await Promise.race([server.exited, new Promise((resolve) => setTimeout(() => resolve('still running'), 20_000))]);
+      const code = await Promise.race([
+        server.exited,
+        new Promise((resolve) => setTimeout(() => resolve('still running'), 20_000)),
+      ]);
       assert.equal(code, 1, server.output());
-      const line = (await server.waitFor(/^.*shutdown did not finish within 10000 ms; exiting with code 1, cutting 1 request\(s\).*$/m))[0];
-      const logged = JSON.parse(line) as { cut: Array<{ reqId: string; method: string; path: string; runningMs: number }> };
+      const line = (
+        await server.waitFor(
+          /^.*shutdown did not finish within 10000 ms; exiting with code 1, cutting 1 request\(s\).*$/m,
+        )
+      )[0];
+      const logged = JSON.parse(line) as {
+        cut: Array<{ reqId: string; method: string; path: string; runningMs: number }>;
+      };
       assert.equal(logged.cut.length, 1, line);
-      assert.deepEqual({ ...logged.cut[0], runningMs: undefined }, { reqId, method: 'POST', path: '/api/orders', runningMs: undefined });
+      assert.deepEqual(
+        { ...logged.cut[0], runningMs: undefined },
+        { reqId, method: 'POST', path: '/api/orders', runningMs: undefined },
+      );
       assert.ok((logged.cut[0]?.runningMs ?? 0) >= 10_000, line);
     } finally {
       connection.socket.destroy();

@@ -28,7 +28,8 @@ for (const dialect of testDialects()) {
       assert.equal(res.status, 201);
       return res;
     };
-    const get = (path: string, headers: Record<string, string> = {}) => call(server.url, 'GET', path, { token, headers });
+    const get = (path: string, headers: Record<string, string> = {}) =>
+      call(server.url, 'GET', path, { token, headers });
 
     test('GET with If-None-Match of the current ETag is 304 with an empty body, ETag, Cache-Control and Vary', async () => {
       const created = await create();
@@ -53,7 +54,10 @@ for (const dialect of testDialects()) {
       const path = `/api/orders/${created.json.Id}`;
       const full = await get(path);
       assert.equal(full.headers.get('cache-control'), 'private, no-cache');
-      assert.equal((await get(path, { 'if-none-match': etagOf(full) })).headers.get('cache-control'), 'private, no-cache');
+      assert.equal(
+        (await get(path, { 'if-none-match': etagOf(full) })).headers.get('cache-control'),
+        'private, no-cache',
+      );
       assert.equal((await get('/api/orders?limit=1')).headers.get('cache-control'), 'private, no-cache');
     });
 
@@ -61,7 +65,14 @@ for (const dialect of testDialects()) {
       const created = await create();
       const path = `/api/orders/${created.json.Id}`;
       const etag = etagOf(await get(path));
-      for (const value of ['*', `"nope", ${etag}`, `${etag},"other"`, ` "a" ,, ${etag} `, `W/${etag}`, `"x", W/${etag}`]) {
+      for (const value of [
+        '*',
+        `"nope", ${etag}`,
+        `${etag},"other"`,
+        ` "a" ,, ${etag} `,
+        `W/${etag}`,
+        `"x", W/${etag}`,
+      ]) {
         const res = await get(path, { 'if-none-match': value });
         assert.equal(res.status, 304, value);
         assert.equal(res.headers.get('etag'), etag, value);
@@ -106,13 +117,31 @@ for (const dialect of testDialects()) {
     test('ETags differ between fields= and include= variants and change with every write', async () => {
       const created = await create();
       const path = `/api/orders/${created.json.Id}`;
-      const variants = [path, `${path}?fields=Id,Total`, `${path}?fields=Id`, `${path}?include=history`, `${path}?fields=Id,Total&include=history`];
+      const variants = [
+        path,
+        `${path}?fields=Id,Total`,
+        `${path}?fields=Id`,
+        `${path}?include=history`,
+        `${path}?fields=Id,Total&include=history`,
+      ];
       const tags = await Promise.all(variants.map(async (v) => etagOf(await get(v))));
       assert.equal(new Set(tags).size, variants.length, tags.join(' '));
       const fieldsTag = tags[1]!;
-      assert.equal((await get(`${path}?fields=Id,Total`, { 'if-none-match': fieldsTag })).status, 304, 'each variant validates against its own tag');
-      assert.equal((await get(path, { 'if-none-match': fieldsTag })).status, 200, "another variant's tag does not match");
-      assert.equal((await get(`${path}?fields=Id,Id,Total`)).headers.get('etag'), fieldsTag, 'duplicates name the same variant');
+      assert.equal(
+        (await get(`${path}?fields=Id,Total`, { 'if-none-match': fieldsTag })).status,
+        304,
+        'each variant validates against its own tag',
+      );
+      assert.equal(
+        (await get(path, { 'if-none-match': fieldsTag })).status,
+        200,
+        "another variant's tag does not match",
+      );
+      assert.equal(
+        (await get(`${path}?fields=Id,Id,Total`)).headers.get('etag'),
+        fieldsTag,
+        'duplicates name the same variant',
+      );
 
       const seen = new Set(tags);
       const writes: [string, string, unknown, string?][] = [
@@ -126,7 +155,9 @@ for (const dialect of testDialects()) {
       for (const [method, target, body, contentType] of writes) {
         const res = await call(server.url, method, target, { token, body, contentType });
         assert.ok(res.status >= 200 && res.status < 300, `${method} ${target}: ${res.status} ${res.text}`);
-        const now = await Promise.all([path, `${path}?fields=Id,Total`, `${path}?include=history`].map(async (v) => etagOf(await get(v))));
+        const now = await Promise.all(
+          [path, `${path}?fields=Id,Total`, `${path}?include=history`].map(async (v) => etagOf(await get(v))),
+        );
         assert.equal(res.headers.get('etag'), now[0], `${method} returns the new ETag`);
         for (const tag of now) {
           assert.ok(!seen.has(tag), `${method} ${target} changed every variant's ETag (${tag} seen before)`);
@@ -149,7 +180,12 @@ for (const dialect of testDialects()) {
         ['POST', `${path}/pay`, undefined],
       ];
       for (const [method, target, body, contentType] of attempts) {
-        const res = await call(server.url, method, target, { token, body, contentType, headers: { 'if-match': stale } });
+        const res = await call(server.url, method, target, {
+          token,
+          body,
+          contentType,
+          headers: { 'if-match': stale },
+        });
         assert.equal(res.status, 412, `${method} ${target}`);
         assert.equal(res.headers.get('content-type'), 'application/problem+json; charset=utf-8');
         assert.equal(res.json.status, 412);
@@ -159,16 +195,30 @@ for (const dialect of testDialects()) {
       assert.equal(after.json.Total, 20);
       assert.equal(after.json.Status, 'pending');
       assert.equal(etagOf(after), current);
-      const noneMatches = await call(server.url, 'PATCH', path, { token, body: { Total: 31 }, contentType: MERGE, headers: { 'if-match': `"nope", ${stale}` } });
+      const noneMatches = await call(server.url, 'PATCH', path, {
+        token,
+        body: { Total: 31 },
+        contentType: MERGE,
+        headers: { 'if-match': `"nope", ${stale}` },
+      });
       assert.equal(noneMatches.status, 412, 'no member of the list matches');
     });
 
     test('a write with the current If-Match succeeds: PUT, PATCH, pay, DELETE', async () => {
       const a = await create();
       const path = `/api/orders/${a.json.Id}`;
-      const put = await call(server.url, 'PUT', path, { token, body: { CustomerId: CUSTOMER, Currency: 'USD', Total: 30 }, headers: { 'if-match': etagOf(a) } });
+      const put = await call(server.url, 'PUT', path, {
+        token,
+        body: { CustomerId: CUSTOMER, Currency: 'USD', Total: 30 },
+        headers: { 'if-match': etagOf(a) },
+      });
       assert.equal(put.status, 200);
-      const patch = await call(server.url, 'PATCH', path, { token, body: { Total: 31 }, contentType: MERGE, headers: { 'if-match': `"other", ${etagOf(put)}` } });
+      const patch = await call(server.url, 'PATCH', path, {
+        token,
+        body: { Total: 31 },
+        contentType: MERGE,
+        headers: { 'if-match': `"other", ${etagOf(put)}` },
+      });
       assert.equal(patch.status, 200);
       assert.equal(patch.json.Total, 31);
       const variantTag = etagOf(await get(`${path}?fields=Id`));
@@ -176,7 +226,10 @@ for (const dialect of testDialects()) {
       assert.equal(pay.status, 200, 'any variant of the current version describes the same state');
       assert.equal(pay.json.Status, 'paid');
       const b = await create();
-      const del = await call(server.url, 'DELETE', `/api/orders/${b.json.Id}`, { token, headers: { 'if-match': etagOf(b) } });
+      const del = await call(server.url, 'DELETE', `/api/orders/${b.json.Id}`, {
+        token,
+        headers: { 'if-match': etagOf(b) },
+      });
       assert.equal(del.status, 204);
     });
 
@@ -187,8 +240,17 @@ for (const dialect of testDialects()) {
       const responses = await Promise.all(
         Array.from({ length: 20 }, (_, i) =>
           i % 2 === 0
-            ? call(server.url, 'PATCH', path, { token, body: { Total: 100 + i }, contentType: MERGE, headers: { 'if-match': etag } })
-            : call(server.url, 'PUT', path, { token, body: { CustomerId: CUSTOMER, Currency: 'USD', Total: 100 + i }, headers: { 'if-match': etag } }),
+            ? call(server.url, 'PATCH', path, {
+                token,
+                body: { Total: 100 + i },
+                contentType: MERGE,
+                headers: { 'if-match': etag },
+              })
+            : call(server.url, 'PUT', path, {
+                token,
+                body: { CustomerId: CUSTOMER, Currency: 'USD', Total: 100 + i },
+                headers: { 'if-match': etag },
+              }),
         ),
       );
       const ok = responses.filter((r) => r.status === 200);
@@ -210,10 +272,17 @@ for (const dialect of testDialects()) {
             : call(server.url, 'PUT', path, { token, body: { CustomerId: CUSTOMER, Currency: 'USD', Total: total } }),
         ),
       );
-      assert.deepEqual(responses.map((r) => r.status), totals.map(() => 200), 'a 412 needs a precondition the client sent (RFC 9110 §15.5.13)');
+      assert.deepEqual(
+        responses.map((r) => r.status),
+        totals.map(() => 200),
+        'a 412 needs a precondition the client sent (RFC 9110 §15.5.13)',
+      );
       const now = await get(path);
       assert.ok(totals.includes(now.json.Total));
-      assert.ok(responses.some((r) => r.headers.get('etag') === etagOf(now)), 'the stored state is one of the responses');
+      assert.ok(
+        responses.some((r) => r.headers.get('etag') === etagOf(now)),
+        'the stored state is one of the responses',
+      );
     });
 
     test('concurrent merge patches of different members both take effect: a patch never writes back a stale copy', async () => {
@@ -224,7 +293,11 @@ for (const dialect of testDialects()) {
         const customer = customers[round % 2]!;
         const [a, b] = await Promise.all([
           call(server.url, 'PATCH', path, { token, body: { CustomerId: customer }, contentType: MERGE }),
-          call(server.url, 'PATCH', path, { token, body: [{ op: 'replace', path: '/Total', value: 77 }], contentType: 'application/json-patch+json' }),
+          call(server.url, 'PATCH', path, {
+            token,
+            body: [{ op: 'replace', path: '/Total', value: 77 }],
+            contentType: 'application/json-patch+json',
+          }),
         ]);
         assert.equal(a.status, 200, `round ${round}: ${a.text}`);
         assert.equal(b.status, 200, `round ${round}: ${b.text}`);
@@ -237,7 +310,12 @@ for (const dialect of testDialects()) {
     test('If-Match uses strong comparison: a weak tag never matches', async () => {
       const created = await create();
       const path = `/api/orders/${created.json.Id}`;
-      const res = await call(server.url, 'PATCH', path, { token, body: { Total: 2 }, contentType: MERGE, headers: { 'if-match': `W/${etagOf(created)}` } });
+      const res = await call(server.url, 'PATCH', path, {
+        token,
+        body: { Total: 2 },
+        contentType: MERGE,
+        headers: { 'if-match': `W/${etagOf(created)}` },
+      });
       assert.equal(res.status, 412);
     });
 
@@ -245,11 +323,27 @@ for (const dialect of testDialects()) {
       const a = await create();
       const path = `/api/orders/${a.json.Id}`;
       const star = { 'if-match': '*' };
-      assert.equal((await call(server.url, 'PUT', path, { token, body: { CustomerId: CUSTOMER, Currency: 'USD', Total: 40 }, headers: star })).status, 200);
-      assert.equal((await call(server.url, 'PATCH', path, { token, body: { Total: 41 }, contentType: MERGE, headers: star })).status, 200);
+      assert.equal(
+        (
+          await call(server.url, 'PUT', path, {
+            token,
+            body: { CustomerId: CUSTOMER, Currency: 'USD', Total: 40 },
+            headers: star,
+          })
+        ).status,
+        200,
+      );
+      assert.equal(
+        (await call(server.url, 'PATCH', path, { token, body: { Total: 41 }, contentType: MERGE, headers: star }))
+          .status,
+        200,
+      );
       assert.equal((await call(server.url, 'POST', `${path}/pay`, { token, headers: star })).status, 200);
       const b = await create();
-      assert.equal((await call(server.url, 'DELETE', `/api/orders/${b.json.Id}`, { token, headers: star })).status, 204);
+      assert.equal(
+        (await call(server.url, 'DELETE', `/api/orders/${b.json.Id}`, { token, headers: star })).status,
+        204,
+      );
     });
 
     test('If-Match on a missing order is 404, not 412: preconditions are ignored when the response would not be 2xx', async () => {
@@ -264,7 +358,12 @@ for (const dialect of testDialects()) {
         ['POST', `${path}/pay`, undefined],
         ['GET', path, undefined],
       ] as const;
-      const conditions: Record<string, string>[] = [{ 'if-match': etag }, { 'if-match': '*' }, { 'if-match': '"stale"' }, { 'if-unmodified-since': 'Thu, 01 Jan 1970 00:00:00 GMT' }];
+      const conditions: Record<string, string>[] = [
+        { 'if-match': etag },
+        { 'if-match': '*' },
+        { 'if-match': '"stale"' },
+        { 'if-unmodified-since': 'Thu, 01 Jan 1970 00:00:00 GMT' },
+      ];
       for (const headers of conditions) {
         for (const [method, target, body, contentType] of missing) {
           const res = await call(server.url, method, target, { token, body, contentType, headers });
@@ -285,7 +384,12 @@ for (const dialect of testDialects()) {
         ['PATCH', path, [{ op: 'replace', path: '/Status', value: 'cancelled' }], 'application/json-patch+json'],
       ];
       for (const [method, target, body, contentType] of forbidden) {
-        const res = await call(server.url, method, target, { token, body, contentType, headers: { 'if-match': etagOf(created) } });
+        const res = await call(server.url, method, target, {
+          token,
+          body,
+          contentType,
+          headers: { 'if-match': etagOf(created) },
+        });
         assert.equal(res.status, 409, `${method} ${JSON.stringify(body)}: ${res.text}`);
         assert.equal(res.json.currentStatus, 'paid');
       }
@@ -303,13 +407,28 @@ for (const dialect of testDialects()) {
         ['POST', `${path}/pay`, undefined],
         ['DELETE', path, undefined],
       ] as const) {
-        const res = await call(server.url, method, target, { token, body, contentType, headers: { 'if-unmodified-since': past } });
+        const res = await call(server.url, method, target, {
+          token,
+          body,
+          contentType,
+          headers: { 'if-unmodified-since': past },
+        });
         assert.equal(res.status, 412, method);
       }
       assert.equal(etagOf(await get(path)), etagOf(full), 'nothing changed');
-      const res = await call(server.url, 'PATCH', path, { token, body: { Total: 3 }, contentType: MERGE, headers: { 'if-unmodified-since': lastModified } });
+      const res = await call(server.url, 'PATCH', path, {
+        token,
+        body: { Total: 3 },
+        contentType: MERGE,
+        headers: { 'if-unmodified-since': lastModified },
+      });
       assert.equal(res.status, 200);
-      const ignored = await call(server.url, 'PATCH', path, { token, body: { Total: 4 }, contentType: MERGE, headers: { 'if-match': etagOf(res), 'if-unmodified-since': past } });
+      const ignored = await call(server.url, 'PATCH', path, {
+        token,
+        body: { Total: 4 },
+        contentType: MERGE,
+        headers: { 'if-match': etagOf(res), 'if-unmodified-since': past },
+      });
       assert.equal(ignored.status, 200, 'If-Unmodified-Since is ignored when If-Match is present (RFC 9110 §13.1.4)');
     });
 

@@ -22,7 +22,10 @@ for (const dialect of testDialects()) {
     after(() => server.close());
 
     const create = async (customer: string, total = 12.5) => {
-      const res = await call(server.url, 'POST', '/api/orders', { token, body: { CustomerId: customer, Total: total, Currency: 'EUR' } });
+      const res = await call(server.url, 'POST', '/api/orders', {
+        token,
+        body: { CustomerId: customer, Total: total, Currency: 'EUR' },
+      });
       assert.equal(res.status, 201);
       return res.json;
     };
@@ -37,14 +40,21 @@ for (const dialect of testDialects()) {
       const links = await get(`/api/orders/${order.Id}?fields=_links,Status`);
       assert.deepEqual(Object.keys(links.json).sort(), ['Status', '_links']);
       assert.deepEqual(links.json._links, order._links);
-      const every = await get(`/api/orders/${order.Id}?fields=Id,CustomerId,Total,Currency,Status,CreatedAtUtc,UpdatedAtUtc,_links`);
+      const every = await get(
+        `/api/orders/${order.Id}?fields=Id,CustomerId,Total,Currency,Status,CreatedAtUtc,UpdatedAtUtc,_links`,
+      );
       assert.deepEqual(every.json, order, 'naming every member gives the full representation');
     });
 
     test('duplicate and space-padded names in fields are ignored', async () => {
       const order = await create(randomUUID());
       const plain = await get(`/api/orders/${order.Id}?fields=Id,Total`);
-      for (const query of ['fields=Id,Total,Id', 'fields=Id,Id,Total,Total', 'fields=Id,%20Total', 'fields=Id,,Total,']) {
+      for (const query of [
+        'fields=Id,Total,Id',
+        'fields=Id,Id,Total,Total',
+        'fields=Id,%20Total',
+        'fields=Id,,Total,',
+      ]) {
         const res = await get(`/api/orders/${order.Id}?${query}`);
         assert.equal(res.status, 200, query);
         assert.equal(res.text, plain.text, query);
@@ -62,7 +72,10 @@ for (const dialect of testDialects()) {
         { Id: b.Id, Total: 2, Status: 'pending' },
         { Id: a.Id, Total: 1, Status: 'pending' },
       ]);
-      assert.ok(res.json._links.self.href.includes('fields=Id,Total,Status') || res.json._links.self.href.includes('fields=Id%2CTotal%2CStatus'));
+      assert.ok(
+        res.json._links.self.href.includes('fields=Id,Total,Status') ||
+          res.json._links.self.href.includes('fields=Id%2CTotal%2CStatus'),
+      );
       const paged = await get(`/api/orders?CustomerId=${customer}&fields=Id&limit=1`);
       assert.deepEqual(paged.json.Items, [{ Id: b.Id }]);
       const next = await get(paged.json._links.next.href.slice(server.url.length));
@@ -95,11 +108,18 @@ for (const dialect of testDialects()) {
       assert.equal((await call(server.url, 'POST', `/api/orders/${order.Id}/pay`, { token })).status, 200);
       const res = await get(`/api/orders/${order.Id}?include=history`);
       assert.equal(res.status, 200);
-      assert.deepEqual(res.json._embedded.history.map((h: { Status: string }) => h.Status), ['pending', 'paid']);
+      assert.deepEqual(
+        res.json._embedded.history.map((h: { Status: string }) => h.Status),
+        ['pending', 'paid'],
+      );
       for (const entry of res.json._embedded.history) assert.deepEqual(Object.keys(entry).sort(), ['AtUtc', 'Status']);
       assert.equal(res.json.Status, 'paid');
       assert.ok(res.json._links, 'the full representation plus the embedded data');
-      assert.equal((await get(`/api/orders/${order.Id}`)).json._embedded, undefined, 'nothing embedded without include');
+      assert.equal(
+        (await get(`/api/orders/${order.Id}`)).json._embedded,
+        undefined,
+        'nothing embedded without include',
+      );
       const sparse = await get(`/api/orders/${order.Id}?fields=Id&include=history`);
       assert.deepEqual(Object.keys(sparse.json).sort(), ['Id', '_embedded']);
       assert.deepEqual(sparse.json._embedded, res.json._embedded);

@@ -16,7 +16,10 @@ for (const dialect of testDialects()) {
     before(async () => {
       server = await startServer(dialect);
       const client = await server.issuer.clientToken('orders:read orders:write');
-      const created = await call(server.url, 'POST', '/api/orders', { token: client, body: { CustomerId: CUSTOMER, Total: 3 } });
+      const created = await call(server.url, 'POST', '/api/orders', {
+        token: client,
+        body: { CustomerId: CUSTOMER, Total: 3 },
+      });
       assert.equal(created.status, 201);
       orderPath = `/api/orders/${created.json.Id}`;
       alice = await server.issuer.userToken('orders:read orders:write', 'alice@partner-idp');
@@ -31,7 +34,11 @@ for (const dialect of testDialects()) {
 
     test('read or create someone else’s order: 404 and 403, as for any other user', async () => {
       assert.equal((await call(server.url, 'GET', orderPath, { token: alice })).status, 404);
-      assert.equal((await call(server.url, 'POST', '/api/orders', { token: alice, body: { CustomerId: CUSTOMER, Total: 1 } })).status, 403);
+      assert.equal(
+        (await call(server.url, 'POST', '/api/orders', { token: alice, body: { CustomerId: CUSTOMER, Total: 1 } }))
+          .status,
+        403,
+      );
     });
   });
 }

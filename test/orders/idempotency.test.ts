@@ -14,12 +14,25 @@ import { startWithClientToken, type TestServer } from '../helpers/server.ts';
  * Writes the request bytes exactly as given: fetch and node:http would merge repeated fields into
  * one line or refuse control characters before they ever reach the server.
  */
-function rawPost(baseUrl: string, path: string, headers: [string, string][], body: string): Promise<{ status: number; text: string }> {
+function rawPost(
+  baseUrl: string,
+  path: string,
+  headers: [string, string][],
+  body: string,
+): Promise<{ status: number; text: string }> {
   const url = new URL(baseUrl);
-  const head = [`POST ${path} HTTP/1.1`, `host: ${url.host}`, 'connection: close', 'content-type: application/json', `content-length: ${Buffer.byteLength(body)}`];
+  const head = [
+    `POST ${path} HTTP/1.1`,
+    `host: ${url.host}`,
+    'connection: close',
+    'content-type: application/json',
+    `content-length: ${Buffer.byteLength(body)}`,
+  ];
   for (const [name, value] of headers) head.push(`${name}: ${value}`);
   return new Promise((resolve, reject) => {
-    const socket = connect(Number(url.port), url.hostname, () => socket.write(`${head.join('\r\n')}\r\n\r\n${body}`, 'latin1'));
+    const socket = connect(Number(url.port), url.hostname, () =>
+      socket.write(`${head.join('\r\n')}\r\n\r\n${body}`, 'latin1'),
+    );
     const chunks: Buffer[] = [];
     socket.on('data', (c: Buffer) => chunks.push(c));
     socket.on('error', reject);
@@ -33,11 +46,20 @@ function rawPost(baseUrl: string, path: string, headers: [string, string][], bod
 }
 
 function problemType(res: CallResult): string {
-  return String(res.json?.type ?? '').split('/').at(-1) ?? '';
+  return (
+    String(res.json?.type ?? '')
+      .split('/')
+      .at(-1) ?? ''
+  );
 }
 
 /** A 409 for a key in flight whose Retry-After is the lock's remaining time, measured around the request. */
-function assertRetryAfterIsRemainingLock(res: CallResult, lockedUntil: number, sentAt: number, receivedAt: number): void {
+function assertRetryAfterIsRemainingLock(
+  res: CallResult,
+  lockedUntil: number,
+  sentAt: number,
+  receivedAt: number,
+): void {
   assert.equal(res.status, 409, res.text);
   assert.equal(problemType(res), 'idempotency-key-in-flight', res.text);
   const retryAfter = Number(res.headers.get('retry-after'));
@@ -53,7 +75,9 @@ for (const dialect of testDialects()) {
   describe(`Idempotency-Key [${dialect}]`, () => {
     let server: TestServer;
     let token: string;
-    before(async () => ({ server, token } = await startWithClientToken(dialect, { IDEMPOTENCY_KEY_TTL_SECONDS: '60' })));
+    before(
+      async () => ({ server, token } = await startWithClientToken(dialect, { IDEMPOTENCY_KEY_TTL_SECONDS: '60' })),
+    );
     after(() => server.close());
 
     /** A claim left by another request (or a crashed process) whose lock ends `lockMs` from now. */
@@ -62,17 +86,30 @@ for (const dialect of testDialects()) {
       await server.app.database.db
         .insertInto('idempotency_keys')
         .values({
-          caller: 'client:test-client', key, fingerprint: requestFingerprint('POST', '/api/orders', body), state: 'in_flight',
-          locked_until: toDbTime(new Date(now + lockMs)), created_at: toDbTime(new Date(now - 10_000)), expires_at: toDbTime(new Date(now + 60_000)),
-          response_status: null, response_headers: null, response_body: null,
+          caller: 'client:test-client',
+          key,
+          fingerprint: requestFingerprint('POST', '/api/orders', body),
+          state: 'in_flight',
+          locked_until: toDbTime(new Date(now + lockMs)),
+          created_at: toDbTime(new Date(now - 10_000)),
+          expires_at: toDbTime(new Date(now + 60_000)),
+          response_status: null,
+          response_headers: null,
+          response_body: null,
         })
         .execute();
     }
 
     const create = (body: unknown, key?: string, tok = token) =>
-      call(server.url, 'POST', '/api/orders', { token: tok, body, headers: key === undefined ? {} : { 'idempotency-key': key } });
-    const createRaw = (rawBody: string, key: string) => call(server.url, 'POST', '/api/orders', { token, rawBody, headers: { 'idempotency-key': key } });
-    const pay = (id: number, key: string) => call(server.url, 'POST', `/api/orders/${id}/pay`, { token, headers: { 'idempotency-key': key } });
+      call(server.url, 'POST', '/api/orders', {
+        token: tok,
+        body,
+        headers: key === undefined ? {} : { 'idempotency-key': key },
+      });
+    const createRaw = (rawBody: string, key: string) =>
+      call(server.url, 'POST', '/api/orders', { token, rawBody, headers: { 'idempotency-key': key } });
+    const pay = (id: number, key: string) =>
+      call(server.url, 'POST', `/api/orders/${id}/pay`, { token, headers: { 'idempotency-key': key } });
     const ordersOf = async (customerId: string): Promise<number[]> => {
       const res = await call(server.url, 'GET', `/api/orders?limit=100&CustomerId=${customerId}`, { token });
       assert.equal(res.status, 200);
@@ -110,7 +147,10 @@ for (const dialect of testDialects()) {
       const withoutKey = await call(server.url, 'POST', `/api/orders/${created.json.Id}/pay`, { token });
       assert.equal(withoutKey.status, 409, 'the order really is paid: a fresh pay is refused');
       const history = await call(server.url, 'GET', `/api/orders/${created.json.Id}?include=history`, { token });
-      assert.deepEqual(history.json._embedded.history.map((h: { Status: string }) => h.Status), ['pending', 'paid']);
+      assert.deepEqual(
+        history.json._embedded.history.map((h: { Status: string }) => h.Status),
+        ['pending', 'paid'],
+      );
       assert.deepEqual(await ordersOf(customer), [created.json.Id]);
     });
 
@@ -150,7 +190,11 @@ for (const dialect of testDialects()) {
       const payWithSameKey = await pay(created.json.Id, key);
       assert.equal(payWithSameKey.status, 409);
       assert.equal(problemType(payWithSameKey), 'idempotency-key-reused');
-      assert.equal((await call(server.url, 'GET', `/api/orders/${created.json.Id}`, { token })).json.Status, 'pending', 'the pay did not run');
+      assert.equal(
+        (await call(server.url, 'GET', `/api/orders/${created.json.Id}`, { token })).json.Status,
+        'pending',
+        'the pay did not run',
+      );
       const other = await create({ CustomerId: customer, Total: 4 });
       const payKey = newKey();
       assert.equal((await pay(other.json.Id, payKey)).status, 200);
@@ -173,7 +217,10 @@ for (const dialect of testDialects()) {
       const aAgain = await create({ CustomerId: customer, Total: 1 }, key, tokenA);
       assert.equal(aAgain.headers.get('idempotent-replayed'), 'true');
       assert.equal(aAgain.json.Id, a.json.Id);
-      assert.deepEqual((await ordersOf(customer)).sort((x, y) => x - y), [a.json.Id, b.json.Id].sort((x, y) => x - y));
+      assert.deepEqual(
+        (await ordersOf(customer)).sort((x, y) => x - y),
+        [a.json.Id, b.json.Id].sort((x, y) => x - y),
+      );
     });
 
     test('invalid keys are 400 problems and create nothing: empty, 256 characters, control characters, sent twice', async () => {
@@ -186,8 +233,20 @@ for (const dialect of testDialects()) {
         ['a tab inside', [['idempotency-key', 'ab\tcd']]],
         ['a space inside', [['idempotency-key', 'ab cd']]],
         ['non-ASCII', [['idempotency-key', 'ab\u00e9cd']]],
-        ['two header lines', [['idempotency-key', 'same'], ['idempotency-key', 'same']]],
-        ['two header lines, quoted', [['idempotency-key', '"same"'], ['idempotency-key', '"same"']]],
+        [
+          'two header lines',
+          [
+            ['idempotency-key', 'same'],
+            ['idempotency-key', 'same'],
+          ],
+        ],
+        [
+          'two header lines, quoted',
+          [
+            ['idempotency-key', '"same"'],
+            ['idempotency-key', '"same"'],
+          ],
+        ],
         ['quoted with a tab inside', [['idempotency-key', '"ab\tcd"']]],
         ['quoted and empty', [['idempotency-key', '""']]],
         ['unterminated quote', [['idempotency-key', '"abc']]],
@@ -200,10 +259,26 @@ for (const dialect of testDialects()) {
       // Other control characters are not legal in a field value at all (RFC 9110 §5.5): Node's HTTP
       // parser refuses the request with 400 before the application sees it.
       for (const control of ['\x01', '\x1f', '\x7f']) {
-        const res = await rawPost(server.url, '/api/orders', [['authorization', authorization], ['idempotency-key', `ab${control}cd`]], body);
+        const res = await rawPost(
+          server.url,
+          '/api/orders',
+          [
+            ['authorization', authorization],
+            ['idempotency-key', `ab${control}cd`],
+          ],
+          body,
+        );
         assert.equal(res.status, 400, `control character ${JSON.stringify(control)}`);
       }
-      const longest = await rawPost(server.url, '/api/orders', [['authorization', authorization], ['idempotency-key', randomUUID().padEnd(255, 'k')]], body);
+      const longest = await rawPost(
+        server.url,
+        '/api/orders',
+        [
+          ['authorization', authorization],
+          ['idempotency-key', randomUUID().padEnd(255, 'k')],
+        ],
+        body,
+      );
       assert.equal(longest.status, 201, '255 characters is the maximum and is accepted');
       assert.equal((await ordersOf(customer)).length, 1);
     });
@@ -296,8 +371,16 @@ for (const dialect of testDialects()) {
       await server.app.database.db
         .insertInto('idempotency_keys')
         .values({
-          caller: 'client:test-client', key, fingerprint: 'something-else', state: 'done', locked_until: toDbTime(past),
-          response_status: 201, response_headers: '{}', response_body: '{"stale":true}', created_at: toDbTime(new Date(Date.now() - 120_000)), expires_at: toDbTime(past),
+          caller: 'client:test-client',
+          key,
+          fingerprint: 'something-else',
+          state: 'done',
+          locked_until: toDbTime(past),
+          response_status: 201,
+          response_headers: '{}',
+          response_body: '{"stale":true}',
+          created_at: toDbTime(new Date(Date.now() - 120_000)),
+          expires_at: toDbTime(past),
         })
         .execute();
       const res = await create(body, key);
@@ -320,7 +403,7 @@ for (const dialect of testDialects()) {
       assert.deepEqual(await ordersOf(customer), [res.json.Id]);
     });
 
-    test('an in-flight claim whose lock is still valid gives 409 with the lock\'s remaining time as Retry-After and runs nothing', async () => {
+    test("an in-flight claim whose lock is still valid gives 409 with the lock's remaining time as Retry-After and runs nothing", async () => {
       const customer = randomUUID();
       const key = newKey();
       const body = { CustomerId: customer, Total: 4.5, Currency: 'USD' };
@@ -337,12 +420,16 @@ for (const dialect of testDialects()) {
     const LOCK_SECONDS = 3;
     let server: TestServer;
     let token: string;
-    before(async () => ({ server, token } = await startWithClientToken(dialect, { IDEMPOTENCY_LOCK_SECONDS: String(LOCK_SECONDS) })));
+    before(
+      async () =>
+        ({ server, token } = await startWithClientToken(dialect, { IDEMPOTENCY_LOCK_SECONDS: String(LOCK_SECONDS) })),
+    );
     after(() => server.close());
 
-    const create = (body: unknown, key: string) => call(server.url, 'POST', '/api/orders', { token, body, headers: { 'idempotency-key': key } });
+    const create = (body: unknown, key: string) =>
+      call(server.url, 'POST', '/api/orders', { token, body, headers: { 'idempotency-key': key } });
 
-    test('Retry-After is the time left on the dead request\'s lock, and once it has passed the key is taken over', async () => {
+    test("Retry-After is the time left on the dead request's lock, and once it has passed the key is taken over", async () => {
       const customer = randomUUID();
       const key = `key-${randomUUID()}`;
       const body = { CustomerId: customer, Total: 12.5, Currency: 'EUR' };
@@ -353,9 +440,16 @@ for (const dialect of testDialects()) {
       await server.app.database.db
         .insertInto('idempotency_keys')
         .values({
-          caller: 'client:test-client', key, fingerprint: requestFingerprint('POST', '/api/orders', body), state: 'in_flight',
-          locked_until: toDbTime(new Date(lockedUntil)), created_at: toDbTime(new Date(claimedAt)), expires_at: toDbTime(new Date(claimedAt + 86_400_000)),
-          response_status: null, response_headers: null, response_body: null,
+          caller: 'client:test-client',
+          key,
+          fingerprint: requestFingerprint('POST', '/api/orders', body),
+          state: 'in_flight',
+          locked_until: toDbTime(new Date(lockedUntil)),
+          created_at: toDbTime(new Date(claimedAt)),
+          expires_at: toDbTime(new Date(claimedAt + 86_400_000)),
+          response_status: null,
+          response_headers: null,
+          response_body: null,
         })
         .execute();
 
@@ -376,8 +470,14 @@ for (const dialect of testDialects()) {
         const retryAnsweredAt = Date.now();
         if (res.status === 201) {
           taken = res;
-          assert.ok(retryAnsweredAt >= lockedUntil, `taken over ${lockedUntil - retryAnsweredAt} ms before the lock ended`);
-          assert.ok(retrySentAt <= advised + 100, `taken over only ${retrySentAt - advised} ms after the advised retry time`);
+          assert.ok(
+            retryAnsweredAt >= lockedUntil,
+            `taken over ${lockedUntil - retryAnsweredAt} ms before the lock ended`,
+          );
+          assert.ok(
+            retrySentAt <= advised + 100,
+            `taken over only ${retrySentAt - advised} ms after the advised retry time`,
+          );
         } else {
           assertRetryAfterIsRemainingLock(res, lockedUntil, retrySentAt, retryAnsweredAt);
           await new Promise((resolve) => setTimeout(resolve, 100));
@@ -389,7 +489,11 @@ for (const dialect of testDialects()) {
       assert.equal(replay.headers.get('idempotent-replayed'), 'true');
       assert.equal(replay.text, taken.text);
       const orders = await call(server.url, 'GET', `/api/orders?limit=100&CustomerId=${customer}`, { token });
-      assert.deepEqual(orders.json.Items.map((o: { Id: number }) => o.Id), [taken.json.Id], 'one order');
+      assert.deepEqual(
+        orders.json.Items.map((o: { Id: number }) => o.Id),
+        [taken.json.Id],
+        'one order',
+      );
     });
   });
 }

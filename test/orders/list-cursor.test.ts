@@ -18,7 +18,10 @@ for (const dialect of testDialects()) {
     const list = (query: string) => call(server.url, 'GET', `/api/orders?${query}`, { token });
 
     test('a forged cursor is 400 invalid-parameter, never a 500 or a quietly empty page', async () => {
-      assert.equal((await call(server.url, 'POST', '/api/orders', { token, body: { CustomerId: CUSTOMER, Total: 1 } })).status, 201);
+      assert.equal(
+        (await call(server.url, 'POST', '/api/orders', { token, body: { CustomerId: CUSTOMER, Total: 1 } })).status,
+        201,
+      );
       const forged: unknown[] = [
         { b: 5, s: '', c: 'not-a-uuid' },
         { b: 5, s: '', c: `urn:uuid:${CUSTOMER}` },
@@ -54,12 +57,21 @@ for (const dialect of testDialects()) {
       const other = '44444444-4444-4444-8444-444444444444';
       const ids: number[] = [];
       for (const customer of [other, CUSTOMER, other]) {
-        ids.push((await call(server.url, 'POST', '/api/orders', { token, body: { CustomerId: customer, Total: 1 } })).json.Id);
+        ids.push(
+          (await call(server.url, 'POST', '/api/orders', { token, body: { CustomerId: customer, Total: 1 } })).json.Id,
+        );
       }
       const res = await list(`cursor=${forge({ b: ids[2]! + 1, s: 'pending', c: other })}`);
       assert.equal(res.status, 200, res.text);
-      assert.deepEqual(res.json.Items.map((o: { Id: number }) => o.Id), [ids[2], ids[0]]);
-      assert.equal((await list(`cursor=${forge({ b: ids[2]! + 1, s: 'pending', c: other })}&CustomerId=${other}`)).status, 200, 'the same filter repeated');
+      assert.deepEqual(
+        res.json.Items.map((o: { Id: number }) => o.Id),
+        [ids[2], ids[0]],
+      );
+      assert.equal(
+        (await list(`cursor=${forge({ b: ids[2]! + 1, s: 'pending', c: other })}&CustomerId=${other}`)).status,
+        200,
+        'the same filter repeated',
+      );
     });
   });
 }

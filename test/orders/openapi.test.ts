@@ -50,9 +50,14 @@ describe('orders in the OpenAPI document', () => {
       ['/api/orders/{id}', 'put', [...conditions, 'Prefer']],
       ['/api/orders/{id}', 'patch', [...conditions, 'Prefer']],
       ['/api/orders/{id}', 'delete', conditions],
-      ...['pay', 'cancel', 'ship', 'deliver'].map((action): [string, string, string[]] => [`/api/orders/{id}/${action}`, 'post', [...conditions, 'Idempotency-Key']]),
+      ...['pay', 'cancel', 'ship', 'deliver'].map((action): [string, string, string[]] => [
+        `/api/orders/{id}/${action}`,
+        'post',
+        [...conditions, 'Idempotency-Key'],
+      ]),
     ];
-    for (const [path, method, headers] of expected) assert.deepEqual(headersOf(path, method), headers.sort(), `${method} ${path}`);
+    for (const [path, method, headers] of expected)
+      assert.deepEqual(headersOf(path, method), headers.sort(), `${method} ${path}`);
     const key = (doc.paths['/api/orders'].post.parameters as Parameter[]).find((p) => p.name === 'Idempotency-Key');
     assert.equal(key?.required, false, 'every header is optional');
     assert.equal(key?.schema?.type, 'string');
@@ -67,7 +72,10 @@ describe('orders in the OpenAPI document', () => {
     assert.equal(create.properties.Currency.default, 'USD');
     assert.equal(create.properties.CustomerId.format, undefined, "not ajv's uuid format, which takes urn:uuid:");
     assert.match('3f2504e0-4f89-41d3-9a0c-0305e82c3301', new RegExp(create.properties.CustomerId.pattern));
-    assert.doesNotMatch('urn:uuid:3f2504e0-4f89-41d3-9a0c-0305e82c3301', new RegExp(create.properties.CustomerId.pattern));
+    assert.doesNotMatch(
+      'urn:uuid:3f2504e0-4f89-41d3-9a0c-0305e82c3301',
+      new RegExp(create.properties.CustomerId.pattern),
+    );
     const replace = doc.paths['/api/orders/{id}'].put.requestBody.content['application/json'].schema;
     assert.ok(replace.required.includes('Currency'));
     assert.equal(replace.properties.Currency.default, undefined);

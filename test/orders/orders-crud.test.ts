@@ -70,30 +70,48 @@ for (const dialect of testDialects()) {
       ] as const) {
         const r = await create(body);
         assert.equal(r.status, 422, JSON.stringify(body));
-        assert.ok(r.json.errors.some((e: { pointer: string }) => e.pointer === pointer), `${JSON.stringify(body)} → ${JSON.stringify(r.json.errors)}`);
+        assert.ok(
+          r.json.errors.some((e: { pointer: string }) => e.pointer === pointer),
+          `${JSON.stringify(body)} → ${JSON.stringify(r.json.errors)}`,
+        );
       }
       const kwd = await create({ CustomerId: CUSTOMER, Total: 1.234, Currency: 'KWD' });
       assert.equal(kwd.status, 201);
     });
 
     test('refuses numbers that JSON would silently round', async () => {
-      const res = await call(server.url, 'POST', '/api/orders', { token, rawBody: `{"CustomerId":"${CUSTOMER}","Total":19.999999999999999}` });
+      const res = await call(server.url, 'POST', '/api/orders', {
+        token,
+        rawBody: `{"CustomerId":"${CUSTOMER}","Total":19.999999999999999}`,
+      });
       assert.equal(res.status, 422);
       assert.equal(res.json.errors[0].pointer, '/Total');
     });
 
     test('lists orders newest first with a cursor and a next link', async () => {
       const ids: number[] = [];
-      for (let i = 0; i < 5; i++) ids.push((await create({ CustomerId: '11111111-1111-4111-8111-111111111111', Total: i })).json.Id);
-      const first = await call(server.url, 'GET', '/api/orders?limit=2&CustomerId=11111111-1111-4111-8111-111111111111', { token });
+      for (let i = 0; i < 5; i++)
+        ids.push((await create({ CustomerId: '11111111-1111-4111-8111-111111111111', Total: i })).json.Id);
+      const first = await call(
+        server.url,
+        'GET',
+        '/api/orders?limit=2&CustomerId=11111111-1111-4111-8111-111111111111',
+        { token },
+      );
       assert.equal(first.status, 200);
-      assert.deepEqual(first.json.Items.map((o: { Id: number }) => o.Id), [ids[4], ids[3]]);
+      assert.deepEqual(
+        first.json.Items.map((o: { Id: number }) => o.Id),
+        [ids[4], ids[3]],
+      );
       const link = first.headers.get('link') ?? '';
       const next = /^<([^>]+)>; rel="next"$/.exec(link)?.[1];
       assert.ok(next, link);
       assert.equal(first.json._links.next.href, next);
       const second = await call(server.url, 'GET', next.slice(server.url.length), { token });
-      assert.deepEqual(second.json.Items.map((o: { Id: number }) => o.Id), [ids[2], ids[1]]);
+      assert.deepEqual(
+        second.json.Items.map((o: { Id: number }) => o.Id),
+        [ids[2], ids[1]],
+      );
       const bad = await call(server.url, 'GET', '/api/orders?cursor=garbage', { token });
       assert.equal(bad.status, 400);
     });
@@ -102,15 +120,25 @@ for (const dialect of testDialects()) {
       const customer = '22222222-2222-4222-8222-222222222222';
       const ids: number[] = [];
       for (let i = 0; i < 4; i++) ids.push((await create({ CustomerId: customer, Total: i })).json.Id);
-      for (const id of [ids[0], ids[2], ids[3]]) assert.equal((await call(server.url, 'POST', `/api/orders/${id}/pay`, { token })).status, 200);
+      for (const id of [ids[0], ids[2], ids[3]])
+        assert.equal((await call(server.url, 'POST', `/api/orders/${id}/pay`, { token })).status, 200);
       const first = await call(server.url, 'GET', `/api/orders?Status=paid&CustomerId=${customer}&limit=2`, { token });
-      assert.deepEqual(first.json.Items.map((o: { Id: number }) => o.Id), [ids[3], ids[2]]);
+      assert.deepEqual(
+        first.json.Items.map((o: { Id: number }) => o.Id),
+        [ids[3], ids[2]],
+      );
       const next = first.json._links.next.href.slice(server.url.length);
       const second = await call(server.url, 'GET', next, { token });
-      assert.deepEqual(second.json.Items.map((o: { Id: number }) => o.Id), [ids[0]]);
+      assert.deepEqual(
+        second.json.Items.map((o: { Id: number }) => o.Id),
+        [ids[0]],
+      );
       assert.equal(second.json._links.next, undefined);
       const pending = await call(server.url, 'GET', `/api/orders?Status=pending&CustomerId=${customer}`, { token });
-      assert.deepEqual(pending.json.Items.map((o: { Id: number }) => o.Id), [ids[1]]);
+      assert.deepEqual(
+        pending.json.Items.map((o: { Id: number }) => o.Id),
+        [ids[1]],
+      );
       const mixed = await call(server.url, 'GET', `${next}&Status=pending`, { token });
       assert.equal(mixed.status, 400, 'a cursor cannot be reused with other filters');
       assert.equal((await call(server.url, 'GET', '/api/orders?Status=lost', { token })).status, 400);
@@ -130,7 +158,11 @@ for (const dialect of testDialects()) {
       const wrongId = await call(server.url, 'PUT', path, { token, body: { ...replacement, Id: created.json.Id + 1 } });
       assert.equal(wrongId.status, 422);
       assert.equal(wrongId.json.errors[0].pointer, '/Id');
-      const minimal = await call(server.url, 'PUT', path, { token, body: { ...replacement, Total: 13 }, headers: { prefer: 'return=minimal' } });
+      const minimal = await call(server.url, 'PUT', path, {
+        token,
+        body: { ...replacement, Total: 13 },
+        headers: { prefer: 'return=minimal' },
+      });
       assert.equal(minimal.status, 204);
       assert.equal(minimal.text, '');
       assert.ok(minimal.headers.get('etag'));
@@ -139,19 +171,29 @@ for (const dialect of testDialects()) {
     test('patches with merge patch and JSON patch; other media types get 415 with Accept-Patch', async () => {
       const created = await create({ CustomerId: CUSTOMER, Total: 10 });
       const path = `/api/orders/${created.json.Id}`;
-      const merge = await call(server.url, 'PATCH', path, { token, body: { Total: 11 }, contentType: 'application/merge-patch+json' });
+      const merge = await call(server.url, 'PATCH', path, {
+        token,
+        body: { Total: 11 },
+        contentType: 'application/merge-patch+json',
+      });
       assert.equal(merge.status, 200);
       assert.equal(merge.json.Total, 11);
       const failedTest = await call(server.url, 'PATCH', path, {
         token,
-        body: [{ op: 'replace', path: '/Total', value: 99 }, { op: 'test', path: '/Total', value: 12 }],
+        body: [
+          { op: 'replace', path: '/Total', value: 99 },
+          { op: 'test', path: '/Total', value: 12 },
+        ],
         contentType: 'application/json-patch+json',
       });
       assert.equal(failedTest.status, 409);
       assert.equal((await call(server.url, 'GET', path, { token })).json.Total, 11, 'a failed test op applies nothing');
       const jsonPatch = await call(server.url, 'PATCH', path, {
         token,
-        body: [{ op: 'test', path: '/Total', value: 11 }, { op: 'replace', path: '/Total', value: 12 }],
+        body: [
+          { op: 'test', path: '/Total', value: 11 },
+          { op: 'replace', path: '/Total', value: 12 },
+        ],
         contentType: 'application/json-patch+json',
       });
       assert.equal(jsonPatch.status, 200);
@@ -161,10 +203,18 @@ for (const dialect of testDialects()) {
         assert.equal(res.status, 415, contentType);
         assert.equal(res.headers.get('accept-patch'), 'application/merge-patch+json, application/json-patch+json');
       }
-      const pay = await call(server.url, 'PATCH', path, { token, body: { Status: 'paid' }, contentType: 'application/merge-patch+json' });
+      const pay = await call(server.url, 'PATCH', path, {
+        token,
+        body: { Status: 'paid' },
+        contentType: 'application/merge-patch+json',
+      });
       assert.equal(pay.status, 200);
       assert.equal(pay.json.Status, 'paid');
-      const back = await call(server.url, 'PATCH', path, { token, body: { Status: 'pending' }, contentType: 'application/merge-patch+json' });
+      const back = await call(server.url, 'PATCH', path, {
+        token,
+        body: { Status: 'pending' },
+        contentType: 'application/merge-patch+json',
+      });
       assert.equal(back.status, 409);
       assert.equal(back.json.currentStatus, 'paid');
     });

@@ -123,7 +123,12 @@ function randomDecimal(next: () => number, intDigits: number, decimals: number):
 
 test('random decimals within the limits round-trip exactly through minor units', () => {
   const next = prng(0x5161e7);
-  const cases: readonly [string, number, number][] = [['JPY', 12, 0], ['USD', 12, 2], ['KWD', 12, 3], ['CLF', 11, 4]];
+  const cases: readonly [string, number, number][] = [
+    ['JPY', 12, 0],
+    ['USD', 12, 2],
+    ['KWD', 12, 3],
+    ['CLF', 11, 4],
+  ];
   for (const [currency, intDigits, decimals] of cases) {
     for (let i = 0; i < 5000; i++) {
       const text = randomDecimal(next, intDigits, decimals);

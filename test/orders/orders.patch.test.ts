@@ -1,15 +1,16 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import {
-  PATCH_MEDIA_TYPES,
-  applyJsonPatch,
-  applyMergePatch,
-  patchMediaType,
-} from '../../src/orders/orders.patch.ts';
+import { PATCH_MEDIA_TYPES, applyJsonPatch, applyMergePatch, patchMediaType } from '../../src/orders/orders.patch.ts';
 import type { PatchResult } from '../../src/orders/orders.patch.ts';
 
 function order(): Record<string, unknown> {
-  return { Id: 'o1', Status: 'open', Total: 19.99, Shipping: { City: 'Oslo', Zip: '0150' }, Lines: [{ Sku: 'a' }, { Sku: 'b' }] };
+  return {
+    Id: 'o1',
+    Status: 'open',
+    Total: 19.99,
+    Shipping: { City: 'Oslo', Zip: '0150' },
+    Lines: [{ Sku: 'a' }, { Sku: 'b' }],
+  };
 }
 
 function documentOf(result: PatchResult): Record<string, unknown> {
@@ -37,7 +38,9 @@ test('merge patch null deletes a member and other members replace values', () =>
 });
 
 test('merge patch merges nested objects recursively and replaces arrays whole', () => {
-  const result = documentOf(applyMergePatch(order(), { Shipping: { Zip: null, Country: 'NO' }, Lines: [{ Sku: 'c' }] }));
+  const result = documentOf(
+    applyMergePatch(order(), { Shipping: { Zip: null, Country: 'NO' }, Lines: [{ Sku: 'c' }] }),
+  );
   assert.deepEqual(result['Shipping'], { City: 'Oslo', Country: 'NO' });
   assert.deepEqual(result['Lines'], [{ Sku: 'c' }]);
 });
@@ -58,21 +61,33 @@ test('a merge patch that is not an object is an invalid patch for an order', () 
 
 test('merge patch rejects prototype-polluting member names at any depth', () => {
   const patch = JSON.parse('{"Shipping":{"__proto__":{"polluted":true}}}') as unknown;
-  assert.deepEqual(failureOf(applyMergePatch(order(), patch)), { kind: 'invalid-patch', pointer: '/Shipping/__proto__' });
+  assert.deepEqual(failureOf(applyMergePatch(order(), patch)), {
+    kind: 'invalid-patch',
+    pointer: '/Shipping/__proto__',
+  });
   assert.equal(failureOf(applyMergePatch(order(), { constructor: { prototype: { x: 1 } } })).kind, 'invalid-patch');
   assert.equal(({} as Record<string, unknown>)['polluted'], undefined);
 });
 
 test('json patch applies a sequence of operations', () => {
-  const result = documentOf(applyJsonPatch(order(), [
-    { op: 'test', path: '/Status', value: 'open' },
-    { op: 'replace', path: '/Status', value: 'paid' },
-    { op: 'add', path: '/Lines/-', value: { Sku: 'c' } },
-    { op: 'move', from: '/Shipping/Zip', path: '/Zip' },
-    { op: 'copy', from: '/Id', path: '/Reference' },
-    { op: 'remove', path: '/Total' },
-  ]));
-  assert.deepEqual(result, { Id: 'o1', Status: 'paid', Shipping: { City: 'Oslo' }, Lines: [{ Sku: 'a' }, { Sku: 'b' }, { Sku: 'c' }], Zip: '0150', Reference: 'o1' });
+  const result = documentOf(
+    applyJsonPatch(order(), [
+      { op: 'test', path: '/Status', value: 'open' },
+      { op: 'replace', path: '/Status', value: 'paid' },
+      { op: 'add', path: '/Lines/-', value: { Sku: 'c' } },
+      { op: 'move', from: '/Shipping/Zip', path: '/Zip' },
+      { op: 'copy', from: '/Id', path: '/Reference' },
+      { op: 'remove', path: '/Total' },
+    ]),
+  );
+  assert.deepEqual(result, {
+    Id: 'o1',
+    Status: 'paid',
+    Shipping: { City: 'Oslo' },
+    Lines: [{ Sku: 'a' }, { Sku: 'b' }, { Sku: 'c' }],
+    Zip: '0150',
+    Reference: 'o1',
+  });
 });
 
 test('json patch is atomic: a failing second operation leaves the target unchanged', () => {
@@ -86,7 +101,10 @@ test('json patch is atomic: a failing second operation leaves the target unchang
 });
 
 test('a failed test operation maps to test-failed with the operation pointer', () => {
-  const result = applyJsonPatch(order(), [{ op: 'add', path: '/X', value: 1 }, { op: 'test', path: '/Status', value: 'paid' }]);
+  const result = applyJsonPatch(order(), [
+    { op: 'add', path: '/X', value: 1 },
+    { op: 'test', path: '/Status', value: 'paid' },
+  ]);
   assert.deepEqual(failureOf(result), { kind: 'test-failed', pointer: '/1' });
 });
 

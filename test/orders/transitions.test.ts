@@ -11,8 +11,20 @@ import { startWithClientToken, type TestServer } from '../helpers/server.ts';
 
 type Status = 'pending' | 'paid' | 'shipped' | 'delivered' | 'cancelled';
 const ACTIONS = ['pay', 'cancel', 'ship', 'deliver'] as const;
-const ALLOWED: Record<Status, string[]> = { pending: ['pay', 'cancel'], paid: ['ship'], shipped: ['deliver'], delivered: [], cancelled: [] };
-const PATH_TO: Record<Status, string[]> = { pending: [], paid: ['pay'], shipped: ['pay', 'ship'], delivered: ['pay', 'ship', 'deliver'], cancelled: ['cancel'] };
+const ALLOWED: Record<Status, string[]> = {
+  pending: ['pay', 'cancel'],
+  paid: ['ship'],
+  shipped: ['deliver'],
+  delivered: [],
+  cancelled: [],
+};
+const PATH_TO: Record<Status, string[]> = {
+  pending: [],
+  paid: ['pay'],
+  shipped: ['pay', 'ship'],
+  delivered: ['pay', 'ship', 'deliver'],
+  cancelled: ['cancel'],
+};
 const MERGE = 'application/merge-patch+json';
 
 /** The links orders.representation.ts builds for an order in `status`, as absolute URLs. */
@@ -43,20 +55,30 @@ for (const dialect of testDialects()) {
       assert.equal(res.status, 201);
       return res.json.Id;
     };
-    const act = (id: number, action: string, headers: Record<string, string> = {}) => call(server.url, 'POST', `/api/orders/${id}/${action}`, { token, headers });
+    const act = (id: number, action: string, headers: Record<string, string> = {}) =>
+      call(server.url, 'POST', `/api/orders/${id}/${action}`, { token, headers });
     const get = (id: number, query = '') => call(server.url, 'GET', `/api/orders/${id}${query}`, { token });
     const orderIn = async (status: Status): Promise<number> => {
       const id = await create();
-      for (const action of PATH_TO[status]) assert.equal((await act(id, action)).status, 200, `${action} on the way to ${status}`);
+      for (const action of PATH_TO[status])
+        assert.equal((await act(id, action)).status, 200, `${action} on the way to ${status}`);
       return id;
     };
-    const historyOf = async (id: number): Promise<string[]> => (await get(id, '?include=history')).json._embedded.history.map((h: { Status: string }) => h.Status);
+    const historyOf = async (id: number): Promise<string[]> =>
+      (await get(id, '?include=history')).json._embedded.history.map((h: { Status: string }) => h.Status);
 
     test('an order moves pending → paid → shipped → delivered by following its own links', async () => {
-      const created = await call(server.url, 'POST', '/api/orders', { token, body: { CustomerId: CUSTOMER, Total: 10 } });
+      const created = await call(server.url, 'POST', '/api/orders', {
+        token,
+        body: { CustomerId: CUSTOMER, Total: 10 },
+      });
       let order = created.json;
       assert.equal(order.Status, 'pending');
-      for (const [action, status] of [['pay', 'paid'], ['ship', 'shipped'], ['deliver', 'delivered']] as const) {
+      for (const [action, status] of [
+        ['pay', 'paid'],
+        ['ship', 'shipped'],
+        ['deliver', 'delivered'],
+      ] as const) {
         const link = order._links[action];
         assert.ok(link, `${order.Status} offers ${action}`);
         assert.equal(link.method, 'POST');
@@ -64,7 +86,11 @@ for (const dialect of testDialects()) {
         assert.equal(res.status, 200, `${action}: ${res.text}`);
         assert.equal(res.json.Status, status);
         assert.equal(res.headers.get('content-type'), 'application/json; charset=utf-8');
-        assert.deepEqual((await get(order.Id)).json, res.json, 'the action returns the representation a GET now returns');
+        assert.deepEqual(
+          (await get(order.Id)).json,
+          res.json,
+          'the action returns the representation a GET now returns',
+        );
         order = res.json;
       }
       assert.deepEqual(Object.keys(order._links).sort(), ['self', 'track']);
@@ -115,7 +141,11 @@ for (const dialect of testDialects()) {
       ];
       for (const [from, to] of illegal) {
         const id = await orderIn(from);
-        const res = await call(server.url, 'PATCH', `/api/orders/${id}`, { token, body: { Status: to }, contentType: MERGE });
+        const res = await call(server.url, 'PATCH', `/api/orders/${id}`, {
+          token,
+          body: { Status: to },
+          contentType: MERGE,
+        });
         assert.equal(res.status, 409, `${from} → ${to}`);
         assert.equal(res.json.currentStatus, from, `${from} → ${to}`);
         assert.equal((await get(id)).json.Status, from);
@@ -128,7 +158,11 @@ for (const dialect of testDialects()) {
       ];
       for (const [from, to] of legal) {
         const id = await orderIn(from);
-        const res = await call(server.url, 'PATCH', `/api/orders/${id}`, { token, body: { Status: to }, contentType: MERGE });
+        const res = await call(server.url, 'PATCH', `/api/orders/${id}`, {
+          token,
+          body: { Status: to },
+          contentType: MERGE,
+        });
         assert.equal(res.status, 200, `${from} → ${to}`);
         assert.equal(res.json.Status, to);
         assert.deepEqual((await historyOf(id)).slice(-2), [from, to], 'a PATCH transition is recorded in the history');
@@ -157,7 +191,10 @@ for (const dialect of testDialects()) {
       const track = (await get(id)).json._links.track;
       const res = await call(server.url, track.method, track.href.slice(server.url.length), { token });
       assert.equal(res.status, 200);
-      assert.deepEqual(res.json._embedded.history.map((h: { Status: string }) => h.Status), ['pending', 'paid', 'shipped']);
+      assert.deepEqual(
+        res.json._embedded.history.map((h: { Status: string }) => h.Status),
+        ['pending', 'paid', 'shipped'],
+      );
     });
 
     test('include=history lists every status change in order with non-decreasing times', async () => {
@@ -166,9 +203,15 @@ for (const dialect of testDialects()) {
       for (const action of ['pay', 'ship', 'deliver']) await act(id, action);
       const res = await get(id, '?include=history');
       const history = res.json._embedded.history as { Status: string; AtUtc: string }[];
-      assert.deepEqual(history.map((h) => h.Status), ['pending', 'paid', 'shipped', 'delivered']);
+      assert.deepEqual(
+        history.map((h) => h.Status),
+        ['pending', 'paid', 'shipped', 'delivered'],
+      );
       const times = history.map((h) => Date.parse(h.AtUtc));
-      assert.ok(times.every((t, i) => Number.isFinite(t) && (i === 0 || t >= times[i - 1]!)), JSON.stringify(history));
+      assert.ok(
+        times.every((t, i) => Number.isFinite(t) && (i === 0 || t >= times[i - 1]!)),
+        JSON.stringify(history),
+      );
       assert.equal(history.at(-1)!.AtUtc, res.json.UpdatedAtUtc, 'the last change is the last update');
       assert.equal(history[0]!.AtUtc, res.json.CreatedAtUtc);
 
@@ -189,12 +232,19 @@ for (const dialect of testDialects()) {
         const res = await call(server.url, 'PUT', `/api/orders/${id}`, { token, body: { ...current.json, Total: 11 } });
         assert.equal(res.status, 409, status);
         assert.equal(res.json.currentStatus, status);
-        const currency = await call(server.url, 'PUT', `/api/orders/${id}`, { token, body: { ...current.json, Currency: 'EUR' } });
+        const currency = await call(server.url, 'PUT', `/api/orders/${id}`, {
+          token,
+          body: { ...current.json, Currency: 'EUR' },
+        });
         assert.equal(currency.status, 409, `${status}: Currency`);
         const unchanged = await call(server.url, 'PUT', `/api/orders/${id}`, { token, body: current.json });
         assert.equal(unchanged.status, 200, `${status}: repeating the current representation is idempotent`);
         assert.equal(unchanged.headers.get('etag'), current.headers.get('etag'));
-        const patch = await call(server.url, 'PATCH', `/api/orders/${id}`, { token, body: { Total: 11 }, contentType: MERGE });
+        const patch = await call(server.url, 'PATCH', `/api/orders/${id}`, {
+          token,
+          body: { Total: 11 },
+          contentType: MERGE,
+        });
         assert.equal(patch.status, 409, `${status}: PATCH Total`);
         assert.equal(patch.json.currentStatus, status);
         assert.equal((await get(id)).json.Total, 10);
@@ -218,7 +268,12 @@ for (const dialect of testDialects()) {
         const id = await create();
         const pending = await get(id);
         const [patch, pay] = await Promise.all([
-          call(server.url, 'PATCH', `/api/orders/${id}`, { token, body: { Status: 'paid' }, contentType: MERGE, headers: { 'if-match': pending.headers.get('etag')! } }),
+          call(server.url, 'PATCH', `/api/orders/${id}`, {
+            token,
+            body: { Status: 'paid' },
+            contentType: MERGE,
+            headers: { 'if-match': pending.headers.get('etag')! },
+          }),
           act(id, 'pay'),
         ]);
         const winners = [patch, pay].filter((r) => r.status === 200);
@@ -234,9 +289,15 @@ for (const dialect of testDialects()) {
     test('an unconditional PATCH {Status: paid} racing POST /pay: the order is paid exactly once', async () => {
       for (let round = 0; round < 10; round++) {
         const id = await create();
-        const [patch, pay] = await Promise.all([call(server.url, 'PATCH', `/api/orders/${id}`, { token, body: { Status: 'paid' }, contentType: MERGE }), act(id, 'pay')]);
+        const [patch, pay] = await Promise.all([
+          call(server.url, 'PATCH', `/api/orders/${id}`, { token, body: { Status: 'paid' }, contentType: MERGE }),
+          act(id, 'pay'),
+        ]);
         // The PATCH may also arrive after the pay, find Status already paid and change nothing (200).
-        assert.ok([200, 409].includes(patch.status) && [200, 409].includes(pay.status), `round ${round}: PATCH ${patch.status}, pay ${pay.status}`);
+        assert.ok(
+          [200, 409].includes(patch.status) && [200, 409].includes(pay.status),
+          `round ${round}: PATCH ${patch.status}, pay ${pay.status}`,
+        );
         assert.ok(patch.status === 200 || pay.status === 200, `round ${round}: someone paid`);
         for (const r of [patch, pay]) if (r.status === 409) assert.equal(r.json.currentStatus, 'paid');
         if (pay.status === 409) assert.equal(versionOf(patch), 2, 'the PATCH made the change');

@@ -18,7 +18,11 @@ function errorsOf(res: CallResult): string[] {
 
 function assertRejects(res: CallResult, status: number, pointer: string, label: string): void {
   assert.equal(res.status, status, `${label}: ${res.text}`);
-  assert.deepEqual(res.json.errors.map((e: { pointer: string }) => e.pointer), [pointer], `${label}: ${res.text}`);
+  assert.deepEqual(
+    res.json.errors.map((e: { pointer: string }) => e.pointer),
+    [pointer],
+    `${label}: ${res.text}`,
+  );
 }
 
 for (const dialect of testDialects()) {
@@ -29,11 +33,15 @@ for (const dialect of testDialects()) {
     after(() => server.close());
 
     const create = async (body: Record<string, unknown> = {}): Promise<CallResult> => {
-      const res = await call(server.url, 'POST', '/api/orders', { token, body: { CustomerId: CUSTOMER, Total: 10, Currency: 'EUR', ...body } });
+      const res = await call(server.url, 'POST', '/api/orders', {
+        token,
+        body: { CustomerId: CUSTOMER, Total: 10, Currency: 'EUR', ...body },
+      });
       assert.equal(res.status, 201, res.text);
       return res;
     };
-    const write = (method: string, path: string, body: unknown, contentType?: string) => call(server.url, method, path, { token, body, contentType });
+    const write = (method: string, path: string, body: unknown, contentType?: string) =>
+      call(server.url, method, path, { token, body, contentType });
 
     test('a urn:uuid: CustomerId is 422 on create, PUT and PATCH, 400 in the list query, and never stored', async () => {
       const urn = `urn:uuid:${CUSTOMER}`;
@@ -42,21 +50,44 @@ for (const dialect of testDialects()) {
       assertRejects(await write('POST', '/api/orders', { CustomerId: urn, Total: 1 }), 422, '/CustomerId', 'create');
       assertRejects(await write('PUT', path, { ...created.json, CustomerId: urn }), 422, '/CustomerId', 'PUT');
       assertRejects(await write('PATCH', path, { CustomerId: urn }, MERGE), 422, '/CustomerId', 'merge patch');
-      assertRejects(await write('PATCH', path, [{ op: 'replace', path: '/CustomerId', value: urn }], JSON_PATCH), 422, '/CustomerId', 'JSON patch');
+      assertRejects(
+        await write('PATCH', path, [{ op: 'replace', path: '/CustomerId', value: urn }], JSON_PATCH),
+        422,
+        '/CustomerId',
+        'JSON patch',
+      );
       const list = await call(server.url, 'GET', `/api/orders?CustomerId=${encodeURIComponent(urn)}`, { token });
       assertRejects(list, 400, '/CustomerId', 'list');
       assert.match(list.json.type, /\/problems\/invalid-parameter$/);
-      assert.equal((await call(server.url, 'GET', path, { token })).headers.get('etag'), created.headers.get('etag'), 'the order did not change');
+      assert.equal(
+        (await call(server.url, 'GET', path, { token })).headers.get('etag'),
+        created.headers.get('etag'),
+        'the order did not change',
+      );
       const upper = await create({ CustomerId: CUSTOMER.toUpperCase() });
-      assert.equal(upper.json.CustomerId, CUSTOMER, 'a plain UUID in upper case is still accepted, and stored in lower case');
+      assert.equal(
+        upper.json.CustomerId,
+        CUSTOMER,
+        'a plain UUID in upper case is still accepted, and stored in lower case',
+      );
     });
 
     test('PUT and PATCH never default Currency: leaving it out or removing it is 422 naming /Currency', async () => {
       const created = await create();
       const path = `/api/orders/${created.json.Id}`;
-      assertRejects(await write('PUT', path, { CustomerId: CUSTOMER, Total: 10 }), 422, '/Currency', 'PUT without Currency');
+      assertRejects(
+        await write('PUT', path, { CustomerId: CUSTOMER, Total: 10 }),
+        422,
+        '/Currency',
+        'PUT without Currency',
+      );
       assertRejects(await write('PATCH', path, { Currency: null }, MERGE), 422, '/Currency', 'merge patch null');
-      assertRejects(await write('PATCH', path, [{ op: 'remove', path: '/Currency' }], JSON_PATCH), 422, '/Currency', 'JSON patch remove');
+      assertRejects(
+        await write('PATCH', path, [{ op: 'remove', path: '/Currency' }], JSON_PATCH),
+        422,
+        '/Currency',
+        'JSON patch remove',
+      );
       const now = await call(server.url, 'GET', path, { token });
       assert.equal(now.json.Currency, 'EUR');
       assert.equal(now.headers.get('etag'), created.headers.get('etag'), 'the order did not change');
@@ -81,7 +112,11 @@ for (const dialect of testDialects()) {
         assert.ok(errors[0]!.startsWith('/Status: '), `${label}: ${errors[0]}`);
         for (const status of STATUSES) assert.ok(errors[0]!.includes(status), `${label} names ${status}: ${errors[0]}`);
       }
-      assert.equal(errorsOf(await write('PUT', path, { ...created.json, Currency: null })).length, 1, 'Currency null: one error');
+      assert.equal(
+        errorsOf(await write('PUT', path, { ...created.json, Currency: null })).length,
+        1,
+        'Currency null: one error',
+      );
     });
 
     test('a malformed patch document is 400 invalid-patch (RFC 5789 §2.2), not a schema 422: the PATCH schemas only describe it', async () => {
@@ -103,15 +138,30 @@ for (const dialect of testDialects()) {
     test('PUT ignores UpdatedAtUtc, _links and _embedded whatever their value; Id and CreatedAtUtc must match', async () => {
       const created = await create();
       const path = `/api/orders/${created.json.Id}`;
-      for (const ignored of [{ UpdatedAtUtc: 'yesterday' }, { UpdatedAtUtc: null }, { UpdatedAtUtc: 42 }, { _links: null }, { _embedded: 'x' }]) {
+      for (const ignored of [
+        { UpdatedAtUtc: 'yesterday' },
+        { UpdatedAtUtc: null },
+        { UpdatedAtUtc: 42 },
+        { _links: null },
+        { _embedded: 'x' },
+      ]) {
         const res = await write('PUT', path, { ...created.json, ...ignored });
         assert.equal(res.status, 200, `${JSON.stringify(ignored)}: ${res.text}`);
-        assert.equal(res.headers.get('etag'), created.headers.get('etag'), `${JSON.stringify(ignored)} changes nothing`);
+        assert.equal(
+          res.headers.get('etag'),
+          created.headers.get('etag'),
+          `${JSON.stringify(ignored)} changes nothing`,
+        );
       }
       const merged = await write('PATCH', path, { UpdatedAtUtc: 'yesterday' }, MERGE);
       assert.equal(merged.status, 200, 'a patch is validated like a PUT body');
       assert.equal(merged.json.UpdatedAtUtc, created.json.UpdatedAtUtc);
-      assertRejects(await write('PUT', path, { ...created.json, CreatedAtUtc: 'yesterday' }), 422, '/CreatedAtUtc', 'CreatedAtUtc');
+      assertRejects(
+        await write('PUT', path, { ...created.json, CreatedAtUtc: 'yesterday' }),
+        422,
+        '/CreatedAtUtc',
+        'CreatedAtUtc',
+      );
       assertRejects(await write('PUT', path, { ...created.json, Id: null }), 422, '/Id', 'Id');
     });
   });

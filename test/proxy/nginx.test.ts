@@ -33,7 +33,10 @@ interface ProxiedRequest {
 /** node:http rather than fetch: the Host header and TLS server name must name the public host, not 127.0.0.1. */
 function send(method: string, path: string, options: ProxiedRequest): Promise<Response> {
   const payload = options.body === undefined ? undefined : JSON.stringify(options.body);
-  const headers: Record<string, string> = { host: options.host ?? `${PUBLIC_NAME}:${options.port}`, ...options.headers };
+  const headers: Record<string, string> = {
+    host: options.host ?? `${PUBLIC_NAME}:${options.port}`,
+    ...options.headers,
+  };
   if (payload !== undefined) {
     headers['content-type'] = options.contentType ?? 'application/json';
     headers['content-length'] = String(Buffer.byteLength(payload));
@@ -55,9 +58,10 @@ function send(method: string, path: string, options: ProxiedRequest): Promise<Re
         resolve({ status: res.statusCode ?? 0, headers: res.headers, text, json });
       });
     };
-    const req = options.scheme === 'https'
-      ? httpsRequest({ ...common, servername: headers.host!.replace(/:\d+$/, ''), ca: options.ca }, onResponse)
-      : httpRequest(common, onResponse);
+    const req =
+      options.scheme === 'https'
+        ? httpsRequest({ ...common, servername: headers.host!.replace(/:\d+$/, ''), ca: options.ca }, onResponse)
+        : httpRequest(common, onResponse);
     req.on('error', reject);
     req.end(payload);
   });
@@ -81,9 +85,16 @@ if (nginxBinary) {
     });
 
     const https = (method: string, path: string, options: Omit<ProxiedRequest, 'scheme' | 'port' | 'ca'> = {}) =>
-      send(method, path, { scheme: 'https', port: nginx.httpsPort, ca: nginx.ca, ...options, headers: { authorization: `Bearer ${token}`, ...options.headers } });
+      send(method, path, {
+        scheme: 'https',
+        port: nginx.httpsPort,
+        ca: nginx.ca,
+        ...options,
+        headers: { authorization: `Bearer ${token}`, ...options.headers },
+      });
     const publicBase = () => `https://${PUBLIC_NAME}:${nginx.httpsPort}`;
-    const createOrder = () => https('POST', '/api/orders', { body: { CustomerId: CUSTOMER, Total: 12.5, Currency: 'EUR' } });
+    const createOrder = () =>
+      https('POST', '/api/orders', { body: { CustomerId: CUSTOMER, Total: 12.5, Currency: 'EUR' } });
 
     test('POST /api/orders through nginx answers with a Location and _links on the https host and port the client used', async () => {
       const res = await createOrder();
@@ -92,20 +103,30 @@ if (nginxBinary) {
       assert.equal(res.headers.location, self);
       assert.deepEqual(res.json._links.self, { href: self, method: 'GET' });
       assert.deepEqual(res.json._links.pay, { href: `${self}/pay`, method: 'POST' });
-      for (const link of Object.values(res.json._links) as { href: string }[]) assert.ok(link.href.startsWith(`${publicBase()}/`), link.href);
+      for (const link of Object.values(res.json._links) as { href: string }[])
+        assert.ok(link.href.startsWith(`${publicBase()}/`), link.href);
     });
 
     test('over HTTP/2 the :authority the client used becomes the public host of Location', async () => {
       const authority = `${PUBLIC_NAME}:${nginx.httpsPort}`;
       const client = http2Connect(`https://127.0.0.1:${nginx.httpsPort}`, { servername: PUBLIC_NAME, ca: nginx.ca });
       try {
-        const stream = client.request({ ':method': 'POST', ':path': '/api/orders', ':authority': authority, authorization: `Bearer ${token}`, 'content-type': 'application/json' });
+        const stream = client.request({
+          ':method': 'POST',
+          ':path': '/api/orders',
+          ':authority': authority,
+          authorization: `Bearer ${token}`,
+          'content-type': 'application/json',
+        });
         stream.end(JSON.stringify({ CustomerId: CUSTOMER, Total: 2 }));
         const [headers] = (await once(stream, 'response')) as [Record<string, string | number>];
         stream.resume();
         await once(stream, 'end');
         assert.equal(headers[':status'], 201);
-        assert.match(String(headers.location), new RegExp(`^https://${authority.replaceAll('.', '\\.')}/api/orders/\\d+$`));
+        assert.match(
+          String(headers.location),
+          new RegExp(`^https://${authority.replaceAll('.', '\\.')}/api/orders/\\d+$`),
+        );
       } finally {
         client.close();
       }
@@ -132,7 +153,9 @@ if (nginxBinary) {
       assert.match(String(etag), /^"[^"]+"$/, 'a strong ETag, not weakened to W/ by nginx');
       assert.equal(got.headers['content-encoding'], undefined, 'nginx does not compress API responses');
       assert.equal(etag, created.headers.etag);
-      const notModified = await https('GET', path, { headers: { 'if-none-match': String(etag), 'accept-encoding': 'gzip' } });
+      const notModified = await https('GET', path, {
+        headers: { 'if-none-match': String(etag), 'accept-encoding': 'gzip' },
+      });
       assert.equal(notModified.status, 304);
       assert.equal(notModified.headers.etag, etag);
       assert.equal(notModified.text, '');
@@ -142,7 +165,11 @@ if (nginxBinary) {
       const created = await createOrder();
       const path = `/api/orders/${created.json.Id}`;
       const patch = (ifMatch: string, total: number) =>
-        https('PATCH', path, { body: { Total: total }, contentType: 'application/merge-patch+json', headers: { 'if-match': ifMatch } });
+        https('PATCH', path, {
+          body: { Total: total },
+          contentType: 'application/merge-patch+json',
+          headers: { 'if-match': ifMatch },
+        });
       const first = await patch(String(created.headers.etag), 13);
       assert.equal(first.status, 200, first.text);
       assert.notEqual(first.headers.etag, created.headers.etag);
@@ -179,21 +206,39 @@ if (nginxBinary) {
     });
 
     test('plain HTTP is never proxied: reads are redirected to https, writes are refused', async () => {
-      const read = await send('GET', '/api/orders/1', { scheme: 'http', port: nginx.httpPort, host: PUBLIC_NAME, headers: { authorization: `Bearer ${token}` } });
+      const read = await send('GET', '/api/orders/1', {
+        scheme: 'http',
+        port: nginx.httpPort,
+        host: PUBLIC_NAME,
+        headers: { authorization: `Bearer ${token}` },
+      });
       assert.equal(read.status, 308);
       assert.equal(read.headers.location, `https://${PUBLIC_NAME}/api/orders/1`);
-      const write = await send('POST', '/api/orders', { scheme: 'http', port: nginx.httpPort, host: PUBLIC_NAME, body: { CustomerId: CUSTOMER, Total: 1 } });
+      const write = await send('POST', '/api/orders', {
+        scheme: 'http',
+        port: nginx.httpPort,
+        host: PUBLIC_NAME,
+        body: { CustomerId: CUSTOMER, Total: 1 },
+      });
       assert.equal(write.status, 403);
     });
 
     test('a Host name nginx does not serve gets the connection closed, not a response', async () => {
-      await assert.rejects(send('GET', '/healthz', { scheme: 'http', port: nginx.httpPort, host: 'evil.example' }), /socket hang up|ECONNRESET/);
-      await assert.rejects(send('GET', '/healthz', { scheme: 'https', port: nginx.httpsPort, host: 'evil.example', ca: nginx.ca }), /unrecognized name/);
+      await assert.rejects(
+        send('GET', '/healthz', { scheme: 'http', port: nginx.httpPort, host: 'evil.example' }),
+        /socket hang up|ECONNRESET/,
+      );
+      await assert.rejects(
+        send('GET', '/healthz', { scheme: 'https', port: nginx.httpsPort, host: 'evil.example', ca: nginx.ca }),
+        /unrecognized name/,
+      );
     });
   });
 } else if (process.env.TEST_NGINX_REQUIRED === '1') {
   test('nginx is installed (TEST_NGINX_REQUIRED=1)', () => {
-    assert.fail('TEST_NGINX_REQUIRED=1 but no nginx binary at /usr/sbin/nginx or on PATH; install nginx-light (or nginx) to run test/proxy/nginx.test.ts');
+    assert.fail(
+      'TEST_NGINX_REQUIRED=1 but no nginx binary at /usr/sbin/nginx or on PATH; install nginx-light (or nginx) to run test/proxy/nginx.test.ts',
+    );
   });
 }
 
@@ -224,7 +269,10 @@ describe('Signet without TRUST_PROXY, called directly', () => {
   });
 
   test('does not adopt an X-Request-Id from an untrusted peer', async () => {
-    const res = await call(server.url, 'GET', '/api/orders/999999', { token, headers: { 'x-request-id': 'spoofed-id' } });
+    const res = await call(server.url, 'GET', '/api/orders/999999', {
+      token,
+      headers: { 'x-request-id': 'spoofed-id' },
+    });
     assert.notEqual(res.headers.get('x-request-id'), 'spoofed-id');
     assert.equal(res.json.requestId, res.headers.get('x-request-id'));
   });

@@ -18,8 +18,19 @@ const SECRET = `whsec_${Buffer.alloc(32, 5).toString('base64')}`;
 const OLD_SECRET = `whsec_${Buffer.alloc(32, 4).toString('base64')}`;
 
 function run(args: string[], options: { env?: Record<string, string>; input?: string } = {}) {
-  const env: Record<string, string | undefined> = { ...process.env, LOG_LEVEL: 'silent', SIGNET_RECEIVER_SECRET: undefined, SIGNET_RECEIVER_CLIENT_SECRET: undefined, ...options.env };
-  return spawnSync(process.execPath, [BIN, ...args], { env, encoding: 'utf8', input: options.input ?? '', timeout: 30_000 });
+  const env: Record<string, string | undefined> = {
+    ...process.env,
+    LOG_LEVEL: 'silent',
+    SIGNET_RECEIVER_SECRET: undefined,
+    SIGNET_RECEIVER_CLIENT_SECRET: undefined,
+    ...options.env,
+  };
+  return spawnSync(process.execPath, [BIN, ...args], {
+    env,
+    encoding: 'utf8',
+    input: options.input ?? '',
+    timeout: 30_000,
+  });
 }
 
 /** Collects a child's stderr and resolves once it matches. */
@@ -27,7 +38,11 @@ function stderrWatcher(child: ChildProcess) {
   let output = '';
   child.stderr?.on('data', (chunk: Buffer) => void (output += chunk.toString()));
   return async (pattern: RegExp): Promise<RegExpExecArray> => {
-    await waitUntil(() => pattern.test(output) || child.exitCode !== null, 20_000, () => `${pattern} in: ${output}`);
+    await waitUntil(
+      () => pattern.test(output) || child.exitCode !== null,
+      20_000,
+      () => `${pattern} in: ${output}`,
+    );
     const match = pattern.exec(output);
     if (!match) throw new Error(`exited with ${child.exitCode} before ${pattern}: ${output}`);
     return match;
@@ -35,7 +50,16 @@ function stderrWatcher(child: ChildProcess) {
 }
 
 function delivery(body: string, signature: string, deliveryId = 'dlv_cli_1'): RequestInit {
-  return { method: 'POST', body, headers: { 'content-type': 'application/json', 'x-service-delivery': deliveryId, 'x-service-event': 'order.created', 'x-service-signature-256': signature } };
+  return {
+    method: 'POST',
+    body,
+    headers: {
+      'content-type': 'application/json',
+      'x-service-delivery': deliveryId,
+      'x-service-event': 'order.created',
+      'x-service-signature-256': signature,
+    },
+  };
 }
 
 describe('signet receiver', () => {
@@ -48,15 +72,38 @@ describe('signet receiver', () => {
   test('verifies deliveries, appends each processed event as one JSON line to --out, and stops on SIGTERM', async () => {
     const out = join(dir, 'events.jsonl');
     // The current secret from the environment (not in `ps`), the previous one on the command line.
-    const child = spawn(process.execPath, [BIN, 'receiver', '--port', '0', '--source', 'orders', '--secret', OLD_SECRET, '--database', `sqlite:${join(dir, 'receiver.db')}`, '--out', out], {
-      env: { ...process.env, SIGNET_RECEIVER_SECRET: SECRET },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const child = spawn(
+      process.execPath,
+      [
+        BIN,
+        'receiver',
+        '--port',
+        '0',
+        '--source',
+        'orders',
+        '--secret',
+        OLD_SECRET,
+        '--database',
+        `sqlite:${join(dir, 'receiver.db')}`,
+        '--out',
+        out,
+      ],
+      {
+        env: { ...process.env, SIGNET_RECEIVER_SECRET: SECRET },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
     children.push(child);
     const waitFor = stderrWatcher(child);
     const url = (await waitFor(/listening on (http:\/\/127\.0\.0\.1:\d+\/webhooks\/orders)/))[1]!;
 
-    const body = JSON.stringify({ Id: 'evt_cli_1', Type: 'order.created', OccurredAtUtc: new Date().toISOString(), Timestamp: new Date().toISOString(), Data: { Id: 7 } });
+    const body = JSON.stringify({
+      Id: 'evt_cli_1',
+      Type: 'order.created',
+      OccurredAtUtc: new Date().toISOString(),
+      Timestamp: new Date().toISOString(),
+      Data: { Id: 7 },
+    });
     const accepted = await fetch(url, delivery(body, signBody(body, SECRET)));
     assert.equal(accepted.status, 200, await accepted.clone().text());
     assert.deepEqual(await accepted.json(), { Received: true });
@@ -67,7 +114,11 @@ describe('signet receiver', () => {
     const again = await fetch(url, delivery(body, signBody(body, SECRET)));
     assert.equal(again.status, 200, 'a repeated delivery id is acknowledged');
 
-    await waitUntil(() => existsSync(out) && readFileSync(out, 'utf8').endsWith('\n'), 20_000, () => 'a line in --out');
+    await waitUntil(
+      () => existsSync(out) && readFileSync(out, 'utf8').endsWith('\n'),
+      20_000,
+      () => 'a line in --out',
+    );
     const lines = readFileSync(out, 'utf8').trim().split('\n');
     assert.equal(lines.length, 1, 'one line: the forged and the repeated delivery are not processed');
     const event = JSON.parse(lines[0]!) as Record<string, unknown>;
@@ -79,64 +130,167 @@ describe('signet receiver', () => {
     // Signed with the previous secret (rotation): accepted too.
     const rotatedBody = body.replace('evt_cli_1', 'evt_cli_3');
     assert.equal((await fetch(url, delivery(rotatedBody, signBody(rotatedBody, OLD_SECRET), 'dlv_cli_3'))).status, 200);
-    await waitUntil(() => readFileSync(out, 'utf8').trim().split('\n').length === 2, 20_000, () => 'a second line in --out');
+    await waitUntil(
+      () => readFileSync(out, 'utf8').trim().split('\n').length === 2,
+      20_000,
+      () => 'a second line in --out',
+    );
 
     child.kill('SIGTERM');
-    const code = await new Promise<number | null>((resolve) => (child.exitCode !== null ? resolve(child.exitCode) : child.once('exit', resolve)));
+    const code = await new Promise<number | null>((resolve) =>
+      child.exitCode !== null ? resolve(child.exitCode) : child.once('exit', resolve),
+    );
     assert.equal(code, 0);
   });
 
   test('a --handler module receives the events, and reads secrets from stdin', async () => {
     const handler = join(dir, 'handler.mjs');
     const seen = join(dir, 'handled.txt');
-    writeFileSync(handler, `import { appendFileSync } from 'node:fs';\nexport default function (event) { appendFileSync(${JSON.stringify(seen)}, event.id + ' ' + event.via + '\\n'); }\n`);
-    const child = spawn(process.execPath, [BIN, 'receiver', '--port', '0', '--source', 'shop', '--secret-stdin', '--header-name', 'Acme', '--database', `sqlite:${join(dir, 'handler.db')}`, '--handler', handler], {
-      env: { ...process.env, SIGNET_RECEIVER_SECRET: '' },
-      stdio: ['pipe', 'pipe', 'pipe'],
-    });
+    writeFileSync(
+      handler,
+      `import { appendFileSync } from 'node:fs';\nexport default function (event) { appendFileSync(${JSON.stringify(seen)}, event.id + ' ' + event.via + '\\n'); }\n`,
+    );
+    const child = spawn(
+      process.execPath,
+      [
+        BIN,
+        'receiver',
+        '--port',
+        '0',
+        '--source',
+        'shop',
+        '--secret-stdin',
+        '--header-name',
+        'Acme',
+        '--database',
+        `sqlite:${join(dir, 'handler.db')}`,
+        '--handler',
+        handler,
+      ],
+      {
+        env: { ...process.env, SIGNET_RECEIVER_SECRET: '' },
+        stdio: ['pipe', 'pipe', 'pipe'],
+      },
+    );
     children.push(child);
     child.stdin!.end(`${SECRET}\n`);
     const waitFor = stderrWatcher(child);
     const url = (await waitFor(/listening on (http:\/\/127\.0\.0\.1:\d+\/webhooks\/shop)/))[1]!;
     const body = JSON.stringify({ Id: 'evt_h_1', Timestamp: new Date().toISOString(), Data: {} });
-    const response = await fetch(url, { method: 'POST', body, headers: { 'content-type': 'application/json', 'x-acme-delivery': 'dlv_h_1', 'x-acme-event': 'order.paid', 'x-acme-signature-256': signBody(body, SECRET) } });
+    const response = await fetch(url, {
+      method: 'POST',
+      body,
+      headers: {
+        'content-type': 'application/json',
+        'x-acme-delivery': 'dlv_h_1',
+        'x-acme-event': 'order.paid',
+        'x-acme-signature-256': signBody(body, SECRET),
+      },
+    });
     assert.equal(response.status, 200, await response.text());
-    await waitUntil(() => existsSync(seen), 20_000, () => 'the handler ran');
+    await waitUntil(
+      () => existsSync(seen),
+      20_000,
+      () => 'the handler ran',
+    );
     assert.equal(readFileSync(seen, 'utf8'), 'evt_h_1 webhook\n');
     child.kill('SIGINT');
-    assert.equal(await new Promise((resolve) => (child.exitCode !== null ? resolve(child.exitCode) : child.once('exit', resolve))), 0);
+    assert.equal(
+      await new Promise((resolve) => (child.exitCode !== null ? resolve(child.exitCode) : child.once('exit', resolve))),
+      0,
+    );
   });
 
   test('--reconcile-from reads the producer’s missed events of --reconcile-types with a client-credentials token from stdin', async () => {
     const producer = await startAuthServer('sqlite');
     const child = { current: undefined as ChildProcess | undefined };
     try {
-      const writer = await producer.createClient({ grantTypes: ['client_credentials'], redirectUris: [], scopes: ['orders:write'] });
-      const issued = await tokenRequest(producer, { grant_type: 'client_credentials', scope: 'orders:write' }, { basic: [writer.clientId, writer.clientSecret!] });
+      const writer = await producer.createClient({
+        grantTypes: ['client_credentials'],
+        redirectUris: [],
+        scopes: ['orders:write'],
+      });
+      const issued = await tokenRequest(
+        producer,
+        { grant_type: 'client_credentials', scope: 'orders:write' },
+        { basic: [writer.clientId, writer.clientSecret!] },
+      );
       const orderIds: number[] = [];
       for (const total of [3, 4]) {
-        const created = await call(producer.url, 'POST', '/api/orders', { token: String(issued.body.access_token), body: { CustomerId: CUSTOMER, Total: total } });
+        const created = await call(producer.url, 'POST', '/api/orders', {
+          token: String(issued.body.access_token),
+          body: { CustomerId: CUSTOMER, Total: total },
+        });
         assert.equal(created.status, 201);
         orderIds.push(Number(created.json.Id));
       }
-      const paid = await call(producer.url, 'POST', `/api/orders/${orderIds[0]}/pay`, { token: String(issued.body.access_token) });
+      const paid = await call(producer.url, 'POST', `/api/orders/${orderIds[0]}/pay`, {
+        token: String(issued.body.access_token),
+      });
       assert.equal(paid.status, 200);
-      const reader = await producer.createClient({ grantTypes: ['client_credentials'], redirectUris: [], scopes: ['events:read'] });
+      const reader = await producer.createClient({
+        grantTypes: ['client_credentials'],
+        redirectUris: [],
+        scopes: ['events:read'],
+      });
 
       const out = join(dir, 'reconciled.jsonl');
-      const args = ['receiver', '--port', '0', '--source', 'orders', '--secret', SECRET, '--database', `sqlite:${join(dir, 'reconciled.db')}`, '--out', out];
-      child.current = spawn(process.execPath, [BIN, ...args, '--reconcile-from', producer.url, '--client-id', reader.clientId, '--client-secret-stdin', '--reconcile-types', 'order.created'], { stdio: ['pipe', 'pipe', 'pipe'] });
+      const args = [
+        'receiver',
+        '--port',
+        '0',
+        '--source',
+        'orders',
+        '--secret',
+        SECRET,
+        '--database',
+        `sqlite:${join(dir, 'reconciled.db')}`,
+        '--out',
+        out,
+      ];
+      child.current = spawn(
+        process.execPath,
+        [
+          BIN,
+          ...args,
+          '--reconcile-from',
+          producer.url,
+          '--client-id',
+          reader.clientId,
+          '--client-secret-stdin',
+          '--reconcile-types',
+          'order.created',
+        ],
+        { stdio: ['pipe', 'pipe', 'pipe'] },
+      );
       child.current.stdin!.end(`${reader.clientSecret}\n`);
       const waitFor = stderrWatcher(child.current);
       await waitFor(new RegExp(`reconciling from ${producer.url.replace(/[.]/g, '\\.')}`));
-      await waitUntil(() => existsSync(out) && readFileSync(out, 'utf8').trim().split('\n').length >= 2, 20_000, () => 'two reconciled events in --out');
+      await waitUntil(
+        () => existsSync(out) && readFileSync(out, 'utf8').trim().split('\n').length >= 2,
+        20_000,
+        () => 'two reconciled events in --out',
+      );
       // The order.paid event is not one of --reconcile-types: the receiver's inbox never sees it.
       const inbox = await openInbox(`sqlite:${join(dir, 'reconciled.db')}`);
-      await waitUntil(async () => (await inbox.list({ state: 'pending' })).length === 0, 20_000, () => 'nothing pending');
-      assert.deepEqual((await inbox.list()).map((e) => e.eventType), ['order.created', 'order.created']);
+      await waitUntil(
+        async () => (await inbox.list({ state: 'pending' })).length === 0,
+        20_000,
+        () => 'nothing pending',
+      );
+      assert.deepEqual(
+        (await inbox.list()).map((e) => e.eventType),
+        ['order.created', 'order.created'],
+      );
       await inbox.close();
-      const events = readFileSync(out, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { type: string; via: string; data: { Id: number } });
-      assert.deepEqual(events.map((e) => [e.type, e.via, e.data.Id]), orderIds.map((id) => ['order.created', 'reconciliation', id]));
+      const events = readFileSync(out, 'utf8')
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l) as { type: string; via: string; data: { Id: number } });
+      assert.deepEqual(
+        events.map((e) => [e.type, e.via, e.data.Id]),
+        orderIds.map((id) => ['order.created', 'reconciliation', id]),
+      );
     } finally {
       if (child.current && child.current.exitCode === null) {
         child.current.kill('SIGTERM');
@@ -158,11 +312,31 @@ describe('signet receiver', () => {
       [[...base, '--secret', SECRET, '--handler', join(dir, 'missing.js')], /--handler .* could not be loaded/],
       [[...base, '--secret', SECRET, '--header-name', 'X Y'], /--header-name must be/],
       [[...base, '--secret', SECRET, '--reconcile-from', 'https://producer.example'], /needs --client-id/],
-      [[...base, '--secret', SECRET, '--reconcile-from', 'ftp://producer.example', '--client-id', 'cl_1'], /--reconcile-from must be/],
-      [[...base, '--secret', SECRET, '--reconcile-from', 'https://producer.example', '--client-id', 'cl_1'], /needs the client secret/],
+      [
+        [...base, '--secret', SECRET, '--reconcile-from', 'ftp://producer.example', '--client-id', 'cl_1'],
+        /--reconcile-from must be/,
+      ],
+      [
+        [...base, '--secret', SECRET, '--reconcile-from', 'https://producer.example', '--client-id', 'cl_1'],
+        /needs the client secret/,
+      ],
       [[...base, '--secret', SECRET, '--client-id', 'cl_1'], /only apply with --reconcile-from/],
       [[...base, '--secret', SECRET, '--reconcile-types', 'order.paid'], /only apply with --reconcile-from/],
-      [[...base, '--secret', SECRET, '--reconcile-from', 'https://producer.example', '--client-id', 'cl_1', '--reconcile-types', 'order.paid,,PAID'], /--reconcile-types takes event types/, { SIGNET_RECEIVER_CLIENT_SECRET: 'x' }],
+      [
+        [
+          ...base,
+          '--secret',
+          SECRET,
+          '--reconcile-from',
+          'https://producer.example',
+          '--client-id',
+          'cl_1',
+          '--reconcile-types',
+          'order.paid,,PAID',
+        ],
+        /--reconcile-types takes event types/,
+        { SIGNET_RECEIVER_CLIENT_SECRET: 'x' },
+      ],
       [[...base, '--secret-stdin', '--client-secret-stdin'], /cannot both read standard input/],
       [[...base, '--secret', SECRET, '--bogus'], /Unknown option '--bogus'/],
     ];
@@ -192,8 +366,22 @@ describe('signet receiver dead and requeue', () => {
     const seqs: Record<string, number> = {};
     try {
       for (const source of ['orders', 'billing']) {
-        const body = JSON.stringify({ Id: `evt_dead_${source}`, Type: 'order.paid', OccurredAtUtc: '2026-11-22T09:00:00Z', Timestamp: '2026-11-22T09:00:00Z', Data: { Id: 9 } });
-        await inbox.record({ source, deliveryId: `dlv_dead_${source}`, eventId: `evt_dead_${source}`, eventType: 'order.paid', body, via: 'webhook', receivedAt: new Date() });
+        const body = JSON.stringify({
+          Id: `evt_dead_${source}`,
+          Type: 'order.paid',
+          OccurredAtUtc: '2026-11-22T09:00:00Z',
+          Timestamp: '2026-11-22T09:00:00Z',
+          Data: { Id: 9 },
+        });
+        await inbox.record({
+          source,
+          deliveryId: `dlv_dead_${source}`,
+          eventId: `evt_dead_${source}`,
+          eventType: 'order.paid',
+          body,
+          via: 'webhook',
+          receivedAt: new Date(),
+        });
         const claimed = (await inbox.claimNext(new Date(), 60_000))!;
         await inbox.markDead(claimed.seq, `TypeError: cannot read ${source}\n    at handler`);
         seqs[source] = claimed.seq;
@@ -210,33 +398,59 @@ describe('signet receiver dead and requeue', () => {
     assert.equal(listed.status, 0, listed.stderr);
     const lines = listed.stdout.trim().split('\n');
     assert.equal(lines.length, 2);
-    assert.match(lines[0]!, new RegExp(`^#${seqs.orders}  orders  order\\.paid  evt_dead_orders  dlv_dead_orders  \\S+  1 attempts  TypeError: cannot read orders at handler$`));
+    assert.match(
+      lines[0]!,
+      new RegExp(
+        `^#${seqs.orders}  orders  order\\.paid  evt_dead_orders  dlv_dead_orders  \\S+  1 attempts  TypeError: cannot read orders at handler$`,
+      ),
+    );
     assert.match(listed.stderr, /2 dead entries/);
     const json = run(['receiver', 'dead', '--database', database, '--source', 'billing', '--json']);
     assert.equal(json.status, 0, json.stderr);
     assert.deepEqual(
-      json.stdout.trim().split('\n').map((l) => JSON.parse(l) as { seq: number; eventId: string; attempts: number }).map((e) => [e.seq, e.eventId, e.attempts]),
+      json.stdout
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l) as { seq: number; eventId: string; attempts: number })
+        .map((e) => [e.seq, e.eventId, e.attempts]),
       [[seqs.billing, 'evt_dead_billing', 1]],
     );
 
     const requeued = run(['receiver', 'requeue', '--database', database, '--seq', String(seqs.orders)]);
     assert.equal(requeued.status, 0, requeued.stderr);
     assert.equal(requeued.stdout.trim(), 'requeued 1 dead entry');
-    assert.deepEqual(run(['receiver', 'dead', '--database', database, '--json']).stdout.trim().split('\n').map((l) => (JSON.parse(l) as { seq: number }).seq), [seqs.billing]);
+    assert.deepEqual(
+      run(['receiver', 'dead', '--database', database, '--json'])
+        .stdout.trim()
+        .split('\n')
+        .map((l) => (JSON.parse(l) as { seq: number }).seq),
+      [seqs.billing],
+    );
 
     // The receiver picks the requeued entry up and hands it to its output, once.
     const out = join(dir, 'events.jsonl');
-    const child = spawn(process.execPath, [BIN, 'receiver', '--port', '0', '--source', 'orders', '--secret', SECRET, '--database', database, '--out', out], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(
+      process.execPath,
+      [BIN, 'receiver', '--port', '0', '--source', 'orders', '--secret', SECRET, '--database', database, '--out', out],
+      { stdio: ['ignore', 'pipe', 'pipe'] },
+    );
     try {
       await stderrWatcher(child)(/listening on/);
-      await waitUntil(() => existsSync(out) && readFileSync(out, 'utf8').includes('evt_dead_orders'), 20_000, () => 'the requeued event in --out');
+      await waitUntil(
+        () => existsSync(out) && readFileSync(out, 'utf8').includes('evt_dead_orders'),
+        20_000,
+        () => 'the requeued event in --out',
+      );
     } finally {
       child.kill('SIGTERM');
       await new Promise((resolve) => (child.exitCode !== null ? resolve(child.exitCode) : child.once('exit', resolve)));
     }
     assert.equal(readFileSync(out, 'utf8').trim().split('\n').length, 1);
     assert.equal(run(['receiver', 'requeue', '--database', database, '--all']).stdout.trim(), 'requeued 1 dead entry');
-    assert.equal(run(['receiver', 'requeue', '--database', database, '--all']).stdout.trim(), 'requeued 0 dead entries');
+    assert.equal(
+      run(['receiver', 'requeue', '--database', database, '--all']).stdout.trim(),
+      'requeued 0 dead entries',
+    );
   });
 
   test('usage errors say what to change, exit 2, and never create an inbox', async () => {
@@ -250,7 +464,11 @@ describe('signet receiver dead and requeue', () => {
       [['dead', '--database', 'mysql://x'], /--database must be sqlite:<file> or postgres:/],
     ];
     for (const [[action, ...args], message] of cases) {
-      await assert.rejects(deadLetterCommand(action as 'dead' | 'requeue', args), (err: Error) => err instanceof UsageError && message.test(err.message), `${action} ${args.join(' ')}`);
+      await assert.rejects(
+        deadLetterCommand(action as 'dead' | 'requeue', args),
+        (err: Error) => err instanceof UsageError && message.test(err.message),
+        `${action} ${args.join(' ')}`,
+      );
     }
     assert.equal(existsSync(join(dir, 'typo.db')), false, 'a mistyped inbox is not created');
     const result = run(['receiver', 'requeue', '--database', database]);
@@ -261,7 +479,10 @@ describe('signet receiver dead and requeue', () => {
 
 describe('signet demo', () => {
   test('runs the whole contract end to end, exits 0 and prints its summary', async () => {
-    const child = spawn(process.execPath, [BIN, 'demo'], { env: { ...process.env, LOG_LEVEL: 'silent' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [BIN, 'demo'], {
+      env: { ...process.env, LOG_LEVEL: 'silent' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (chunk: Buffer) => void (stdout += chunk.toString()));

@@ -51,7 +51,10 @@ test('the node handler uses req.rawBody when a framework already read the body, 
     const refused = await post(url, parsedOnly.body, parsedOnly.headers);
     assert.equal(refused.status, 400);
     assert.match(refused.contentType ?? '', /^application\/problem\+json/);
-    assert.deepEqual((await inbox.list()).map((e) => e.eventId), [d.eventId]);
+    assert.deepEqual(
+      (await inbox.list()).map((e) => e.eventId),
+      [d.eventId],
+    );
   } finally {
     server.closeAllConnections();
     await new Promise<void>((resolve) => server.close(() => resolve()));
@@ -62,7 +65,9 @@ test('the node handler uses req.rawBody when a framework already read the body, 
 for (const adapter of ['fastify', 'node'] as Adapter[]) {
   test(`a delivery the inbox cannot store gets 500 problem+json from the ${adapter} adapter, without internals`, async () => {
     const inbox = await openInbox('sqlite::memory:');
-    const failing: Inbox = Object.assign(Object.create(inbox) as Inbox, { record: async () => Promise.reject(new Error('disk I/O error at /secret/path')) });
+    const failing: Inbox = Object.assign(Object.create(inbox) as Inbox, {
+      record: async () => Promise.reject(new Error('disk I/O error at /secret/path')),
+    });
     const receiver = await startAdapter(adapter, { sources: { orders: [SECRET] }, inbox: failing });
     try {
       const d = delivery();

@@ -4,7 +4,14 @@ import { randomUUID } from 'node:crypto';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import Fastify from 'fastify';
-import { createWebhookHandler, receiverPlugin, signBody, type IntakeOptions, type InboxWorker, type ReceivedEvent } from '../../src/receiver/index.ts';
+import {
+  createWebhookHandler,
+  receiverPlugin,
+  signBody,
+  type IntakeOptions,
+  type InboxWorker,
+  type ReceivedEvent,
+} from '../../src/receiver/index.ts';
 
 export const SECRET = 'whsec_receiver-kit-test-secret';
 
@@ -16,17 +23,37 @@ export interface Delivery {
 }
 
 /** A delivery exactly as the producer sends it: compact JSON body, then the three X-Service-* headers. */
-export function delivery(options: { secret?: string; eventId?: string; deliveryId?: string; type?: string; timestamp?: Date; data?: unknown } = {}): Delivery {
+export function delivery(
+  options: {
+    secret?: string;
+    eventId?: string;
+    deliveryId?: string;
+    type?: string;
+    timestamp?: Date;
+    data?: unknown;
+  } = {},
+): Delivery {
   const eventId = options.eventId ?? `evt_${randomUUID()}`;
   const deliveryId = options.deliveryId ?? `dlv_${randomUUID()}`;
   const type = options.type ?? 'order.created';
   const timestamp = new Date(Math.floor((options.timestamp ?? new Date()).getTime() / 1000) * 1000).toISOString();
-  const body = JSON.stringify({ Id: eventId, Type: type, OccurredAtUtc: '2026-11-02T10:00:00.000Z', Timestamp: timestamp, Data: options.data ?? { OrderId: 1 } });
+  const body = JSON.stringify({
+    Id: eventId,
+    Type: type,
+    OccurredAtUtc: '2026-11-02T10:00:00.000Z',
+    Timestamp: timestamp,
+    Data: options.data ?? { OrderId: 1 },
+  });
   return {
     body,
     eventId,
     deliveryId,
-    headers: { 'content-type': 'application/json', 'x-service-signature-256': signBody(body, options.secret ?? SECRET), 'x-service-delivery': deliveryId, 'x-service-event': type },
+    headers: {
+      'content-type': 'application/json',
+      'x-service-signature-256': signBody(body, options.secret ?? SECRET),
+      'x-service-delivery': deliveryId,
+      'x-service-event': type,
+    },
   };
 }
 
@@ -39,7 +66,11 @@ export interface Answer {
 export async function post(url: string, body: string | Buffer, headers: Record<string, string>): Promise<Answer> {
   const response = await fetch(url, { method: 'POST', headers, body });
   const text = await response.text();
-  return { status: response.status, contentType: response.headers.get('content-type'), json: text ? (JSON.parse(text) as Record<string, unknown>) : undefined };
+  return {
+    status: response.status,
+    contentType: response.headers.get('content-type'),
+    json: text ? (JSON.parse(text) as Record<string, unknown>) : undefined,
+  };
 }
 
 export interface RunningReceiver {
@@ -49,7 +80,10 @@ export interface RunningReceiver {
 
 export type Adapter = 'fastify' | 'node';
 
-export async function startAdapter(adapter: Adapter, options: IntakeOptions & { worker?: InboxWorker }): Promise<RunningReceiver> {
+export async function startAdapter(
+  adapter: Adapter,
+  options: IntakeOptions & { worker?: InboxWorker },
+): Promise<RunningReceiver> {
   if (adapter === 'fastify') {
     const app = Fastify({ logger: false });
     await app.register(receiverPlugin, options);
@@ -60,15 +94,24 @@ export async function startAdapter(adapter: Adapter, options: IntakeOptions & { 
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    close: () => new Promise<void>((resolve) => {
-      server.closeAllConnections();
-      server.close(() => resolve());
-    }),
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
   };
 }
 
 /** An event handler that remembers every event it was given. */
-export function recordingHandler(): { events: ReceivedEvent[]; handler: (event: ReceivedEvent) => void; count(id: string): number } {
+export function recordingHandler(): {
+  events: ReceivedEvent[];
+  handler: (event: ReceivedEvent) => void;
+  count(id: string): number;
+} {
   const events: ReceivedEvent[] = [];
-  return { events, handler: (event) => void events.push(event), count: (id) => events.filter((e) => e.id === id).length };
+  return {
+    events,
+    handler: (event) => void events.push(event),
+    count: (id) => events.filter((e) => e.id === id).length,
+  };
 }

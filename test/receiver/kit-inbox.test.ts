@@ -15,14 +15,27 @@ const at = (ms: number) => new Date(T0.getTime() + ms);
 let counter = 0;
 function entry(overrides: Partial<NewInboxEntry> = {}): NewInboxEntry {
   counter += 1;
-  return { source: 'orders', deliveryId: `dlv_${counter}`, eventId: `evt_${counter}`, eventType: 'order.created', body: `{"Id":"evt_${counter}","Type":"order.created","OccurredAtUtc":"2026-11-02T10:00:00.000Z","Data":{}}`, via: 'webhook', receivedAt: T0, ...overrides };
+  return {
+    source: 'orders',
+    deliveryId: `dlv_${counter}`,
+    eventId: `evt_${counter}`,
+    eventType: 'order.created',
+    body: `{"Id":"evt_${counter}","Type":"order.created","OccurredAtUtc":"2026-11-02T10:00:00.000Z","Data":{}}`,
+    via: 'webhook',
+    receivedAt: T0,
+    ...overrides,
+  };
 }
 
 async function tableNames(dialect: string, url: string): Promise<string[]> {
   if (dialect === 'sqlite') {
     const db = new DatabaseSync(url.slice('sqlite:'.length));
     try {
-      return (db.prepare("select name from sqlite_master where type = 'table' and name not like 'sqlite_%'").all() as { name: string }[]).map((r) => r.name);
+      return (
+        db.prepare("select name from sqlite_master where type = 'table' and name not like 'sqlite_%'").all() as {
+          name: string;
+        }[]
+      ).map((r) => r.name);
     } finally {
       db.close();
     }
@@ -30,7 +43,11 @@ async function tableNames(dialect: string, url: string): Promise<string[]> {
   const client = new pg.Client({ connectionString: url });
   await client.connect();
   try {
-    return (await client.query<{ name: string }>('select table_name as name from information_schema.tables where table_schema = current_schema()')).rows.map((r) => r.name);
+    return (
+      await client.query<{ name: string }>(
+        'select table_name as name from information_schema.tables where table_schema = current_schema()',
+      )
+    ).rows.map((r) => r.name);
   } finally {
     await client.end();
   }
@@ -54,8 +71,16 @@ for (const dialect of testDialects()) {
     test('keeps its tables and migration bookkeeping under the receiver_ prefix', async () => {
       assert.equal(inbox.dialect, dialect);
       const names = await tableNames(dialect, database.url);
-      assert.ok(names.includes('receiver_inbox') && names.includes('receiver_cursors') && names.includes('receiver_kysely_migration'), names.join(', '));
-      assert.deepEqual(names.filter((n) => !n.startsWith('receiver_')), []);
+      assert.ok(
+        names.includes('receiver_inbox') &&
+          names.includes('receiver_cursors') &&
+          names.includes('receiver_kysely_migration'),
+        names.join(', '),
+      );
+      assert.deepEqual(
+        names.filter((n) => !n.startsWith('receiver_')),
+        [],
+      );
       if (dialect === 'sqlite') {
         // WAL is a property of the file, so another connection can see it (synchronous=FULL is per connection).
         const file = new DatabaseSync(database.url.slice('sqlite:'.length));
@@ -88,7 +113,9 @@ for (const dialect of testDialects()) {
 
     test('concurrent records of one event store it once and fail none', async () => {
       const e = entry({ source: 'race' });
-      const outcomes = await Promise.all(Array.from({ length: 8 }, (_, i) => inbox.record({ ...e, deliveryId: `dlv_race_${i}` })));
+      const outcomes = await Promise.all(
+        Array.from({ length: 8 }, (_, i) => inbox.record({ ...e, deliveryId: `dlv_race_${i}` })),
+      );
       assert.equal(outcomes.filter((o) => o === 'recorded').length, 1);
       assert.equal((await inbox.list({ source: 'race' })).length, 1);
     });
@@ -133,7 +160,10 @@ for (const dialect of testDialects()) {
       await inbox.complete(again!.seq);
       await inbox.complete(second!.seq);
       assert.equal(await inbox.claimNext(at(60_000), 1_000), undefined, 'done entries are never claimed');
-      assert.deepEqual((await inbox.list({ state: 'done' })).map((e) => e.eventId), [a.eventId, b.eventId]);
+      assert.deepEqual(
+        (await inbox.list({ state: 'done' })).map((e) => e.eventId),
+        [a.eventId, b.eventId],
+      );
     });
 
     test('retryLater holds an entry back until its time; markDead keeps it with the last error', async () => {
@@ -167,9 +197,15 @@ for (const dialect of testDialects()) {
       assert.equal(await inbox.requeueDead({ seqs: [] }, at(0)), 0);
       assert.equal(await inbox.requeueDead({ source: 'billing', seqs: [ordersA] }, at(0)), 0, 'both filters apply');
       assert.equal(await inbox.requeueDead({ seqs: [ordersB] }, at(1_000)), 1);
-      assert.deepEqual((await inbox.list({ state: 'dead' })).map((e) => e.seq), [ordersA, billing]);
+      assert.deepEqual(
+        (await inbox.list({ state: 'dead' })).map((e) => e.seq),
+        [ordersA, billing],
+      );
       assert.equal(await inbox.requeueDead({ source: 'orders' }, at(1_000)), 1);
-      assert.deepEqual((await inbox.list({ state: 'dead' })).map((e) => e.seq), [billing]);
+      assert.deepEqual(
+        (await inbox.list({ state: 'dead' })).map((e) => e.seq),
+        [billing],
+      );
 
       assert.equal(await inbox.claimNext(at(999), 60_000), undefined, 'due at the requeue time, not before');
       const again = (await inbox.claimNext(at(1_000), 60_000))!;
@@ -201,7 +237,10 @@ for (const dialect of testDialects()) {
       await inbox.markDead(seqOf(oldDead.eventId), 'gave up');
       await inbox.complete(seqOf(recent.eventId));
       assert.equal(await inbox.purgeProcessed(at(-1)), 1);
-      assert.deepEqual((await inbox.list({ source: 'purge' })).map((e) => e.eventId), [oldDead.eventId, oldPending.eventId, recent.eventId]);
+      assert.deepEqual(
+        (await inbox.list({ source: 'purge' })).map((e) => e.eventId),
+        [oldDead.eventId, oldPending.eventId, recent.eventId],
+      );
     });
   });
 
@@ -220,13 +259,24 @@ for (const dialect of testDialects()) {
         const worker = new InboxWorker({ inbox: restarted, handler: seen.handler, pollIntervalMs: 20 });
         worker.start();
         try {
-          await waitUntil(async () => (await restarted.list({ state: 'done' })).length === 1, 10_000, () => 'the entry to be done');
-          assert.equal(await restarted.record(e), 'duplicate', 'the producer\'s retry after the crash is still a duplicate');
+          await waitUntil(
+            async () => (await restarted.list({ state: 'done' })).length === 1,
+            10_000,
+            () => 'the entry to be done',
+          );
+          assert.equal(
+            await restarted.record(e),
+            'duplicate',
+            "the producer's retry after the crash is still a duplicate",
+          );
         } finally {
           await worker.stop();
           await restarted.close();
         }
-        assert.deepEqual(seen.events.map((x) => x.id), [e.eventId]);
+        assert.deepEqual(
+          seen.events.map((x) => x.id),
+          [e.eventId],
+        );
       } finally {
         await database.drop();
       }
@@ -243,8 +293,15 @@ for (const dialect of testDialects()) {
         const claimed = await inbox.claimNext(new Date(), 300); // the crashed worker's claim
         assert.equal(claimed?.eventId, e.eventId);
         worker.start();
-        await waitUntil(async () => (await inbox.list({ state: 'done' })).length === 1, 10_000, () => 'the entry to be done');
-        assert.deepEqual(seen.events.map((x) => x.id), [e.eventId]);
+        await waitUntil(
+          async () => (await inbox.list({ state: 'done' })).length === 1,
+          10_000,
+          () => 'the entry to be done',
+        );
+        assert.deepEqual(
+          seen.events.map((x) => x.id),
+          [e.eventId],
+        );
         assert.equal((await inbox.list({ state: 'done' }))[0]?.attempts, 2);
       } finally {
         await worker.stop();

@@ -7,7 +7,17 @@ import { after, before, describe, test } from 'node:test';
 import { createTestDatabase, testDialects, type TestDatabase } from '../helpers/databases.ts';
 import { waitUntil } from '../helpers/webhook-receiver.ts';
 import { InboxWorker, openInbox, signBody, type Inbox } from '../../src/receiver/index.ts';
-import { delivery, post, recordingHandler, SECRET, startAdapter, type Adapter, type Answer, type Delivery, type RunningReceiver } from './kit-helpers.ts';
+import {
+  delivery,
+  post,
+  recordingHandler,
+  SECRET,
+  startAdapter,
+  type Adapter,
+  type Answer,
+  type Delivery,
+  type RunningReceiver,
+} from './kit-helpers.ts';
 
 const SIX_MINUTES = 6 * 60_000;
 
@@ -31,26 +41,199 @@ function withHeader(d: Delivery, name: string, value: string): Record<string, st
 }
 
 const REJECTIONS: Case[] = [
-  { name: 'no signature', status: 401, problem: 'invalid-signature', detail: /missing/, build: () => { const d = delivery(); return { d, headers: without(d.headers, 'x-service-signature-256') }; } },
-  { name: 'wrong secret', status: 401, problem: 'invalid-signature', detail: /mismatch/, build: () => ({ d: delivery({ secret: 'not-the-secret' }) }) },
-  { name: 'uppercase hex', status: 401, problem: 'invalid-signature', detail: /malformed/, build: () => { const d = delivery(); return { d, headers: withHeader(d, 'x-service-signature-256', `sha256=${d.headers['x-service-signature-256']!.slice(7).toUpperCase()}`) }; } },
-  { name: 'sha1= prefix', status: 401, problem: 'invalid-signature', detail: /wrong prefix/, build: () => { const d = delivery(); return { d, headers: withHeader(d, 'x-service-signature-256', `sha1=${d.headers['x-service-signature-256']!.slice(7, 47)}`) }; } },
-  { name: 'bare hex', status: 401, problem: 'invalid-signature', detail: /wrong prefix/, build: () => { const d = delivery(); return { d, headers: withHeader(d, 'x-service-signature-256', d.headers['x-service-signature-256']!.slice(7)) }; } },
-  { name: 'truncated signature', status: 401, problem: 'invalid-signature', detail: /malformed/, build: () => { const d = delivery(); return { d, headers: withHeader(d, 'x-service-signature-256', d.headers['x-service-signature-256']!.slice(0, -2)) }; } },
-  { name: 'body altered by one byte', status: 401, problem: 'invalid-signature', detail: /mismatch/, build: () => { const d = delivery({ data: { OrderId: 1 } }); return { d, body: d.body.replace('"OrderId":1', '"OrderId":2') }; } },
-  { name: 'body re-serialized with other spacing', status: 401, problem: 'invalid-signature', detail: /mismatch/, build: () => { const d = delivery(); return { d, body: JSON.stringify(JSON.parse(d.body), null, 2) }; } },
-  { name: 'missing delivery id', status: 400, problem: 'missing-delivery-id', build: () => { const d = delivery(); return { d, headers: without(d.headers, 'x-service-delivery') }; } },
-  { name: 'empty delivery id', status: 400, problem: 'missing-delivery-id', build: () => { const d = delivery(); return { d, headers: withHeader(d, 'x-service-delivery', '') }; } },
-  { name: 'missing event type', status: 400, problem: 'missing-event-type', build: () => { const d = delivery(); return { d, headers: without(d.headers, 'x-service-event') }; } },
-  { name: 'empty event type', status: 400, problem: 'missing-event-type', build: () => { const d = delivery(); return { d, headers: withHeader(d, 'x-service-event', '') }; } },
-  { name: 'stale timestamp (6 minutes old)', status: 401, problem: 'stale-timestamp', detail: /past/, build: () => ({ d: delivery({ timestamp: new Date(Date.now() - SIX_MINUTES) }) }) },
-  { name: 'future timestamp (6 minutes ahead)', status: 401, problem: 'stale-timestamp', detail: /future/, build: () => ({ d: delivery({ timestamp: new Date(Date.now() + SIX_MINUTES) }) }) },
-  { name: 'unknown source', status: 404, problem: 'unknown-source', build: () => ({ d: delivery(), source: 'nobody' }) },
-  { name: 'source named like an Object.prototype member', status: 404, problem: 'unknown-source', build: () => ({ d: delivery(), source: 'constructor' }) },
-  { name: 'signed body that is not an event', status: 400, problem: 'invalid-payload', build: () => { const d = delivery(); const body = '{"Hello":"world"}'; return { d, body, headers: withHeader(d, 'x-service-signature-256', signBody(body, SECRET)) }; } },
-  { name: 'event type header that disagrees with the signed body (relabelled delivery)', status: 400, problem: 'event-type-mismatch', detail: /order\.deleted.*order\.paid/, build: () => { const d = delivery({ type: 'order.paid' }); return { d, headers: withHeader(d, 'x-service-event', 'order.deleted') }; } },
-  { name: 'signed body that is not UTF-8', status: 400, problem: 'invalid-payload', detail: /UTF-8/, build: () => { const d = delivery(); const body = Buffer.from(d.body.replace('"OrderId":1', '"OrderId":"#"')); body[body.indexOf('#')] = 0xff; return { d, body, headers: withHeader(d, 'x-service-signature-256', signBody(body, SECRET)) }; } },
-  { name: 'body larger than the limit', status: 413, problem: 'payload-too-large', build: () => { const d = delivery({ data: { Pad: 'x'.repeat(5000) } }); return { d }; } },
+  {
+    name: 'no signature',
+    status: 401,
+    problem: 'invalid-signature',
+    detail: /missing/,
+    build: () => {
+      const d = delivery();
+      return { d, headers: without(d.headers, 'x-service-signature-256') };
+    },
+  },
+  {
+    name: 'wrong secret',
+    status: 401,
+    problem: 'invalid-signature',
+    detail: /mismatch/,
+    build: () => ({ d: delivery({ secret: 'not-the-secret' }) }),
+  },
+  {
+    name: 'uppercase hex',
+    status: 401,
+    problem: 'invalid-signature',
+    detail: /malformed/,
+    build: () => {
+      const d = delivery();
+      return {
+        d,
+        headers: withHeader(
+          d,
+          'x-service-signature-256',
+          `sha256=${d.headers['x-service-signature-256']!.slice(7).toUpperCase()}`,
+        ),
+      };
+    },
+  },
+  {
+    name: 'sha1= prefix',
+    status: 401,
+    problem: 'invalid-signature',
+    detail: /wrong prefix/,
+    build: () => {
+      const d = delivery();
+      return {
+        d,
+        headers: withHeader(d, 'x-service-signature-256', `sha1=${d.headers['x-service-signature-256']!.slice(7, 47)}`),
+      };
+    },
+  },
+  {
+    name: 'bare hex',
+    status: 401,
+    problem: 'invalid-signature',
+    detail: /wrong prefix/,
+    build: () => {
+      const d = delivery();
+      return { d, headers: withHeader(d, 'x-service-signature-256', d.headers['x-service-signature-256']!.slice(7)) };
+    },
+  },
+  {
+    name: 'truncated signature',
+    status: 401,
+    problem: 'invalid-signature',
+    detail: /malformed/,
+    build: () => {
+      const d = delivery();
+      return {
+        d,
+        headers: withHeader(d, 'x-service-signature-256', d.headers['x-service-signature-256']!.slice(0, -2)),
+      };
+    },
+  },
+  {
+    name: 'body altered by one byte',
+    status: 401,
+    problem: 'invalid-signature',
+    detail: /mismatch/,
+    build: () => {
+      const d = delivery({ data: { OrderId: 1 } });
+      return { d, body: d.body.replace('"OrderId":1', '"OrderId":2') };
+    },
+  },
+  {
+    name: 'body re-serialized with other spacing',
+    status: 401,
+    problem: 'invalid-signature',
+    detail: /mismatch/,
+    build: () => {
+      const d = delivery();
+      return { d, body: JSON.stringify(JSON.parse(d.body), null, 2) };
+    },
+  },
+  {
+    name: 'missing delivery id',
+    status: 400,
+    problem: 'missing-delivery-id',
+    build: () => {
+      const d = delivery();
+      return { d, headers: without(d.headers, 'x-service-delivery') };
+    },
+  },
+  {
+    name: 'empty delivery id',
+    status: 400,
+    problem: 'missing-delivery-id',
+    build: () => {
+      const d = delivery();
+      return { d, headers: withHeader(d, 'x-service-delivery', '') };
+    },
+  },
+  {
+    name: 'missing event type',
+    status: 400,
+    problem: 'missing-event-type',
+    build: () => {
+      const d = delivery();
+      return { d, headers: without(d.headers, 'x-service-event') };
+    },
+  },
+  {
+    name: 'empty event type',
+    status: 400,
+    problem: 'missing-event-type',
+    build: () => {
+      const d = delivery();
+      return { d, headers: withHeader(d, 'x-service-event', '') };
+    },
+  },
+  {
+    name: 'stale timestamp (6 minutes old)',
+    status: 401,
+    problem: 'stale-timestamp',
+    detail: /past/,
+    build: () => ({ d: delivery({ timestamp: new Date(Date.now() - SIX_MINUTES) }) }),
+  },
+  {
+    name: 'future timestamp (6 minutes ahead)',
+    status: 401,
+    problem: 'stale-timestamp',
+    detail: /future/,
+    build: () => ({ d: delivery({ timestamp: new Date(Date.now() + SIX_MINUTES) }) }),
+  },
+  {
+    name: 'unknown source',
+    status: 404,
+    problem: 'unknown-source',
+    build: () => ({ d: delivery(), source: 'nobody' }),
+  },
+  {
+    name: 'source named like an Object.prototype member',
+    status: 404,
+    problem: 'unknown-source',
+    build: () => ({ d: delivery(), source: 'constructor' }),
+  },
+  {
+    name: 'signed body that is not an event',
+    status: 400,
+    problem: 'invalid-payload',
+    build: () => {
+      const d = delivery();
+      const body = '{"Hello":"world"}';
+      return { d, body, headers: withHeader(d, 'x-service-signature-256', signBody(body, SECRET)) };
+    },
+  },
+  {
+    name: 'event type header that disagrees with the signed body (relabelled delivery)',
+    status: 400,
+    problem: 'event-type-mismatch',
+    detail: /order\.deleted.*order\.paid/,
+    build: () => {
+      const d = delivery({ type: 'order.paid' });
+      return { d, headers: withHeader(d, 'x-service-event', 'order.deleted') };
+    },
+  },
+  {
+    name: 'signed body that is not UTF-8',
+    status: 400,
+    problem: 'invalid-payload',
+    detail: /UTF-8/,
+    build: () => {
+      const d = delivery();
+      const body = Buffer.from(d.body.replace('"OrderId":1', '"OrderId":"#"'));
+      body[body.indexOf('#')] = 0xff;
+      return { d, body, headers: withHeader(d, 'x-service-signature-256', signBody(body, SECRET)) };
+    },
+  },
+  {
+    name: 'body larger than the limit',
+    status: 413,
+    problem: 'payload-too-large',
+    build: () => {
+      const d = delivery({ data: { Pad: 'x'.repeat(5000) } });
+      return { d };
+    },
+  },
 ];
 
 /** A POST with header lines exactly as given (fetch would join repeated ones into a single line). */
@@ -63,7 +246,11 @@ function postRawHeaders(url: string, body: string, headers: [string, string][]):
       response.on('data', (chunk: Buffer) => chunks.push(chunk));
       response.on('end', () => {
         const text = Buffer.concat(chunks).toString('utf8');
-        resolve({ status: response.statusCode ?? 0, contentType: response.headers['content-type'] ?? null, json: text ? (JSON.parse(text) as Record<string, unknown>) : undefined });
+        resolve({
+          status: response.statusCode ?? 0,
+          contentType: response.headers['content-type'] ?? null,
+          json: text ? (JSON.parse(text) as Record<string, unknown>) : undefined,
+        });
       });
     });
     request.on('error', reject);
@@ -97,7 +284,12 @@ for (const dialect of testDialects()) {
         inbox = await openInbox(database.url);
         worker = new InboxWorker({ inbox, handler: seen.handler, pollIntervalMs: 50 });
         worker.start();
-        receiver = await startAdapter(adapter, { sources: { orders: ['newer-secret', SECRET], billing: ['billing-secret'] }, inbox, worker, maxBodyBytes: 4096 });
+        receiver = await startAdapter(adapter, {
+          sources: { orders: ['newer-secret', SECRET], billing: ['billing-secret'] },
+          inbox,
+          worker,
+          maxBodyBytes: 4096,
+        });
       });
 
       after(async () => {
@@ -112,7 +304,11 @@ for (const dialect of testDialects()) {
         const answer = await post(url(), d.body, d.headers);
         assert.equal(answer.status, 200);
         assert.deepEqual(answer.json, { Received: true });
-        await waitUntil(() => seen.count(d.eventId) === 1, 10_000, () => 'the handler to see the event');
+        await waitUntil(
+          () => seen.count(d.eventId) === 1,
+          10_000,
+          () => 'the handler to see the event',
+        );
         const event = seen.events.find((e) => e.id === d.eventId)!;
         assert.equal(event.type, 'order.created');
         assert.equal(event.deliveryId, d.deliveryId);
@@ -131,7 +327,11 @@ for (const dialect of testDialects()) {
         // A later accepted delivery proves the worker ran past anything a rejection could have queued.
         const sentinel = delivery();
         assert.equal((await post(url(), sentinel.body, sentinel.headers)).status, 200);
-        await waitUntil(() => seen.count(sentinel.eventId) === 1, 10_000, () => 'the sentinel event');
+        await waitUntil(
+          () => seen.count(sentinel.eventId) === 1,
+          10_000,
+          () => 'the sentinel event',
+        );
         for (const id of rejectedIds) assert.equal(seen.count(id), 0, `handler ran for rejected event ${id}`);
         assert.equal((await inbox.list()).filter((e) => rejectedIds.includes(e.eventId)).length, 0);
       });
@@ -152,7 +352,11 @@ for (const dialect of testDialects()) {
         assert.deepEqual(again.json, { Received: true, Duplicate: true });
         const sentinel = delivery();
         await post(url(), sentinel.body, sentinel.headers);
-        await waitUntil(() => seen.count(sentinel.eventId) === 1, 10_000, () => 'the sentinel event');
+        await waitUntil(
+          () => seen.count(sentinel.eventId) === 1,
+          10_000,
+          () => 'the sentinel event',
+        );
         assert.equal(seen.count(d.eventId), 1);
       });
 
@@ -165,14 +369,21 @@ for (const dialect of testDialects()) {
         assert.deepEqual(answer.json, { Received: true, Duplicate: true });
         const sentinel = delivery();
         await post(url(), sentinel.body, sentinel.headers);
-        await waitUntil(() => seen.count(sentinel.eventId) === 1, 10_000, () => 'the sentinel event');
+        await waitUntil(
+          () => seen.count(sentinel.eventId) === 1,
+          10_000,
+          () => 'the sentinel event',
+        );
         assert.equal(seen.count(d.eventId), 1);
       });
 
       test('concurrent deliveries of one event record it once', async () => {
         const d = delivery();
         const answers = await Promise.all(Array.from({ length: 6 }, () => post(url(), d.body, d.headers)));
-        assert.deepEqual(answers.map((a) => a.status), [200, 200, 200, 200, 200, 200]);
+        assert.deepEqual(
+          answers.map((a) => a.status),
+          [200, 200, 200, 200, 200, 200],
+        );
         assert.equal(answers.filter((a) => a.json?.Duplicate === true).length, 5);
         assert.equal((await inbox.list()).filter((e) => e.eventId === d.eventId).length, 1);
       });
@@ -181,7 +392,13 @@ for (const dialect of testDialects()) {
         const d = delivery({ secret: 'newer-secret' });
         assert.equal((await post(url(), d.body, d.headers)).status, 200);
         const billing = delivery({ secret: SECRET });
-        assertProblem(await post(url('billing'), billing.body, billing.headers), { name: 'secret of another source', status: 401, problem: 'invalid-signature', detail: /mismatch/, build: () => ({ d }) });
+        assertProblem(await post(url('billing'), billing.body, billing.headers), {
+          name: 'secret of another source',
+          status: 401,
+          problem: 'invalid-signature',
+          detail: /mismatch/,
+          build: () => ({ d }),
+        });
       });
 
       if (adapter === 'node') {
@@ -199,12 +416,17 @@ for (const dialect of testDialects()) {
           assert.equal(answer.status, 405, method);
           assert.equal(answer.headers.get('allow'), 'POST', method);
           assert.match(answer.headers.get('content-type') ?? '', /^application\/problem\+json/, method);
-          if (method !== 'HEAD') assert.ok(String(((await answer.json()) as { type: string }).type).endsWith('/method-not-allowed'), method);
+          if (method !== 'HEAD')
+            assert.ok(String(((await answer.json()) as { type: string }).type).endsWith('/method-not-allowed'), method);
         }
       });
 
       test('a repeated delivery id, event type or signature header is refused, never glued into one value', async () => {
-        for (const [name, extra, expected] of [['x-service-delivery', 'dlv_other', 'repeated-header'], ['x-service-event', 'order.deleted', 'repeated-header'], ['x-service-signature-256', 'sha256=' + '0'.repeat(64), 'invalid-signature']] as const) {
+        for (const [name, extra, expected] of [
+          ['x-service-delivery', 'dlv_other', 'repeated-header'],
+          ['x-service-event', 'order.deleted', 'repeated-header'],
+          ['x-service-signature-256', 'sha256=' + '0'.repeat(64), 'invalid-signature'],
+        ] as const) {
           const d = delivery();
           const answer = await postRawHeaders(url(), d.body, [...Object.entries(d.headers), [name, extra]]);
           assert.equal(answer.status, expected === 'repeated-header' ? 400 : 401, name);

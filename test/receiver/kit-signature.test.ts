@@ -10,17 +10,26 @@ const GITHUB_SECRET = "It's a Secret to Everybody";
 const GITHUB_BODY = 'Hello, World!';
 const GITHUB_SIGNATURE = 'sha256=757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17';
 
-test('verifies GitHub\'s published example, as a string and as raw bytes', () => {
+test("verifies GitHub's published example, as a string and as raw bytes", () => {
   assert.deepEqual(verifySignature(GITHUB_BODY, GITHUB_SIGNATURE, [GITHUB_SECRET]), { ok: true, secretIndex: 0 });
-  assert.deepEqual(verifySignature(Buffer.from(GITHUB_BODY), GITHUB_SIGNATURE, [GITHUB_SECRET]), { ok: true, secretIndex: 0 });
+  assert.deepEqual(verifySignature(Buffer.from(GITHUB_BODY), GITHUB_SIGNATURE, [GITHUB_SECRET]), {
+    ok: true,
+    secretIndex: 0,
+  });
   assert.equal(signBody(GITHUB_BODY, GITHUB_SECRET), GITHUB_SIGNATURE);
 });
 
 test('accepts a signature made with any configured secret (rotation) and says which', () => {
   const secrets = ['newest', 'previous', GITHUB_SECRET];
   assert.deepEqual(verifySignature(GITHUB_BODY, GITHUB_SIGNATURE, secrets), { ok: true, secretIndex: 2 });
-  assert.deepEqual(verifySignature(GITHUB_BODY, signBody(GITHUB_BODY, 'previous'), secrets), { ok: true, secretIndex: 1 });
-  assert.deepEqual(verifySignature(GITHUB_BODY, GITHUB_SIGNATURE, ['newest', 'previous']), { ok: false, reason: 'mismatch' });
+  assert.deepEqual(verifySignature(GITHUB_BODY, signBody(GITHUB_BODY, 'previous'), secrets), {
+    ok: true,
+    secretIndex: 1,
+  });
+  assert.deepEqual(verifySignature(GITHUB_BODY, GITHUB_SIGNATURE, ['newest', 'previous']), {
+    ok: false,
+    reason: 'mismatch',
+  });
   assert.deepEqual(verifySignature(GITHUB_BODY, GITHUB_SIGNATURE, []), { ok: false, reason: 'mismatch' });
 });
 
@@ -40,19 +49,29 @@ test('names the reason for each rejected signature header', () => {
     [`sha256=${hex.slice(0, 63)}${hex.endsWith('0') ? '1' : '0'}`, 'mismatch'],
   ];
   for (const [header, reason] of cases) {
-    assert.deepEqual(verifySignature(GITHUB_BODY, header, [GITHUB_SECRET]), { ok: false, reason }, `header ${String(header)}`);
+    assert.deepEqual(
+      verifySignature(GITHUB_BODY, header, [GITHUB_SECRET]),
+      { ok: false, reason },
+      `header ${String(header)}`,
+    );
   }
 });
 
 test('a body changed by one byte no longer verifies', () => {
-  assert.deepEqual(verifySignature('Hello, World?', GITHUB_SIGNATURE, [GITHUB_SECRET]), { ok: false, reason: 'mismatch' });
+  assert.deepEqual(verifySignature('Hello, World?', GITHUB_SIGNATURE, [GITHUB_SECRET]), {
+    ok: false,
+    reason: 'mismatch',
+  });
 });
 
 test('verifies what @octokit/webhooks-methods sign() produces', async () => {
   const body = '{"Id":"evt_1","Type":"order.created","Data":{"Total":12.5,"Note":"café ✓"}}';
   const signature = await sign('octokit-secret', body);
   assert.deepEqual(verifySignature(body, signature, ['other', 'octokit-secret']), { ok: true, secretIndex: 1 });
-  assert.deepEqual(verifySignature(Buffer.from(body, 'utf8'), signature, ['octokit-secret']), { ok: true, secretIndex: 0 });
+  assert.deepEqual(verifySignature(Buffer.from(body, 'utf8'), signature, ['octokit-secret']), {
+    ok: true,
+    secretIndex: 0,
+  });
 });
 
 test('@octokit/webhooks-methods verify() accepts what signBody produces', async () => {

@@ -4,7 +4,13 @@ import assert from 'node:assert/strict';
 import { afterEach, beforeEach, describe, test } from 'node:test';
 import { createTestDatabase, testDialects, type TestDatabase } from '../helpers/databases.ts';
 import { waitUntil } from '../helpers/webhook-receiver.ts';
-import { InboxWorker, openInbox, type Inbox, type NewInboxEntry, type ReceivedEvent } from '../../src/receiver/index.ts';
+import {
+  InboxWorker,
+  openInbox,
+  type Inbox,
+  type NewInboxEntry,
+  type ReceivedEvent,
+} from '../../src/receiver/index.ts';
 
 const SCHEDULE = [10, 20, 40];
 const DAY = 24 * 60 * 60_000;
@@ -13,7 +19,22 @@ let counter = 0;
 function entry(overrides: Partial<NewInboxEntry> = {}): NewInboxEntry {
   counter += 1;
   const id = `evt_w${counter}`;
-  return { source: 'orders', deliveryId: `dlv_w${counter}`, eventId: id, eventType: 'order.paid', body: JSON.stringify({ Id: id, Type: 'order.paid', OccurredAtUtc: '2026-11-02T10:00:00.000Z', Timestamp: '2026-11-02T10:00:01.000Z', Data: { N: counter } }), via: 'webhook', receivedAt: new Date(), ...overrides };
+  return {
+    source: 'orders',
+    deliveryId: `dlv_w${counter}`,
+    eventId: id,
+    eventType: 'order.paid',
+    body: JSON.stringify({
+      Id: id,
+      Type: 'order.paid',
+      OccurredAtUtc: '2026-11-02T10:00:00.000Z',
+      Timestamp: '2026-11-02T10:00:01.000Z',
+      Data: { N: counter },
+    }),
+    via: 'webhook',
+    receivedAt: new Date(),
+    ...overrides,
+  };
 }
 
 for (const dialect of testDialects()) {
@@ -52,12 +73,19 @@ for (const dialect of testDialects()) {
         },
       });
       worker.start();
-      await waitUntil(async () => (await inbox.list({ state: 'done' })).length === 1, 10_000, () => 'the entry to be done');
+      await waitUntil(
+        async () => (await inbox.list({ state: 'done' })).length === 1,
+        10_000,
+        () => 'the entry to be done',
+      );
       const [done] = await inbox.list({ state: 'done' });
       assert.equal(tries, 3);
       assert.equal(done?.attempts, 3);
       assert.equal(done?.lastError, 'not yet (2)');
-      assert.deepEqual(succeeded.map((x) => [x.id, x.type, x.occurredAt, x.timestamp, x.deliveryId, x.via]), [[e.eventId, 'order.paid', '2026-11-02T10:00:00.000Z', '2026-11-02T10:00:01.000Z', e.deliveryId, 'webhook']]);
+      assert.deepEqual(
+        succeeded.map((x) => [x.id, x.type, x.occurredAt, x.timestamp, x.deliveryId, x.via]),
+        [[e.eventId, 'order.paid', '2026-11-02T10:00:00.000Z', '2026-11-02T10:00:01.000Z', e.deliveryId, 'webhook']],
+      );
       assert.equal(logged.filter((m) => m.includes('will retry')).length, 2);
     });
 
@@ -74,7 +102,11 @@ for (const dialect of testDialects()) {
         },
       });
       worker.start();
-      await waitUntil(async () => (await inbox.list({ state: 'dead' })).length === 1, 10_000, () => 'the entry to be dead');
+      await waitUntil(
+        async () => (await inbox.list({ state: 'dead' })).length === 1,
+        10_000,
+        () => 'the entry to be dead',
+      );
       const [dead] = await inbox.list({ state: 'dead' });
       assert.equal(dead?.attempts, SCHEDULE.length + 1);
       assert.equal(dead?.lastError, `boom ${SCHEDULE.length + 1}`);
@@ -100,8 +132,15 @@ for (const dialect of testDialects()) {
       });
       worker.start();
       worker.wake(); // a wake during processing must not start a second loop
-      await waitUntil(() => order.length === entries.length, 10_000, () => `processed ${order.length}`);
-      assert.deepEqual(order, entries.map((e) => e.eventId));
+      await waitUntil(
+        () => order.length === entries.length,
+        10_000,
+        () => `processed ${order.length}`,
+      );
+      assert.deepEqual(
+        order,
+        entries.map((e) => e.eventId),
+      );
       assert.equal(maxInFlight, 1);
     });
 
@@ -116,8 +155,15 @@ for (const dialect of testDialects()) {
       }
       worker = new InboxWorker({ inbox, pollIntervalMs: 5, handler: () => {} }); // default retention: 7 days
       worker.start();
-      await waitUntil(async () => (await inbox.list()).length === 2, 10_000, () => 'the old done entry to be purged');
-      assert.deepEqual((await inbox.list()).map((e) => e.eventId), [oldDead.eventId, recent.eventId]);
+      await waitUntil(
+        async () => (await inbox.list()).length === 2,
+        10_000,
+        () => 'the old done entry to be purged',
+      );
+      assert.deepEqual(
+        (await inbox.list()).map((e) => e.eventId),
+        [oldDead.eventId, recent.eventId],
+      );
     });
 
     test('stop() lets the event in progress finish', async () => {
@@ -134,7 +180,11 @@ for (const dialect of testDialects()) {
           }),
       });
       worker.start();
-      await waitUntil(() => started, 10_000, () => 'the handler to start');
+      await waitUntil(
+        () => started,
+        10_000,
+        () => 'the handler to start',
+      );
       const stopping = worker.stop();
       release();
       await stopping;

@@ -42,13 +42,29 @@ test('no file in src/receiver imports from the producer side', () => {
 });
 
 test('the import check itself flags producer imports', () => {
-  const sample = "import { x } from '../webhooks/signing.ts';\nimport type { Db } from '../db/database.ts';\nconst m = await import('../http/problems.ts');\nimport './sub/dir.ts';";
-  assert.deepEqual(importSpecifiers(sample).filter((s) => !allowed(s)).sort(), ['../db/database.ts', '../http/problems.ts', '../webhooks/signing.ts', './sub/dir.ts']);
+  const sample =
+    "import { x } from '../webhooks/signing.ts';\nimport type { Db } from '../db/database.ts';\nconst m = await import('../http/problems.ts');\nimport './sub/dir.ts';";
+  assert.deepEqual(
+    importSpecifiers(sample)
+      .filter((s) => !allowed(s))
+      .sort(),
+    ['../db/database.ts', '../http/problems.ts', '../webhooks/signing.ts', './sub/dir.ts'],
+  );
 });
 
 test('the package exports the kit as signet/receiver', async () => {
   const kit = (await import('signet/receiver')) as Record<string, unknown>;
-  for (const name of ['verifySignature', 'signBody', 'acceptDelivery', 'openInbox', 'InboxWorker', 'Reconciler', 'receiverPlugin', 'createWebhookHandler', 'startStandaloneReceiver']) {
+  for (const name of [
+    'verifySignature',
+    'signBody',
+    'acceptDelivery',
+    'openInbox',
+    'InboxWorker',
+    'Reconciler',
+    'receiverPlugin',
+    'createWebhookHandler',
+    'startStandaloneReceiver',
+  ]) {
     assert.equal(typeof kit[name], 'function', name);
   }
 });
@@ -58,17 +74,36 @@ test('the standalone receiver acknowledges a signed delivery and writes the even
   const out = new PassThrough();
   let written = '';
   out.on('data', (chunk: Buffer) => (written += chunk.toString('utf8')));
-  const receiver = await startStandaloneReceiver({ port: 0, sources: { orders: [SECRET] }, database: `sqlite:${join(dir, 'inbox.db')}`, out });
+  const receiver = await startStandaloneReceiver({
+    port: 0,
+    sources: { orders: [SECRET] },
+    database: `sqlite:${join(dir, 'inbox.db')}`,
+    out,
+  });
   try {
     const d = delivery({ data: { OrderId: 42 } });
     const answer = await post(`${receiver.url}/webhooks/orders`, d.body, d.headers);
     assert.equal(answer.status, 200);
     assert.deepEqual(answer.json, { Received: true });
-    await waitUntil(() => written.endsWith('\n'), 10_000, () => 'a JSON line');
-    const lines = written.trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+    await waitUntil(
+      () => written.endsWith('\n'),
+      10_000,
+      () => 'a JSON line',
+    );
+    const lines = written
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
     assert.equal(lines.length, 1);
-    assert.deepEqual([lines[0]!.id, lines[0]!.deliveryId, lines[0]!.source, lines[0]!.data], [d.eventId, d.deliveryId, 'orders', { OrderId: 42 }]);
-    await waitUntil(async () => (await receiver.inbox.list({ state: 'done' })).length === 1, 10_000, () => 'the entry to be done');
+    assert.deepEqual(
+      [lines[0]!.id, lines[0]!.deliveryId, lines[0]!.source, lines[0]!.data],
+      [d.eventId, d.deliveryId, 'orders', { OrderId: 42 }],
+    );
+    await waitUntil(
+      async () => (await receiver.inbox.list({ state: 'done' })).length === 1,
+      10_000,
+      () => 'the entry to be done',
+    );
   } finally {
     await receiver.close();
     rmSync(dir, { recursive: true, force: true });
@@ -77,9 +112,19 @@ test('the standalone receiver acknowledges a signed delivery and writes the even
 
 test('the standalone receiver answers stray requests with problem+json: other paths 404, undecodable URLs 404', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'signet-kit-stray-'));
-  const receiver = await startStandaloneReceiver({ port: 0, sources: { orders: [SECRET] }, database: `sqlite:${join(dir, 'inbox.db')}`, logLevel: 'silent' });
+  const receiver = await startStandaloneReceiver({
+    port: 0,
+    sources: { orders: [SECRET] },
+    database: `sqlite:${join(dir, 'inbox.db')}`,
+    logLevel: 'silent',
+  });
   try {
-    for (const [method, path] of [['POST', '/webhooks/orders/'], ['GET', '/'], ['POST', '/webhooks/%zz'], ['POST', '/webhooks']]) {
+    for (const [method, path] of [
+      ['POST', '/webhooks/orders/'],
+      ['GET', '/'],
+      ['POST', '/webhooks/%zz'],
+      ['POST', '/webhooks'],
+    ]) {
       const answer = await fetch(`${receiver.url}${path}`, { method, body: method === 'POST' ? '{}' : undefined });
       assert.equal(answer.status, 404, `${method} ${path}`);
       assert.match(answer.headers.get('content-type') ?? '', /^application\/problem\+json/, `${method} ${path}`);

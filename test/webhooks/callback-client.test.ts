@@ -11,7 +11,12 @@ import { AddressPolicy } from '../../src/webhooks/network.ts';
 let server: Server;
 let base: string;
 const open = new Set<ServerResponse>();
-const client = new CallbackClient({ timeoutMs: 300, connectionsPerOrigin: 4, policy: new AddressPolicy(['loopback']), userAgent: 'test' });
+const client = new CallbackClient({
+  timeoutMs: 300,
+  connectionsPerOrigin: 4,
+  policy: new AddressPolicy(['loopback']),
+  userAgent: 'test',
+});
 
 before(async () => {
   server = createServer((req, res) => {

@@ -22,7 +22,16 @@ const T0 = new Date('2026-11-01T12:00:00.000Z');
 const at = (ms: number) => new Date(T0.getTime() + ms);
 const box = new SecretBox(randomBytes(32));
 
-const OK: AttemptResult = { ok: true, statusCode: 200, durationMs: 3, errorKind: null, errorDetail: null, responseExcerpt: 'fine', retryAfterMs: undefined, gone: false };
+const OK: AttemptResult = {
+  ok: true,
+  statusCode: 200,
+  durationMs: 3,
+  errorKind: null,
+  errorDetail: null,
+  responseExcerpt: 'fine',
+  retryAfterMs: undefined,
+  gone: false,
+};
 
 for (const dialect of testDialects()) {
   describe(`dispatcher SQL [${dialect}]`, () => {
@@ -46,24 +55,75 @@ for (const dialect of testDialects()) {
     async function addEndpoint(id: string, url = 'https://receiver.example/hook'): Promise<void> {
       await handle.db
         .insertInto('webhook_endpoints')
-        .values({ id, owner: 'client-a', url, description: '', event_types: '["*"]', enabled: 1, disabled_reason: null, secret: box.seal(id, `whsec_${randomBytes(32).toString('base64')}`), previous_secret: null, previous_secret_expires_at: null, failing_since: null, created_at: toDbTime(T0), updated_at: toDbTime(T0) })
+        .values({
+          id,
+          owner: 'client-a',
+          url,
+          description: '',
+          event_types: '["*"]',
+          enabled: 1,
+          disabled_reason: null,
+          secret: box.seal(id, `whsec_${randomBytes(32).toString('base64')}`),
+          previous_secret: null,
+          previous_secret_expires_at: null,
+          failing_since: null,
+          created_at: toDbTime(T0),
+          updated_at: toDbTime(T0),
+        })
         .execute();
     }
 
     /** One event and its delivery to `endpointId`, due at T0 + dueMs. Returns the delivery id. */
-    async function addDelivery(endpointId: string, dueMs: number, lease?: { owner: string; until: Date }): Promise<string> {
+    async function addDelivery(
+      endpointId: string,
+      dueMs: number,
+      lease?: { owner: string; until: Date },
+    ): Promise<string> {
       const eventId = `evt_${randomBytes(8).toString('hex')}`;
       const id = `dlv_${randomBytes(8).toString('hex')}`;
-      await handle.db.insertInto('webhook_events').values({ id: eventId, type: 'order.created', occurred_at: toDbTime(at(dueMs)), data: '{"Id":1}', owner: null, customer_id: null, order_id: null }).execute();
+      await handle.db
+        .insertInto('webhook_events')
+        .values({
+          id: eventId,
+          type: 'order.created',
+          occurred_at: toDbTime(at(dueMs)),
+          data: '{"Id":1}',
+          owner: null,
+          customer_id: null,
+          order_id: null,
+        })
+        .execute();
       await handle.db
         .insertInto('webhook_deliveries')
-        .values({ id, event_id: eventId, endpoint_id: endpointId, state: 'pending', attempt_count: 0, retry_index: 0, next_attempt_at: toDbTime(at(dueMs)), lease_owner: lease?.owner ?? null, lease_until: lease ? toDbTime(lease.until) : null, last_status_code: null, last_error: null, created_at: toDbTime(at(dueMs)), updated_at: toDbTime(at(dueMs)) })
+        .values({
+          id,
+          event_id: eventId,
+          endpoint_id: endpointId,
+          state: 'pending',
+          attempt_count: 0,
+          retry_index: 0,
+          next_attempt_at: toDbTime(at(dueMs)),
+          lease_owner: lease?.owner ?? null,
+          lease_until: lease ? toDbTime(lease.until) : null,
+          last_status_code: null,
+          last_error: null,
+          created_at: toDbTime(at(dueMs)),
+          updated_at: toDbTime(at(dueMs)),
+        })
         .execute();
       return id;
     }
 
     function claim(overrides: Partial<ClaimRequest> = {}) {
-      const request: ClaimRequest = { now: at(60_000), leaseUntil: at(85_000), leaseToken: randomBytes(6).toString('hex'), limit: 64, endpointLimit: 16, inFlight: new Map(), ...overrides };
+      const request: ClaimRequest = {
+        now: at(60_000),
+        leaseUntil: at(85_000),
+        leaseToken: randomBytes(6).toString('hex'),
+        limit: 64,
+        endpointLimit: 16,
+        inFlight: new Map(),
+        ...overrides,
+      };
       return claimBatch(handle.db, handle.dialect, request);
     }
 
@@ -77,7 +137,11 @@ for (const dialect of testDialects()) {
       for (let i = 0; i < 5; i++) ids.push(await addDelivery('whep_a', 1000 * (5 - i))); // created newest first
       const notYetDue = await addDelivery('whep_a', 120_000);
       const claimed = await claim({ limit: 3 });
-      assert.deepEqual(claimed.map((d) => d.id), [ids[4], ids[3], ids[2]], 'the three oldest, oldest first');
+      assert.deepEqual(
+        claimed.map((d) => d.id),
+        [ids[4], ids[3], ids[2]],
+        'the three oldest, oldest first',
+      );
       const first = claimed[0]!;
       assert.equal(first.url, 'https://a.example/hook');
       assert.equal(first.dataJson, '{"Id":1}');
@@ -85,7 +149,11 @@ for (const dialect of testDialects()) {
       assert.equal(first.attemptCount, 0);
       assert.ok(box.open('whep_a', first.sealedSecret).startsWith('whsec_'));
       const rest = await claim();
-      assert.deepEqual(rest.map((d) => d.id).sort(), [ids[0], ids[1]].sort(), 'leased ones are not taken again; the future one waits');
+      assert.deepEqual(
+        rest.map((d) => d.id).sort(),
+        [ids[0], ids[1]].sort(),
+        'leased ones are not taken again; the future one waits',
+      );
       assert.equal((await row(notYetDue)).lease_owner, null);
     });
 
@@ -94,7 +162,10 @@ for (const dialect of testDialects()) {
       const held = await addDelivery('whep_a', 0, { owner: 'other-dispatcher', until: at(70_000) });
       assert.deepEqual(await claim({ now: at(60_000) }), []);
       const after = await claim({ now: at(70_001), leaseToken: 'mine' });
-      assert.deepEqual(after.map((d) => d.id), [held]);
+      assert.deepEqual(
+        after.map((d) => d.id),
+        [held],
+      );
       assert.equal((await row(held)).lease_owner, 'mine');
     });
 
@@ -108,9 +179,16 @@ for (const dialect of testDialects()) {
       assert.equal(perEndpoint('whep_a'), 2, 'A had 14 of its 16 in flight');
       assert.equal(perEndpoint('whep_b'), 8, 'the rest of the room goes to B');
       const saturated = await claim({ limit: 10, inFlight: new Map([['whep_a', 16]]) });
-      assert.ok(saturated.length > 0 && saturated.every((d) => d.endpointId === 'whep_b'), 'an endpoint at its limit gets nothing');
+      assert.ok(
+        saturated.length > 0 && saturated.every((d) => d.endpointId === 'whep_b'),
+        'an endpoint at its limit gets nothing',
+      );
       const single = await claim({ limit: 64, inFlight: new Map() });
-      assert.equal(single.filter((d) => d.endpointId === 'whep_a').length, 16, 'one endpoint never gets more than its limit, however much room there is');
+      assert.equal(
+        single.filter((d) => d.endpointId === 'whep_a').length,
+        16,
+        'one endpoint never gets more than its limit, however much room there is',
+      );
     });
 
     test('concurrent claims never take the same delivery', async () => {
@@ -131,14 +209,52 @@ for (const dialect of testDialects()) {
       const [mine] = await claim({ leaseToken: 'mine', limit: 2 }).then((c) => c.map((d) => d.id));
       assert.equal(mine, succeeded);
       // `retried` was claimed by another dispatcher meanwhile: its outcome from us must not move it.
-      await handle.db.updateTable('webhook_deliveries').set({ lease_owner: 'theirs', lease_until: toDbTime(at(90_000)) }).where('id', '=', retried).execute();
+      await handle.db
+        .updateTable('webhook_deliveries')
+        .set({ lease_owner: 'theirs', lease_until: toDbTime(at(90_000)) })
+        .where('id', '=', retried)
+        .execute();
       const deleted = await addDelivery('whep_gone', 2);
-      const outcome = (deliveryId: string, endpointId: string, leaseToken: string, state: Outcome['state'], result: AttemptResult): Outcome => ({ deliveryId, endpointId, leaseToken, attempt: 1, startedAt: at(60_000), result, state, retryIndex: state === 'pending' ? 1 : 0, nextAttemptAt: at(65_000) });
-      const failure: AttemptResult = { ...OK, ok: false, statusCode: 503, errorKind: 'status', errorDetail: 'HTTP 503', responseExcerpt: 'busy' };
+      const outcome = (
+        deliveryId: string,
+        endpointId: string,
+        leaseToken: string,
+        state: Outcome['state'],
+        result: AttemptResult,
+      ): Outcome => ({
+        deliveryId,
+        endpointId,
+        leaseToken,
+        attempt: 1,
+        startedAt: at(60_000),
+        result,
+        state,
+        retryIndex: state === 'pending' ? 1 : 0,
+        nextAttemptAt: at(65_000),
+      });
+      const failure: AttemptResult = {
+        ...OK,
+        ok: false,
+        statusCode: 503,
+        errorKind: 'status',
+        errorDetail: 'HTTP 503',
+        responseExcerpt: 'busy',
+      };
       await handle.db.deleteFrom('webhook_endpoints').where('id', '=', 'whep_gone').execute();
-      await handle.db.transaction().execute((trx) =>
-        recordOutcomes(trx, handle.dialect, [outcome(succeeded, 'whep_a', 'mine', 'succeeded', OK), outcome(retried, 'whep_a', 'mine', 'pending', failure), outcome(deleted, 'whep_gone', 'mine', 'succeeded', OK)], at(61_000)),
-      );
+      await handle.db
+        .transaction()
+        .execute((trx) =>
+          recordOutcomes(
+            trx,
+            handle.dialect,
+            [
+              outcome(succeeded, 'whep_a', 'mine', 'succeeded', OK),
+              outcome(retried, 'whep_a', 'mine', 'pending', failure),
+              outcome(deleted, 'whep_gone', 'mine', 'succeeded', OK),
+            ],
+            at(61_000),
+          ),
+        );
       const done = await row(succeeded);
       assert.equal(done.state, 'succeeded');
       assert.equal(Number(done.attempt_count), 1);
@@ -149,13 +265,25 @@ for (const dialect of testDialects()) {
       assert.equal(theirs.lease_owner, 'theirs', 'the lease we lost is left to its holder');
       assert.equal(Number(theirs.attempt_count), 0);
       const attempts = await handle.db.selectFrom('webhook_attempts').selectAll().orderBy('status_code').execute();
-      assert.deepEqual(attempts.map((a) => [a.delivery_id, Number(a.status_code), a.response_excerpt]), [[succeeded, 200, 'fine'], [retried, 503, 'busy']], 'both attempts happened and are logged; the deleted delivery logs nothing');
+      assert.deepEqual(
+        attempts.map((a) => [a.delivery_id, Number(a.status_code), a.response_excerpt]),
+        [
+          [succeeded, 200, 'fine'],
+          [retried, 503, 'busy'],
+        ],
+        'both attempts happened and are logged; the deleted delivery logs nothing',
+      );
     });
 
     test('a dispatcher draining a backlog claims in batches, not once per delivery', async () => {
       const receiver = await startReceiver();
       const endpointConcurrency = 16;
-      const client = new CallbackClient({ timeoutMs: 5000, connectionsPerOrigin: endpointConcurrency, policy: new AddressPolicy(['loopback']), userAgent: 'test' });
+      const client = new CallbackClient({
+        timeoutMs: 5000,
+        connectionsPerOrigin: endpointConcurrency,
+        policy: new AddressPolicy(['loopback']),
+        userAgent: 'test',
+      });
       // Count the claim statements (the UPDATE that sets a lease) on the dispatcher's own connection.
       let claims = 0;
       const counting = openDatabase(database.url);
@@ -190,13 +318,25 @@ for (const dialect of testDialects()) {
           outbox: new Outbox(counting.dialect, () => undefined),
           client,
           log: pino({ level: 'silent' }),
-          settings: { concurrency: 64, endpointConcurrency, pollIntervalMs: 60_000, timeoutMs: 5000, retry: { scheduleMs: [0], retryAfterCapMs: 0 }, disableAfterMs: 86_400_000, headerName: 'Service', retentionMs: 86_400_000 * 30 },
+          settings: {
+            concurrency: 64,
+            endpointConcurrency,
+            pollIntervalMs: 60_000,
+            timeoutMs: 5000,
+            retry: { scheduleMs: [0], retryAfterCapMs: 0 },
+            disableAfterMs: 86_400_000,
+            headerName: 'Service',
+            retentionMs: 86_400_000 * 30,
+          },
         });
         dispatcher.start();
         await receiver.waitFor(total, 20_000);
         const ids = receiver.received.map((r) => r.headers['x-service-delivery']);
         assert.equal(new Set(ids).size, total, 'each delivery arrived once');
-        assert.ok(claims <= total / 2, `${claims} claims for ${total} deliveries: freed slots are gathered into one claim`);
+        assert.ok(
+          claims <= total / 2,
+          `${claims} claims for ${total} deliveries: freed slots are gathered into one claim`,
+        );
       } finally {
         await dispatcher?.stop(1000);
         await client.close();

@@ -16,7 +16,14 @@ import { toDbTime } from '../../src/db/codecs.ts';
 import { createTestDatabase, testDialects } from '../helpers/databases.ts';
 import { call } from '../helpers/http.ts';
 import { startServer, type TestServer } from '../helpers/server.ts';
-import { LOCAL_WEBHOOKS_ENV, registerEndpoint, startReceiver, waitUntil, WEBHOOK_SCOPES, type TestReceiver } from '../helpers/webhook-receiver.ts';
+import {
+  LOCAL_WEBHOOKS_ENV,
+  registerEndpoint,
+  startReceiver,
+  waitUntil,
+  WEBHOOK_SCOPES,
+  type TestReceiver,
+} from '../helpers/webhook-receiver.ts';
 
 /** Three attempts 0 s, ~100 ms, ~100 ms apart; the shortest allowed timeout; disable after the minimum of 60 s. */
 const ENV = {
@@ -53,7 +60,9 @@ const header = (headers: IncomingHttpHeaders, name: string): string => {
 };
 
 /** A receiver that answers 200 only after `delayMs` (the helper's receiver answers at once or never). */
-async function startDelayedReceiver(delayMs: number): Promise<{ url: string; received: string[]; answered: number; close(): Promise<void> }> {
+async function startDelayedReceiver(
+  delayMs: number,
+): Promise<{ url: string; received: string[]; answered: number; close(): Promise<void> }> {
   const sockets = new Set<Socket>();
   const state = { url: '', received: [] as string[], answered: 0, close: async () => {} };
   const server = createServer((request, response) => {
@@ -110,18 +119,31 @@ for (const dialect of testDialects()) {
     const delivery = async (id: string) => {
       const res = await call(server.url, 'GET', `/api/webhooks/deliveries/${id}`, { token });
       assert.equal(res.status, 200, res.text);
-      return res.json as { Id: string; State: string; AttemptCount: number; LastStatusCode: number | null; Attempts: Attempt[] };
+      return res.json as {
+        Id: string;
+        State: string;
+        AttemptCount: number;
+        LastStatusCode: number | null;
+        Attempts: Attempt[];
+      };
     };
     const settled = async (id: string, state: 'succeeded' | 'failed', timeoutMs = 10_000) => {
       let last: Awaited<ReturnType<typeof delivery>> | undefined;
-      await waitUntil(async () => (last = await delivery(id)).State === state, timeoutMs, () => `delivery ${id} ${state}; last: ${JSON.stringify(last)}`);
+      await waitUntil(
+        async () => (last = await delivery(id)).State === state,
+        timeoutMs,
+        () => `delivery ${id} ${state}; last: ${JSON.stringify(last)}`,
+      );
       return last!;
     };
     const endpoint = async (id: string) => (await call(server.url, 'GET', `/api/webhooks/${id}`, { token })).json;
     const disabledEvents = async () => {
       const res = await call(server.url, 'GET', '/api/events?type=webhook.endpoint.disabled&limit=500', { token });
       assert.equal(res.status, 200, res.text);
-      return res.json.Items as { Type: string; Data: { EndpointId: string; Reason: string; FailingSinceUtc: string } }[];
+      return res.json.Items as {
+        Type: string;
+        Data: { EndpointId: string; Reason: string; FailingSinceUtc: string };
+      }[];
     };
 
     test('independent verifiers (@octokit/webhooks-methods, standardwebhooks) accept the exact bytes and headers Signet sends', async () => {
@@ -131,7 +153,11 @@ for (const dialect of testDialects()) {
       const [got] = await r.waitFor(1);
       const { headers, body } = got!;
 
-      assert.equal(await verifyGithubSignature(secret, body, header(headers, 'x-service-signature-256')), true, 'GitHub-style signature');
+      assert.equal(
+        await verifyGithubSignature(secret, body, header(headers, 'x-service-signature-256')),
+        true,
+        'GitHub-style signature',
+      );
       const payload = new Webhook(secret).verify(body, headers as Record<string, string>) as Body;
       assert.equal(payload.Type, 'webhook.ping');
       // The verifiers are not trivially satisfied: one changed byte fails both.
@@ -158,10 +184,14 @@ for (const dialect of testDialects()) {
         assert.equal(res.status, 202);
         const [got] = await r.waitFor(1);
         const { headers, body } = got!;
-        assert.equal(await verifyGithubSignature(created.json.Secret, body, header(headers, 'x-acme-signature-256')), true);
+        assert.equal(
+          await verifyGithubSignature(created.json.Secret, body, header(headers, 'x-acme-signature-256')),
+          true,
+        );
         assert.equal(header(headers, 'x-acme-delivery'), res.json.Id);
         assert.equal(header(headers, 'x-acme-event'), 'webhook.ping');
-        for (const name of ['x-service-signature-256', 'x-service-delivery', 'x-service-event']) assert.equal(headers[name], undefined, name);
+        for (const name of ['x-service-signature-256', 'x-service-delivery', 'x-service-event'])
+          assert.equal(headers[name], undefined, name);
         new Webhook(created.json.Secret).verify(body, headers as Record<string, string>);
       } finally {
         await acme.close();
@@ -171,7 +201,10 @@ for (const dialect of testDialects()) {
     test('503 with Retry-After: 1 is retried no sooner than a second later with the same delivery id, a fresh Timestamp and the same OccurredAtUtc; the log keeps both attempts', async () => {
       const r = await receiver();
       const big = 'x'.repeat(10 * 1024);
-      r.answer = (_request, index) => (index === 0 ? { status: 503, headers: { 'retry-after': '1', 'content-type': 'text/plain' }, body: big } : { status: 200, body: 'thanks' });
+      r.answer = (_request, index) =>
+        index === 0
+          ? { status: 503, headers: { 'retry-after': '1', 'content-type': 'text/plain' }, body: big }
+          : { status: 200, body: 'thanks' };
       const { id, secret } = await register(r.url);
       const deliveryId = await ping(id);
       const done = await settled(deliveryId, 'succeeded');
@@ -182,7 +215,8 @@ for (const dialect of testDialects()) {
       assert.deepEqual([first.Attempt, second.Attempt], [1, 2]);
       assert.deepEqual([first.StatusCode, second.StatusCode], [503, 200]);
       assert.deepEqual([first.ErrorKind, second.ErrorKind], ['status', null]);
-      for (const a of done.Attempts) assert.ok(Number.isInteger(a.DurationMs) && a.DurationMs >= 0, `DurationMs ${a.DurationMs}`);
+      for (const a of done.Attempts)
+        assert.ok(Number.isInteger(a.DurationMs) && a.DurationMs >= 0, `DurationMs ${a.DurationMs}`);
       assert.equal(Buffer.byteLength(first.ResponseExcerpt ?? ''), 4096, 'the first 4 KiB of the 10 KiB answer');
       assert.equal(first.ResponseExcerpt, big.slice(0, 4096));
       assert.equal(second.ResponseExcerpt, 'thanks');
@@ -196,13 +230,24 @@ for (const dialect of testDialects()) {
       assert.equal(header(two!.headers, 'webhook-id'), deliveryId);
       assert.equal(two!.body.Id, one!.body.Id);
       assert.equal(two!.body.OccurredAtUtc, one!.body.OccurredAtUtc);
-      assert.ok(Date.parse(two!.body.Timestamp) > Date.parse(one!.body.Timestamp), `Timestamp ${one!.body.Timestamp} then ${two!.body.Timestamp}`);
+      assert.ok(
+        Date.parse(two!.body.Timestamp) > Date.parse(one!.body.Timestamp),
+        `Timestamp ${one!.body.Timestamp} then ${two!.body.Timestamp}`,
+      );
       assert.ok(Number(header(two!.headers, 'webhook-timestamp')) > Number(header(one!.headers, 'webhook-timestamp')));
       done.Attempts.forEach((a, i) => {
         const sent = r.received[i]!;
         const seconds = Math.floor(Date.parse(a.StartedAtUtc) / 1000);
-        assert.equal(Number(header(sent.headers, 'webhook-timestamp')), seconds, 'webhook-timestamp is the attempt start');
-        assert.equal(Date.parse((JSON.parse(sent.body) as Body).Timestamp), seconds * 1000, 'Timestamp is the attempt start');
+        assert.equal(
+          Number(header(sent.headers, 'webhook-timestamp')),
+          seconds,
+          'webhook-timestamp is the attempt start',
+        );
+        assert.equal(
+          Date.parse((JSON.parse(sent.body) as Body).Timestamp),
+          seconds * 1000,
+          'Timestamp is the attempt start',
+        );
         // Each attempt is signed over its own bytes.
         new Webhook(secret).verify(sent.body, sent.headers as Record<string, string>);
       });
@@ -238,7 +283,10 @@ for (const dialect of testDialects()) {
           [null, 200],
         ],
       );
-      assert.ok(done.Attempts[0]!.DurationMs >= 4900, `the attempt waited the whole 5 s timeout (${done.Attempts[0]!.DurationMs} ms)`);
+      assert.ok(
+        done.Attempts[0]!.DurationMs >= 4900,
+        `the attempt waited the whole 5 s timeout (${done.Attempts[0]!.DurationMs} ms)`,
+      );
       assert.equal(r.received.length, 2);
     });
 
@@ -304,7 +352,10 @@ for (const dialect of testDialects()) {
       );
       for (const d of fineDone) {
         assert.equal(d.AttemptCount, 1, d.Id);
-        assert.deepEqual(d.Attempts.map((a) => a.ResponseExcerpt), ['fine']);
+        assert.deepEqual(
+          d.Attempts.map((a) => a.ResponseExcerpt),
+          ['fine'],
+        );
       }
       for (const r of [nul, ...fine]) assert.equal(r.received.length, 1, 'each delivered exactly once');
     });
@@ -334,7 +385,11 @@ for (const dialect of testDialects()) {
       assert.equal(again.Attempts.length, 3);
       assert.equal(r.received.filter((d) => d.headers['x-service-delivery'] === first).length, 3);
       assert.equal(r.received.length, 6);
-      assert.equal((await endpoint(id)).Enabled, true, 'failing for less than WEBHOOK_DISABLE_AFTER keeps the endpoint enabled');
+      assert.equal(
+        (await endpoint(id)).Enabled,
+        true,
+        'failing for less than WEBHOOK_DISABLE_AFTER keeps the endpoint enabled',
+      );
     });
 
     test('410 Gone disables the endpoint at once (DisabledReason "gone") and records a webhook.endpoint.disabled event', async () => {
@@ -348,10 +403,18 @@ for (const dialect of testDialects()) {
       assert.equal(after.Enabled, false);
       assert.equal(after.DisabledReason, 'gone');
       let events: Awaited<ReturnType<typeof disabledEvents>> = [];
-      await waitUntil(async () => (events = (await disabledEvents()).filter((e) => e.Data.EndpointId === id)).length === 1, 5000, () => 'webhook.endpoint.disabled event');
+      await waitUntil(
+        async () => (events = (await disabledEvents()).filter((e) => e.Data.EndpointId === id)).length === 1,
+        5000,
+        () => 'webhook.endpoint.disabled event',
+      );
       assert.equal(events[0]!.Data.Reason, 'gone');
       assert.equal(events[0]!.Type, 'webhook.endpoint.disabled');
-      assert.equal((await call(server.url, 'POST', `/api/webhooks/${id}/ping`, { token })).status, 409, 'a disabled endpoint gets nothing more');
+      assert.equal(
+        (await call(server.url, 'POST', `/api/webhooks/${id}/ping`, { token })).status,
+        409,
+        'a disabled endpoint gets nothing more',
+      );
       assert.equal(r.received.length, 1);
     });
 
@@ -366,7 +429,11 @@ for (const dialect of testDialects()) {
 
       // 60 s is the shortest WEBHOOK_DISABLE_AFTER: move the start of the run two minutes back instead of waiting.
       const since = new Date(Date.now() - 120_000);
-      await server.app.database.db.updateTable('webhook_endpoints').set({ failing_since: toDbTime(since) }).where('id', '=', id).execute();
+      await server.app.database.db
+        .updateTable('webhook_endpoints')
+        .set({ failing_since: toDbTime(since) })
+        .where('id', '=', id)
+        .execute();
       const next = await ping(id);
       const done = await settled(next, 'failed');
       assert.equal(done.AttemptCount, 1, 'disabling fails what waits for the endpoint');
@@ -374,7 +441,11 @@ for (const dialect of testDialects()) {
       assert.equal(disabled.Enabled, false);
       assert.equal(disabled.DisabledReason, 'failing');
       let events: Awaited<ReturnType<typeof disabledEvents>> = [];
-      await waitUntil(async () => (events = (await disabledEvents()).filter((e) => e.Data.EndpointId === id)).length === 1, 5000, () => 'webhook.endpoint.disabled event');
+      await waitUntil(
+        async () => (events = (await disabledEvents()).filter((e) => e.Data.EndpointId === id)).length === 1,
+        5000,
+        () => 'webhook.endpoint.disabled event',
+      );
       assert.equal(events[0]!.Data.Reason, 'failing');
       assert.equal(Date.parse(events[0]!.Data.FailingSinceUtc), since.getTime());
     });
@@ -388,7 +459,11 @@ for (const dialect of testDialects()) {
       assert.equal(res.status, 202, res.text);
       assert.equal(res.json.Id, deliveryId);
       await r.waitFor(2);
-      await waitUntil(async () => (await delivery(deliveryId)).Attempts.length === 2, 5000, () => 'second attempt logged');
+      await waitUntil(
+        async () => (await delivery(deliveryId)).Attempts.length === 2,
+        5000,
+        () => 'second attempt logged',
+      );
       const done = await settled(deliveryId, 'succeeded');
       assert.deepEqual(
         done.Attempts.map((a) => [a.Attempt, a.StatusCode]),
@@ -401,14 +476,22 @@ for (const dialect of testDialects()) {
         r.received.map((d) => d.headers['x-service-delivery']),
         [deliveryId, deliveryId],
       );
-      assert.equal((JSON.parse(r.received[1]!.body) as Body).Id, (JSON.parse(r.received[0]!.body) as Body).Id, 'the same event');
+      assert.equal(
+        (JSON.parse(r.received[1]!.body) as Body).Id,
+        (JSON.parse(r.received[0]!.body) as Body).Id,
+        'the same event',
+      );
 
       // A delivery waiting for its next attempt (Retry-After: an hour) is still pending: nothing to redeliver.
       const waiting = await receiver();
       waiting.answer = () => ({ status: 503, headers: { 'retry-after': '3600' } });
       const other = await register(waiting.url);
       const pendingId = await ping(other.id);
-      await waitUntil(async () => (await delivery(pendingId)).AttemptCount === 1, 5000, () => 'first attempt of the waiting delivery');
+      await waitUntil(
+        async () => (await delivery(pendingId)).AttemptCount === 1,
+        5000,
+        () => 'first attempt of the waiting delivery',
+      );
       const pending = await delivery(pendingId);
       assert.equal(pending.State, 'pending');
       const refused = await call(server.url, 'POST', `/api/webhooks/deliveries/${pendingId}/redeliver`, { token });
@@ -453,7 +536,8 @@ for (const dialect of testDialects()) {
 
       // B got everything while A's first attempts are still hanging (they end at the 5 s timeout).
       assert.equal(slow.received.length, 2, 'A never has more than WEBHOOK_ENDPOINT_CONCURRENCY in flight');
-      for (const d of queued) assert.equal((await delivery(d)).Attempts.length, 0, `${d} has not finished an attempt yet`);
+      for (const d of queued)
+        assert.equal((await delivery(d)).Attempts.length, 0, `${d} has not finished an attempt yet`);
       assert.deepEqual(fast.received.map((d) => d.headers['x-service-delivery']).sort(), [...sent].sort());
       // Stop delivering to A: deleting it removes its deliveries; closing the receiver ends the hung requests.
       assert.equal((await call(server.url, 'DELETE', `/api/webhooks/${a.id}`, { token })).status, 204);
@@ -465,7 +549,11 @@ for (const dialect of testDialects()) {
       const slow = await register(`${r.url}/slow`);
       const quick = await register(`${r.url}/quick`);
       const held = [await ping(slow.id), await ping(slow.id)];
-      await waitUntil(() => r.received.length === 2, 10_000, () => 'the slow endpoint has its share in flight');
+      await waitUntil(
+        () => r.received.length === 2,
+        10_000,
+        () => 'the slow endpoint has its share in flight',
+      );
       const deliveryId = await ping(quick.id);
       const done = await settled(deliveryId, 'succeeded', 15_000);
 
@@ -491,19 +579,29 @@ for (const dialect of testDialects()) {
         const res = await call(server.url, 'POST', `/api/webhooks/${created.json.Id}/ping`, { token });
         assert.equal(res.status, 202);
         const deliveryId = res.json.Id as string;
-        await waitUntil(() => r.received.length === 1, 10_000, () => 'the attempt reached the receiver');
+        await waitUntil(
+          () => r.received.length === 1,
+          10_000,
+          () => 'the attempt reached the receiver',
+        );
         assert.equal(r.answered, 0, 'still in flight when the server closes');
         await server.close();
         server = undefined;
 
         const handle = openDatabase(database.url);
         try {
-          const rows = await handle.db.selectFrom('webhook_deliveries').select(['id', 'state', 'lease_owner', 'lease_until', 'attempt_count']).execute();
+          const rows = await handle.db
+            .selectFrom('webhook_deliveries')
+            .select(['id', 'state', 'lease_owner', 'lease_until', 'attempt_count'])
+            .execute();
           assert.deepEqual(
             rows.map((row) => ({ ...row, attempt_count: Number(row.attempt_count) })),
             [{ id: deliveryId, state: 'succeeded', lease_owner: null, lease_until: null, attempt_count: 1 }],
           );
-          const attempts = await handle.db.selectFrom('webhook_attempts').select(['delivery_id', 'status_code']).execute();
+          const attempts = await handle.db
+            .selectFrom('webhook_attempts')
+            .select(['delivery_id', 'status_code'])
+            .execute();
           assert.deepEqual(
             attempts.map((a) => ({ ...a, status_code: Number(a.status_code) })),
             [{ delivery_id: deliveryId, status_code: 200 }],

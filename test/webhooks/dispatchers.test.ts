@@ -9,11 +9,23 @@ import { createServer, type IncomingHttpHeaders } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { after, describe, test } from 'node:test';
 import pg from 'pg';
-import { createTestDatabase, TEST_WEBHOOK_SECRET_KEY, testDialects, type TestDatabase, type TestDialect } from '../helpers/databases.ts';
+import {
+  createTestDatabase,
+  TEST_WEBHOOK_SECRET_KEY,
+  testDialects,
+  type TestDatabase,
+  type TestDialect,
+} from '../helpers/databases.ts';
 import { call, CUSTOMER } from '../helpers/http.ts';
 import { createTestIssuer, TEST_ISSUER, TEST_RESOURCE } from '../helpers/tokens.ts';
 import { startServer, type TestServer } from '../helpers/server.ts';
-import { LOCAL_WEBHOOKS_ENV, registerEndpoint, startReceiver, waitUntil, WEBHOOK_SCOPES } from '../helpers/webhook-receiver.ts';
+import {
+  LOCAL_WEBHOOKS_ENV,
+  registerEndpoint,
+  startReceiver,
+  waitUntil,
+  WEBHOOK_SCOPES,
+} from '../helpers/webhook-receiver.ts';
 
 const BIN = new URL('../../bin/signet.js', import.meta.url).pathname;
 
@@ -47,7 +59,14 @@ async function kill(d: Dispatcher, signal: NodeJS.Signals): Promise<void> {
 /** Starts `signet <command>` and resolves once its output matches `ready`. */
 async function startChild(command: string, ready: RegExp, env: Record<string, string>): Promise<Dispatcher> {
   const child = spawn(process.execPath, [BIN, command], {
-    env: { ...process.env, ...LOCAL_WEBHOOKS_ENV, WEBHOOK_SECRET_KEY: TEST_WEBHOOK_SECRET_KEY, WEBHOOK_TIMEOUT: '5s', LOG_LEVEL: 'info', ...env },
+    env: {
+      ...process.env,
+      ...LOCAL_WEBHOOKS_ENV,
+      WEBHOOK_SECRET_KEY: TEST_WEBHOOK_SECRET_KEY,
+      WEBHOOK_TIMEOUT: '5s',
+      LOG_LEVEL: 'info',
+      ...env,
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';
@@ -73,9 +92,15 @@ function startDispatcher(databaseUrl: string, env: Record<string, string> = {}):
 }
 
 /** An API server that leaves dispatching to `signet dispatcher` processes, on a database the test knows the URL of. */
-async function startApi(dialect: TestDialect): Promise<{ server: TestServer; database: TestDatabase; token: string; close(): Promise<void> }> {
+async function startApi(
+  dialect: TestDialect,
+): Promise<{ server: TestServer; database: TestDatabase; token: string; close(): Promise<void> }> {
   const database = await createTestDatabase(dialect);
-  const server = await startServer(dialect, { ...LOCAL_WEBHOOKS_ENV, WEBHOOK_DISPATCHER: 'false', DATABASE_URL: database.url });
+  const server = await startServer(dialect, {
+    ...LOCAL_WEBHOOKS_ENV,
+    WEBHOOK_DISPATCHER: 'false',
+    DATABASE_URL: database.url,
+  });
   const token = await server.issuer.clientToken(WEBHOOK_SCOPES);
   return {
     server,
@@ -118,7 +143,8 @@ async function startCountingReceiver(delayMs: number) {
     answeredAt: [] as number[],
     gate: undefined as Promise<void> | undefined,
   };
-  const dispatcherOf = (headers: IncomingHttpHeaders) => Object.keys(headers).find((h) => /^x-.+-delivery$/.test(h)) ?? '?';
+  const dispatcherOf = (headers: IncomingHttpHeaders) =>
+    Object.keys(headers).find((h) => /^x-.+-delivery$/.test(h)) ?? '?';
   const server = createServer((request, response) => {
     request.resume();
     request.on('end', () => {
@@ -167,7 +193,10 @@ for (const dialect of testDialects()) {
         const deliveryId = String(hung!.headers['x-service-delivery']);
 
         const db = api.server.app.database.db;
-        const leased = await db.selectFrom('webhook_deliveries').select(['id', 'state', 'lease_owner', 'lease_until']).executeTakeFirstOrThrow();
+        const leased = await db
+          .selectFrom('webhook_deliveries')
+          .select(['id', 'state', 'lease_owner', 'lease_until'])
+          .executeTakeFirstOrThrow();
         assert.equal(leased.id, deliveryId);
         assert.equal(leased.state, 'pending');
         assert.ok(leased.lease_owner, 'the first dispatcher holds the lease');
@@ -186,7 +215,9 @@ for (const dialect of testDialects()) {
         let attempts: Attempt[] = [];
         await waitUntil(
           async () => {
-            const res = await call(api.server.url, 'GET', `/api/webhooks/deliveries/${deliveryId}`, { token: api.token });
+            const res = await call(api.server.url, 'GET', `/api/webhooks/deliveries/${deliveryId}`, {
+              token: api.token,
+            });
             attempts = res.json.Attempts;
             return res.json.State === 'succeeded';
           },
@@ -198,8 +229,13 @@ for (const dialect of testDialects()) {
           attempts.map((a) => [a.Attempt, a.StatusCode]),
           [[1, 200]],
         );
-        assert.ok(Date.parse(attempts[0]!.StartedAtUtc) >= leaseUntil, `retaken at ${attempts[0]!.StartedAtUtc}, not before the lease ran out at ${new Date(leaseUntil).toISOString()}`);
-        const list = await call(api.server.url, 'GET', `/api/webhooks/${endpoint.json.Id}/deliveries`, { token: api.token });
+        assert.ok(
+          Date.parse(attempts[0]!.StartedAtUtc) >= leaseUntil,
+          `retaken at ${attempts[0]!.StartedAtUtc}, not before the lease ran out at ${new Date(leaseUntil).toISOString()}`,
+        );
+        const list = await call(api.server.url, 'GET', `/api/webhooks/${endpoint.json.Id}/deliveries`, {
+          token: api.token,
+        });
         assert.deepEqual(
           list.json.Items.map((d: { Id: string }) => d.Id),
           [deliveryId],
@@ -240,7 +276,12 @@ for (const dialect of testDialects()) {
         const request = async (method: string, path: string, body?: unknown) => {
           const headers: Record<string, string> = { authorization: `Bearer ${token}` };
           if (body !== undefined) headers['content-type'] = 'application/json';
-          const res = await fetch(`${base}${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body), signal: AbortSignal.timeout(5000) });
+          const res = await fetch(`${base}${path}`, {
+            method,
+            headers,
+            body: body === undefined ? undefined : JSON.stringify(body),
+            signal: AbortSignal.timeout(5000),
+          });
           return { status: res.status, json: (await res.json()) as { Id: string } };
         };
         const register = async (url: string) => {
@@ -248,14 +289,19 @@ for (const dialect of testDialects()) {
           assert.equal(res.status, 201);
           return res.json.Id;
         };
-        const ping = async (id: string) => assert.equal((await request('POST', `/api/webhooks/${id}/ping`)).status, 202);
+        const ping = async (id: string) =>
+          assert.equal((await request('POST', `/api/webhooks/${id}/ping`)).status, 202);
         const a = await register(slow[0]!.state.url);
         const b = await register(slow[1]!.state.url);
         const c = await register(fast.url);
 
         await ping(a);
         await ping(b);
-        await waitUntil(() => slow.every((r) => r.state.total === 1), 10_000, () => 'both slots busy');
+        await waitUntil(
+          () => slow.every((r) => r.state.total === 1),
+          10_000,
+          () => 'both slots busy',
+        );
         await ping(c); // wakes the dispatcher while it has no room
         assert.equal((await request('GET', `/api/webhooks/${c}`)).status, 200, 'the process still answers');
         assert.equal(fast.received.length, 0, 'no slot for the new delivery yet');
@@ -263,7 +309,11 @@ for (const dialect of testDialects()) {
         open();
         const [got] = await fast.waitFor(1, 10_000);
         assert.ok(got!.receivedAt >= opened, 'the new delivery went out once a slot freed');
-        await waitUntil(() => slow.every((r) => r.state.answeredAt.length === 1), 10_000, () => 'both slow deliveries answered');
+        await waitUntil(
+          () => slow.every((r) => r.state.answeredAt.length === 1),
+          10_000,
+          () => 'both slow deliveries answered',
+        );
       } finally {
         await Promise.all([...children].map((d) => kill(d, 'SIGTERM')));
         await Promise.all(slow.map((r) => r.close()));
@@ -282,15 +332,19 @@ if (testDialects().includes('postgres')) {
       const api = await startApi('postgres');
       const receiver = await startCountingReceiver(5);
       const createOrders = async (n: number) => {
-        for (let i = 0; i < n; i += 50) await Promise.all(Array.from({ length: Math.min(50, n - i) }, () => createOrder(api.server, api.token)));
+        for (let i = 0; i < n; i += 50)
+          await Promise.all(Array.from({ length: Math.min(50, n - i) }, () => createOrder(api.server, api.token)));
       };
       try {
-        for (let e = 0; e < ENDPOINTS; e++) await registerEndpoint(api.server, api.token, `${receiver.state.url}/hook/${e}`, ['order.created']);
+        for (let e = 0; e < ENDPOINTS; e++)
+          await registerEndpoint(api.server, api.token, `${receiver.state.url}/hook/${e}`, ['order.created']);
         // Half of them wait before any dispatcher runs (all three claim from one backlog at once), half
         // are committed while they run (NOTIFY wakes all three for each).
         await createOrders(ORDERS / 2);
         // Each process names its headers differently, so the receiver can tell who sent what.
-        await Promise.all(['One', 'Two', 'Three'].map((name) => startDispatcher(api.database.url, { WEBHOOK_HEADER_NAME: name })));
+        await Promise.all(
+          ['One', 'Two', 'Three'].map((name) => startDispatcher(api.database.url, { WEBHOOK_HEADER_NAME: name })),
+        );
         await createOrders(ORDERS / 2);
 
         const db = api.server.app.database.db;
@@ -301,14 +355,33 @@ if (testDialects().includes('postgres')) {
         };
         const total = ORDERS * ENDPOINTS;
         assert.equal(await countWhere(), total, 'one delivery per order.created event and endpoint');
-        await waitUntil(async () => (await countWhere('succeeded')) === total, 45_000, () => `all succeeded; received ${receiver.state.seen.size} distinct`);
+        await waitUntil(
+          async () => (await countWhere('succeeded')) === total,
+          45_000,
+          () => `all succeeded; received ${receiver.state.seen.size} distinct`,
+        );
 
         const ids = (await db.selectFrom('webhook_deliveries').select('id').execute()).map((r) => r.id);
-        assert.deepEqual([...receiver.state.seen.keys()].sort(), ids.sort(), 'every delivery arrived, and nothing else');
+        assert.deepEqual(
+          [...receiver.state.seen.keys()].sort(),
+          ids.sort(),
+          'every delivery arrived, and nothing else',
+        );
         assert.deepEqual(receiver.state.overlaps, [], 'no delivery was ever in flight twice at once');
-        const attempts = Number((await db.selectFrom('webhook_attempts').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()).n);
+        const attempts = Number(
+          (
+            await db
+              .selectFrom('webhook_attempts')
+              .select((eb) => eb.fn.countAll<number>().as('n'))
+              .executeTakeFirstOrThrow()
+          ).n,
+        );
         assert.equal(attempts, receiver.state.total, 'every request the receiver answered is in the attempt log');
-        assert.deepEqual([...receiver.state.byDispatcher.keys()].sort(), ['x-one-delivery', 'x-three-delivery', 'x-two-delivery'], `all three dispatchers took part: ${JSON.stringify([...receiver.state.byDispatcher])}`);
+        assert.deepEqual(
+          [...receiver.state.byDispatcher.keys()].sort(),
+          ['x-one-delivery', 'x-three-delivery', 'x-two-delivery'],
+          `all three dispatchers took part: ${JSON.stringify([...receiver.state.byDispatcher])}`,
+        );
       } finally {
         await Promise.all([...children].map((d) => kill(d, 'SIGTERM')));
         await receiver.close();
@@ -327,7 +400,13 @@ if (testDialects().includes('postgres')) {
         await startDispatcher(api.database.url, { WEBHOOK_POLL_INTERVAL: '60s', PGAPPNAME: appName });
         // The dispatcher's LISTEN connection is up (it names itself through PGAPPNAME).
         await waitUntil(
-          async () => (await admin.query(`select 1 from pg_stat_activity where application_name = $1 and query ilike 'LISTEN %'`, [appName])).rowCount === 1,
+          async () =>
+            (
+              await admin.query(
+                `select 1 from pg_stat_activity where application_name = $1 and query ilike 'LISTEN %'`,
+                [appName],
+              )
+            ).rowCount === 1,
           10_000,
           () => 'the dispatcher LISTENs',
         );
@@ -335,7 +414,13 @@ if (testDialects().includes('postgres')) {
           await createOrder(api.server, api.token);
           const got = await receiver.waitFor(n, 5000);
           const deliveryId = String(got[n - 1]!.headers['x-service-delivery']);
-          await waitUntil(async () => (await call(api.server.url, 'GET', `/api/webhooks/deliveries/${deliveryId}`, { token: api.token })).json.State === 'succeeded', 5000, () => `${deliveryId} recorded`);
+          await waitUntil(
+            async () =>
+              (await call(api.server.url, 'GET', `/api/webhooks/deliveries/${deliveryId}`, { token: api.token })).json
+                .State === 'succeeded',
+            5000,
+            () => `${deliveryId} recorded`,
+          );
         }
         assert.equal(receiver.received.length, 2);
         assert.deepEqual(

@@ -19,24 +19,50 @@ for (const dialect of testDialects()) {
   test(`[${dialect}] a client racing 80 registrations through two processes gets exactly ${MAX_ENDPOINTS_PER_OWNER} endpoints, and 409 limit-reached for the rest`, async () => {
     const database = await createTestDatabase(dialect);
     const server = await startServer(dialect, { DATABASE_URL: database.url });
-    const env = { DATABASE_URL: database.url, PORT: '0', HOST: '127.0.0.1', AUTH_ISSUER: TEST_ISSUER, API_RESOURCE: TEST_RESOURCE, AUTH_JWKS_FILE: server.issuer.jwksFile, RATE_LIMIT_MAX: '100000', WEBHOOK_SECRET_KEY: TEST_WEBHOOK_SECRET_KEY, WEBHOOK_DISPATCHER: 'false', MAX_EVENT_LOOP_DELAY_MS: '0', LOG_LEVEL: 'info' };
-    const child = spawn(process.execPath, [BIN, 'serve'], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const env = {
+      DATABASE_URL: database.url,
+      PORT: '0',
+      HOST: '127.0.0.1',
+      AUTH_ISSUER: TEST_ISSUER,
+      API_RESOURCE: TEST_RESOURCE,
+      AUTH_JWKS_FILE: server.issuer.jwksFile,
+      RATE_LIMIT_MAX: '100000',
+      WEBHOOK_SECRET_KEY: TEST_WEBHOOK_SECRET_KEY,
+      WEBHOOK_DISPATCHER: 'false',
+      MAX_EVENT_LOOP_DELAY_MS: '0',
+      LOG_LEVEL: 'info',
+    };
+    const child = spawn(process.execPath, [BIN, 'serve'], {
+      env: { ...process.env, ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
     let output = '';
     child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
     child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
     try {
-      await waitUntil(() => LISTENING.test(output) || child.exitCode !== null, 15_000, () => `signet serve did not start: ${output}`);
+      await waitUntil(
+        () => LISTENING.test(output) || child.exitCode !== null,
+        15_000,
+        () => `signet serve did not start: ${output}`,
+      );
       const other = LISTENING.exec(output)?.[1];
       assert.ok(other, `signet serve exited: ${output}`);
       const token = await server.issuer.clientToken(WEBHOOK_SCOPES, 'racing-client');
       const body = { Url: 'https://example.com/hook', Events: ['order.deleted'] };
-      const raced = await Promise.all(Array.from({ length: 80 }, (_, i) => call(i % 2 ? other : server.url, 'POST', '/api/webhooks', { token, body })));
+      const raced = await Promise.all(
+        Array.from({ length: 80 }, (_, i) =>
+          call(i % 2 ? other : server.url, 'POST', '/api/webhooks', { token, body }),
+        ),
+      );
       const statuses = raced.map((r) => r.status);
       assert.equal(statuses.filter((s) => s === 201).length, MAX_ENDPOINTS_PER_OWNER, JSON.stringify(statuses));
       assert.equal(statuses.filter((s) => s === 409).length, 80 - MAX_ENDPOINTS_PER_OWNER, JSON.stringify(statuses));
       assert.ok(raced.filter((r) => r.status === 409).every((r) => String(r.json.type).endsWith('/limit-reached')));
-      assert.equal((await call(server.url, 'GET', '/api/webhooks', { token })).json.Items.length, MAX_ENDPOINTS_PER_OWNER);
+      assert.equal(
+        (await call(server.url, 'GET', '/api/webhooks', { token })).json.Items.length,
+        MAX_ENDPOINTS_PER_OWNER,
+      );
     } finally {
       child.kill('SIGTERM');
       await exited;

@@ -11,7 +11,15 @@ import { toDbTime } from '../../src/db/codecs.ts';
 import { testDialects } from '../helpers/databases.ts';
 import { call, CUSTOMER, type CallResult } from '../helpers/http.ts';
 import { startServer, type TestServer } from '../helpers/server.ts';
-import { LOCAL_WEBHOOKS_ENV, registerEndpoint, startReceiver, waitUntil, WEBHOOK_SCOPES, type ReceivedDelivery, type TestReceiver } from '../helpers/webhook-receiver.ts';
+import {
+  LOCAL_WEBHOOKS_ENV,
+  registerEndpoint,
+  startReceiver,
+  waitUntil,
+  WEBHOOK_SCOPES,
+  type ReceivedDelivery,
+  type TestReceiver,
+} from '../helpers/webhook-receiver.ts';
 
 const MERGE = 'application/merge-patch+json';
 const OTHER_CUSTOMER = '9b2c1f00-7d3e-4a51-8c6f-1e2d3c4b5a69';
@@ -26,7 +34,11 @@ interface EventItem {
 }
 
 function problemType(res: CallResult): string {
-  return String(res.json?.type ?? '').split('/').at(-1) ?? '';
+  return (
+    String(res.json?.type ?? '')
+      .split('/')
+      .at(-1) ?? ''
+  );
 }
 
 function withoutLinks(value: Record<string, unknown>): Record<string, unknown> {
@@ -54,7 +66,10 @@ for (const dialect of testDialects()) {
     });
 
     const createOrder = async (customerId = CUSTOMER, total = 10, tok = token): Promise<CallResult> => {
-      const res = await call(server.url, 'POST', '/api/orders', { token: tok, body: { CustomerId: customerId, Total: total } });
+      const res = await call(server.url, 'POST', '/api/orders', {
+        token: tok,
+        body: { CustomerId: customerId, Total: total },
+      });
       assert.equal(res.status, 201, res.text);
       return res;
     };
@@ -65,7 +80,11 @@ for (const dialect of testDialects()) {
     };
 
     /** Every event after `after` visible to `tok`, following the next links; and where to resume. */
-    async function readAll(after: string | undefined, tok = token, query = ''): Promise<{ items: EventItem[]; cursor: string }> {
+    async function readAll(
+      after: string | undefined,
+      tok = token,
+      query = '',
+    ): Promise<{ items: EventItem[]; cursor: string }> {
       const items: EventItem[] = [];
       let path = `/api/events?limit=500${after === undefined ? '' : `&after=${after}`}${query}`;
       for (;;) {
@@ -79,7 +98,11 @@ for (const dialect of testDialects()) {
     }
 
     /** Polls until `condition` holds for the events after `after` (on PostgreSQL a commit can take a moment to be listed). */
-    async function eventsAfter(after: string, condition: (items: EventItem[]) => boolean, tok = token): Promise<EventItem[]> {
+    async function eventsAfter(
+      after: string,
+      condition: (items: EventItem[]) => boolean,
+      tok = token,
+    ): Promise<EventItem[]> {
       let items: EventItem[] = [];
       await waitUntil(
         async () => condition((items = (await readAll(after, tok)).items)),
@@ -107,14 +130,22 @@ for (const dialect of testDialects()) {
     /** The deliveries the receiver got for these event ids, by event id. */
     async function receivedFor(eventIds: string[]): Promise<Map<string, ReceivedDelivery>> {
       const byEvent = () => new Map(receiver.received.map((d) => [JSON.parse(d.body).Id as string, d]));
-      await waitUntil(() => eventIds.every((id) => byEvent().has(id)), 10_000, () => `received ${receiver.received.length} deliveries`);
+      await waitUntil(
+        () => eventIds.every((id) => byEvent().has(id)),
+        10_000,
+        () => `received ${receiver.received.length} deliveries`,
+      );
       return byEvent();
     }
 
     test('each order change emits its event, listed at /api/events and delivered with X-Service-Event = Type', async () => {
       const start = await syncedCursor();
       const a = (await createOrder()).json.Id as number;
-      const updated = await call(server.url, 'PATCH', `/api/orders/${a}`, { token, body: { Total: 12.5 }, contentType: MERGE });
+      const updated = await call(server.url, 'PATCH', `/api/orders/${a}`, {
+        token,
+        body: { Total: 12.5 },
+        contentType: MERGE,
+      });
       assert.equal(updated.status, 200);
       const states: Record<string, CallResult> = { 'order.updated': updated };
       states['order.paid'] = await act(a, 'pay');
@@ -135,12 +166,23 @@ for (const dialect of testDialects()) {
         [b, 'order.deleted'],
       ];
       const events = await eventsAfter(start, (items) => items.length >= expected.length);
-      assert.deepEqual(events.map((e) => [e.Data.Id, e.Type]), expected, 'every change, once, in commit order');
+      assert.deepEqual(
+        events.map((e) => [e.Data.Id, e.Type]),
+        expected,
+        'every change, once, in commit order',
+      );
       for (const event of events.filter((e) => e.Data.Id === a && e.Type !== 'order.created')) {
-        assert.deepEqual(withoutLinks(event.Data), withoutLinks(states[event.Type]!.json), `${event.Type}: Data is the order after the change`);
+        assert.deepEqual(
+          withoutLinks(event.Data),
+          withoutLinks(states[event.Type]!.json),
+          `${event.Type}: Data is the order after the change`,
+        );
       }
       assert.equal(events[1]!.Data.Total, 12.5);
-      assert.deepEqual([events[0]!.Data.Status, events[2]!.Data.Status, events[3]!.Data.Status, events[4]!.Data.Status], ['pending', 'paid', 'shipped', 'delivered']);
+      assert.deepEqual(
+        [events[0]!.Data.Status, events[2]!.Data.Status, events[3]!.Data.Status, events[4]!.Data.Status],
+        ['pending', 'paid', 'shipped', 'delivered'],
+      );
       const deleted = events[7]!;
       assert.ok(!('_links' in deleted.Data), 'a deleted order has nothing left to link to');
       assert.deepEqual(deleted.Data, withoutLinks(cancelled.json), 'order.deleted carries the order as it was');
@@ -159,10 +201,21 @@ for (const dialect of testDialects()) {
     test('a PATCH that changes Total and pays emits order.updated then order.paid', async () => {
       const start = await syncedCursor();
       const id = (await createOrder()).json.Id as number;
-      const res = await call(server.url, 'PATCH', `/api/orders/${id}`, { token, body: { Total: 20, Status: 'paid' }, contentType: MERGE });
+      const res = await call(server.url, 'PATCH', `/api/orders/${id}`, {
+        token,
+        body: { Total: 20, Status: 'paid' },
+        contentType: MERGE,
+      });
       assert.equal(res.status, 200, res.text);
       const events = await eventsAfter(start, (items) => items.length >= 3);
-      assert.deepEqual(events.map((e) => [e.Type, e.Data.Status, e.Data.Total]), [['order.created', 'pending', 10], ['order.updated', 'paid', 20], ['order.paid', 'paid', 20]]);
+      assert.deepEqual(
+        events.map((e) => [e.Type, e.Data.Status, e.Data.Total]),
+        [
+          ['order.created', 'pending', 10],
+          ['order.updated', 'paid', 20],
+          ['order.paid', 'paid', 20],
+        ],
+      );
     });
 
     test('a refused change emits nothing; an Idempotency-Key replay emits no second event', async () => {
@@ -170,25 +223,74 @@ for (const dialect of testDialects()) {
       await act(paid, 'pay');
       const pending = await createOrder();
       const staleTag = pending.headers.get('etag')!;
-      assert.equal((await call(server.url, 'PATCH', `/api/orders/${pending.json.Id}`, { token, body: { Total: 11 }, contentType: MERGE })).status, 200);
+      assert.equal(
+        (
+          await call(server.url, 'PATCH', `/api/orders/${pending.json.Id}`, {
+            token,
+            body: { Total: 11 },
+            contentType: MERGE,
+          })
+        ).status,
+        200,
+      );
       const start = await syncedCursor();
 
-      assert.equal((await call(server.url, 'POST', `/api/orders/${paid}/pay`, { token })).status, 409, 'paying a paid order');
+      assert.equal(
+        (await call(server.url, 'POST', `/api/orders/${paid}/pay`, { token })).status,
+        409,
+        'paying a paid order',
+      );
       assert.equal((await call(server.url, 'POST', `/api/orders/${paid}/cancel`, { token })).status, 409);
       assert.equal((await call(server.url, 'DELETE', `/api/orders/${paid}`, { token })).status, 409);
-      assert.equal((await call(server.url, 'PATCH', `/api/orders/${paid}`, { token, body: { Total: 99 }, contentType: MERGE })).status, 409);
-      const stale = await call(server.url, 'PATCH', `/api/orders/${pending.json.Id}`, { token, body: { Total: 13 }, contentType: MERGE, headers: { 'if-match': staleTag } });
+      assert.equal(
+        (await call(server.url, 'PATCH', `/api/orders/${paid}`, { token, body: { Total: 99 }, contentType: MERGE }))
+          .status,
+        409,
+      );
+      const stale = await call(server.url, 'PATCH', `/api/orders/${pending.json.Id}`, {
+        token,
+        body: { Total: 13 },
+        contentType: MERGE,
+        headers: { 'if-match': staleTag },
+      });
       assert.equal(stale.status, 412, 'a stale If-Match');
-      assert.equal((await call(server.url, 'POST', `/api/orders/${pending.json.Id}/pay`, { token, headers: { 'if-match': staleTag } })).status, 412);
-      assert.equal((await call(server.url, 'DELETE', `/api/orders/${pending.json.Id}`, { token, headers: { 'if-match': staleTag } })).status, 412);
-      assert.equal((await call(server.url, 'POST', '/api/orders', { token, body: { CustomerId: CUSTOMER, Total: -1 } })).status, 422);
-      const unchanged = await call(server.url, 'PATCH', `/api/orders/${pending.json.Id}`, { token, body: { Total: 11 }, contentType: MERGE });
+      assert.equal(
+        (
+          await call(server.url, 'POST', `/api/orders/${pending.json.Id}/pay`, {
+            token,
+            headers: { 'if-match': staleTag },
+          })
+        ).status,
+        412,
+      );
+      assert.equal(
+        (
+          await call(server.url, 'DELETE', `/api/orders/${pending.json.Id}`, {
+            token,
+            headers: { 'if-match': staleTag },
+          })
+        ).status,
+        412,
+      );
+      assert.equal(
+        (await call(server.url, 'POST', '/api/orders', { token, body: { CustomerId: CUSTOMER, Total: -1 } })).status,
+        422,
+      );
+      const unchanged = await call(server.url, 'PATCH', `/api/orders/${pending.json.Id}`, {
+        token,
+        body: { Total: 11 },
+        contentType: MERGE,
+      });
       assert.equal(unchanged.status, 200, 'a PATCH that changes nothing');
 
       const key = randomUUID();
       const body = { CustomerId: CUSTOMER, Total: 7 };
       const first = await call(server.url, 'POST', '/api/orders', { token, body, headers: { 'idempotency-key': key } });
-      const replay = await call(server.url, 'POST', '/api/orders', { token, body, headers: { 'idempotency-key': key } });
+      const replay = await call(server.url, 'POST', '/api/orders', {
+        token,
+        body,
+        headers: { 'idempotency-key': key },
+      });
       assert.equal(first.status, 201);
       assert.equal(replay.status, 201);
       assert.equal(replay.headers.get('idempotent-replayed'), 'true');
@@ -196,7 +298,14 @@ for (const dialect of testDialects()) {
 
       const marker = (await createOrder(CUSTOMER, 2)).json.Id as number;
       const events = await eventsAfter(start, (items) => items.some((e) => e.Data.Id === marker));
-      assert.deepEqual(events.map((e) => [e.Type, e.Data.Id]), [['order.created', first.json.Id], ['order.created', marker]], 'only the one real create and the marker');
+      assert.deepEqual(
+        events.map((e) => [e.Type, e.Data.Id]),
+        [
+          ['order.created', first.json.Id],
+          ['order.created', marker],
+        ],
+        'only the one real create and the marker',
+      );
     });
 
     test('the envelope: evt_ Id, Type, OccurredAtUtc and Data as GET /api/orders/{id} shows the order; the delivery body matches', async () => {
@@ -207,9 +316,13 @@ for (const dialect of testDialects()) {
       assert.match(event!.Id, /^evt_[0-9a-f]{32}$/);
       assert.equal(event!.Type, 'order.created');
       assert.equal(event!.OccurredAtUtc, order.json.CreatedAtUtc, 'the event happened when the order was created');
-      for (const member of ['Id', 'Status', 'Total', 'Currency', 'CustomerId', 'CreatedAtUtc', 'UpdatedAtUtc']) assert.deepEqual(event!.Data[member], order.json[member], member);
+      for (const member of ['Id', 'Status', 'Total', 'Currency', 'CustomerId', 'CreatedAtUtc', 'UpdatedAtUtc'])
+        assert.deepEqual(event!.Data[member], order.json[member], member);
       assert.deepEqual(withoutLinks(event!.Data), withoutLinks(order.json), 'every member of the order');
-      assert.match(String((event!.Data._links as { self: { href: string } }).self.href), new RegExp(`/api/orders/${created.json.Id}$`));
+      assert.match(
+        String((event!.Data._links as { self: { href: string } }).self.href),
+        new RegExp(`/api/orders/${created.json.Id}$`),
+      );
       assert.deepEqual(event!._links, { self: { href: `${server.url}/api/events/${event!.Id}`, method: 'GET' } });
 
       const one = await call(server.url, 'GET', `/api/events/${event!.Id}`, { token });
@@ -219,9 +332,16 @@ for (const dialect of testDialects()) {
       const delivery = (await receivedFor([event!.Id])).get(event!.Id)!;
       const body = JSON.parse(delivery.body);
       assert.deepEqual(Object.keys(body), ['Id', 'Type', 'OccurredAtUtc', 'Timestamp', 'Data']);
-      assert.deepEqual({ Id: body.Id, Type: body.Type, OccurredAtUtc: body.OccurredAtUtc, Data: body.Data }, { Id: event!.Id, Type: event!.Type, OccurredAtUtc: event!.OccurredAtUtc, Data: event!.Data });
+      assert.deepEqual(
+        { Id: body.Id, Type: body.Type, OccurredAtUtc: body.OccurredAtUtc, Data: body.Data },
+        { Id: event!.Id, Type: event!.Type, OccurredAtUtc: event!.OccurredAtUtc, Data: event!.Data },
+      );
       assert.match(body.Timestamp, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.000Z$/, 'the attempt time, in whole seconds');
-      assert.equal(delivery.headers['webhook-timestamp'], String(Date.parse(body.Timestamp) / 1000), 'the signed timestamp is the body one');
+      assert.equal(
+        delivery.headers['webhook-timestamp'],
+        String(Date.parse(body.Timestamp) / 1000),
+        'the signed timestamp is the body one',
+      );
       assert.ok(Date.parse(body.Timestamp) >= Math.floor(Date.parse(body.OccurredAtUtc) / 1000) * 1000);
     });
 
@@ -247,12 +367,20 @@ for (const dialect of testDialects()) {
           break;
         }
         assert.equal(last.headers.get('link'), `<${next.href}>; rel="next"`);
-        assert.equal(new URL(next.href).searchParams.get('after'), last.json.NextCursor, 'the next link continues from NextCursor');
+        assert.equal(
+          new URL(next.href).searchParams.get('after'),
+          last.json.NextCursor,
+          'the next link continues from NextCursor',
+        );
         assert.equal(new URL(next.href).searchParams.get('limit'), '2', 'and keeps the query');
         path = next.href.slice(server.url.length);
       }
       assert.deepEqual(sizes, [2, 2, 1]);
-      assert.deepEqual(seen.map((e) => e.Data.Id), ids, 'every event exactly once, in creation order');
+      assert.deepEqual(
+        seen.map((e) => e.Data.Id),
+        ids,
+        'every event exactly once, in creation order',
+      );
       assert.equal(new Set(seen.map((e) => e.Id)).size, 5);
 
       const stored = last.json.NextCursor as string;
@@ -263,7 +391,11 @@ for (const dialect of testDialects()) {
 
       const later = [(await createOrder(CUSTOMER, 8)).json.Id, (await createOrder(CUSTOMER, 9)).json.Id];
       const resumed = await eventsAfter(stored, (items) => items.length >= 2);
-      assert.deepEqual(resumed.map((e) => e.Data.Id), later, 'the stored cursor returns exactly what came later');
+      assert.deepEqual(
+        resumed.map((e) => e.Data.Id),
+        later,
+        'the stored cursor returns exactly what came later',
+      );
     });
 
     test('type filters by a comma list of event types; unknown types are a 400', async () => {
@@ -273,9 +405,20 @@ for (const dialect of testDialects()) {
       const b = (await createOrder()).json.Id as number;
       await act(b, 'cancel');
       await eventsAfter(start, (items) => items.length >= 4);
-      const filtered = async (type: string) => (await readAll(start, token, `&type=${encodeURIComponent(type)}`)).items.map((e) => [e.Type, e.Data.Id]);
-      assert.deepEqual(await filtered('order.paid,order.cancelled'), [['order.paid', a], ['order.cancelled', b]]);
-      assert.deepEqual(await filtered(' order.cancelled , order.paid '), [['order.paid', a], ['order.cancelled', b]], 'spaces around the names are fine');
+      const filtered = async (type: string) =>
+        (await readAll(start, token, `&type=${encodeURIComponent(type)}`)).items.map((e) => [e.Type, e.Data.Id]);
+      assert.deepEqual(await filtered('order.paid,order.cancelled'), [
+        ['order.paid', a],
+        ['order.cancelled', b],
+      ]);
+      assert.deepEqual(
+        await filtered(' order.cancelled , order.paid '),
+        [
+          ['order.paid', a],
+          ['order.cancelled', b],
+        ],
+        'spaces around the names are fine',
+      );
       assert.deepEqual(await filtered('order.paid'), [['order.paid', a]]);
       assert.deepEqual(await filtered('order.shipped'), []);
       assert.equal((await filtered('*')).length, 4);
@@ -313,7 +456,12 @@ for (const dialect of testDialects()) {
         assert.equal(res.status, 400, `limit=${limit}`);
         assert.equal(problemType(res), 'invalid-parameter');
       }
-      for (const limit of ['1', '500']) assert.equal((await call(server.url, 'GET', `/api/events?limit=${limit}`, { token })).status, 200, `limit=${limit}`);
+      for (const limit of ['1', '500'])
+        assert.equal(
+          (await call(server.url, 'GET', `/api/events?limit=${limit}`, { token })).status,
+          200,
+          `limit=${limit}`,
+        );
       assert.equal((await call(server.url, 'GET', '/api/events?limit=1', { token })).json.Items.length, 1);
     });
 
@@ -348,35 +496,72 @@ for (const dialect of testDialects()) {
       // The end users' own client (spa-client) has an endpoint too: its events are the client's, not theirs.
       const spaClient = await server.issuer.clientToken(WEBHOOK_SCOPES, 'spa-client');
       const spaEndpoint = await registerEndpoint(server, spaClient, `${receiver.url}/spa`, ['order.deleted']);
-      const spaPing = (await call(server.url, 'POST', `/api/webhooks/${spaEndpoint.json.Id}/ping`, { token: spaClient })).json.EventId as string;
+      const spaPing = (
+        await call(server.url, 'POST', `/api/webhooks/${spaEndpoint.json.Id}/ping`, { token: spaClient })
+      ).json.EventId as string;
       const marker = (await createOrder(OTHER_CUSTOMER, 3)).json.Id as number;
 
       const forOwner = await eventsAfter(start, (items) => items.some((e) => e.Data.Id === marker));
-      assert.deepEqual(forOwner.map((e) => e.Type), ['webhook.ping', 'order.created', 'order.created', 'order.created'], 'the owner sees its ping and every order event');
+      assert.deepEqual(
+        forOwner.map((e) => e.Type),
+        ['webhook.ping', 'order.created', 'order.created', 'order.created'],
+        'the owner sees its ping and every order event',
+      );
       assert.equal(forOwner[0]!.Id, pingEvent);
       assert.deepEqual(forOwner[0]!.Data, { EndpointId: endpointId, Url: `${receiver.url}/all` });
-      assert.equal((await call(server.url, 'GET', `/api/events/${spaPing}`, { token })).status, 404, "another client's ping");
+      assert.equal(
+        (await call(server.url, 'GET', `/api/events/${spaPing}`, { token })).status,
+        404,
+        "another client's ping",
+      );
 
       const other = await server.issuer.clientToken('events:read', 'other-client');
       const forOther = await eventsAfter(start, (items) => items.some((e) => e.Data.Id === marker), other);
-      assert.deepEqual(forOther.map((e) => [e.Type, e.Data.Id]), [['order.created', mine], ['order.created', theirs], ['order.created', marker]], 'order events, no pings of other clients');
+      assert.deepEqual(
+        forOther.map((e) => [e.Type, e.Data.Id]),
+        [
+          ['order.created', mine],
+          ['order.created', theirs],
+          ['order.created', marker],
+        ],
+        'order events, no pings of other clients',
+      );
       assert.equal((await call(server.url, 'GET', `/api/events/${pingEvent}`, { token: other })).status, 404);
       assert.equal((await call(server.url, 'GET', `/api/events/${forOther[0]!.Id}`, { token: other })).status, 200);
 
       const user = await server.issuer.userToken('events:read', CUSTOMER);
       const forUser = (await readAll(start, user)).items;
-      assert.deepEqual(forUser.map((e) => [e.Type, e.Data.Id]), [['order.created', mine]], "only the events of the user's own orders");
+      assert.deepEqual(
+        forUser.map((e) => [e.Type, e.Data.Id]),
+        [['order.created', mine]],
+        "only the events of the user's own orders",
+      );
       const sameUserUpperCase = await server.issuer.userToken('events:read', CUSTOMER.toUpperCase());
-      assert.deepEqual((await readAll(start, sameUserUpperCase)).items.map((e) => e.Id), forUser.map((e) => e.Id), 'customer ids compare case-insensitively');
-      for (const id of [forOther[1]!.Id, pingEvent, spaPing]) assert.equal((await call(server.url, 'GET', `/api/events/${id}`, { token: user })).status, 404, id);
+      assert.deepEqual(
+        (await readAll(start, sameUserUpperCase)).items.map((e) => e.Id),
+        forUser.map((e) => e.Id),
+        'customer ids compare case-insensitively',
+      );
+      for (const id of [forOther[1]!.Id, pingEvent, spaPing])
+        assert.equal((await call(server.url, 'GET', `/api/events/${id}`, { token: user })).status, 404, id);
       assert.equal((await call(server.url, 'GET', `/api/events/${forUser[0]!.Id}`, { token: user })).status, 200);
-      assert.equal((await call(server.url, 'GET', '/api/events', { token: await server.issuer.userToken('orders:read', CUSTOMER) })).status, 403, 'events:read is needed');
+      assert.equal(
+        (
+          await call(server.url, 'GET', '/api/events', {
+            token: await server.issuer.userToken('orders:read', CUSTOMER),
+          })
+        ).status,
+        403,
+        'events:read is needed',
+      );
     });
 
     if (dialect === 'postgres') {
       test('PostgreSQL: an event committed after an earlier, still open transaction is not listed before it', async () => {
         const start = await syncedCursor();
-        const { rows } = await sql<{ schema: string }>`select current_schema() as schema`.execute(server.app.database.db);
+        const { rows } = await sql<{ schema: string }>`select current_schema() as schema`.execute(
+          server.app.database.db,
+        );
         const slow = new pg.Client({ connectionString: process.env.TEST_POSTGRES_URL });
         await slow.connect();
         const slowId = `evt_${randomBytes(16).toString('hex')}`;
@@ -385,13 +570,29 @@ for (const dialect of testDialects()) {
         try {
           await slow.query(`set search_path to ${rows[0]!.schema}`);
           await slow.query('begin');
-          await slow.query(`insert into webhook_events (id, type, occurred_at, data, owner, customer_id) values ($1, 'order.created', now(), '{}', null, null)`, [slowId]);
+          await slow.query(
+            `insert into webhook_events (id, type, occurred_at, data, owner, customer_id) values ($1, 'order.created', now(), '{}', null, null)`,
+            [slowId],
+          );
 
           const order = (await createOrder()).json.Id as number;
-          fastId = (await server.app.database.db.selectFrom('webhook_events').select('id').where('order_id', '=', order).executeTakeFirstOrThrow()).id;
-          assert.equal((await call(server.url, 'GET', `/api/events/${fastId}`, { token })).status, 200, 'the later event is committed');
+          fastId = (
+            await server.app.database.db
+              .selectFrom('webhook_events')
+              .select('id')
+              .where('order_id', '=', order)
+              .executeTakeFirstOrThrow()
+          ).id;
+          assert.equal(
+            (await call(server.url, 'GET', `/api/events/${fastId}`, { token })).status,
+            200,
+            'the later event is committed',
+          );
           const during = await readAll(start);
-          assert.ok(!during.items.some((e) => e.Id === fastId), 'not listed while an earlier transaction is still open');
+          assert.ok(
+            !during.items.some((e) => e.Id === fastId),
+            'not listed while an earlier transaction is still open',
+          );
           assert.ok(!during.items.some((e) => e.Id === slowId));
           storedCursor = during.cursor;
           await slow.query('commit');
@@ -407,7 +608,11 @@ for (const dialect of testDialects()) {
         assert.ok(ids.includes(slowId), 'the slow event is listed once committed');
         assert.ok(ids.indexOf(slowId) < ids.indexOf(fastId), 'in commit-safe order: the earlier transaction first');
         const resumed = await eventsAfter(storedCursor, (items) => items.some((e) => e.Id === fastId));
-        assert.deepEqual(resumed.map((e) => e.Id), [slowId, fastId], 'a reader holding the cursor from before the commit still gets the slow event');
+        assert.deepEqual(
+          resumed.map((e) => e.Id),
+          [slowId, fastId],
+          'a reader holding the cursor from before the commit still gets the slow event',
+        );
       });
     }
 
@@ -419,27 +624,78 @@ for (const dialect of testDialects()) {
       const [oldEvent, newEvent] = await eventsAfter(start, (items) => items.length >= 2);
       assert.equal(oldEvent!.Data.Id, oldOrder);
       assert.equal(newEvent!.Data.Id, newOrder);
-      const deliveryOf = async (eventId: string) => db.selectFrom('webhook_deliveries').selectAll().where('event_id', '=', eventId).executeTakeFirst();
-      await waitUntil(async () => (await deliveryOf(oldEvent!.Id))?.state === 'succeeded', 10_000, () => 'the old event is still being delivered');
+      const deliveryOf = async (eventId: string) =>
+        db.selectFrom('webhook_deliveries').selectAll().where('event_id', '=', eventId).executeTakeFirst();
+      await waitUntil(
+        async () => (await deliveryOf(oldEvent!.Id))?.state === 'succeeded',
+        10_000,
+        () => 'the old event is still being delivered',
+      );
       const oldDelivery = (await deliveryOf(oldEvent!.Id))!;
       const longAgo = toDbTime(new Date(Date.now() - 40 * DAY_MS));
       await db.updateTable('webhook_events').set({ occurred_at: longAgo }).where('id', '=', oldEvent!.Id).execute();
 
       // An old event whose delivery still waits for a retry is kept until it is settled.
       const waitingId = `evt_${randomBytes(16).toString('hex')}`;
-      await db.insertInto('webhook_events').values({ id: waitingId, type: 'order.created', occurred_at: longAgo, data: '{}', owner: null, customer_id: null, order_id: null }).execute();
+      await db
+        .insertInto('webhook_events')
+        .values({
+          id: waitingId,
+          type: 'order.created',
+          occurred_at: longAgo,
+          data: '{}',
+          owner: null,
+          customer_id: null,
+          order_id: null,
+        })
+        .execute();
       const future = toDbTime(new Date(Date.now() + DAY_MS));
       await db
         .insertInto('webhook_deliveries')
-        .values({ id: `dlv_${randomBytes(16).toString('hex')}`, event_id: waitingId, endpoint_id: endpointId, state: 'pending', attempt_count: 1, retry_index: 1, next_attempt_at: future, lease_owner: null, lease_until: null, last_status_code: 500, last_error: 'HTTP 500', created_at: longAgo, updated_at: longAgo })
+        .values({
+          id: `dlv_${randomBytes(16).toString('hex')}`,
+          event_id: waitingId,
+          endpoint_id: endpointId,
+          state: 'pending',
+          attempt_count: 1,
+          retry_index: 1,
+          next_attempt_at: future,
+          lease_owner: null,
+          lease_until: null,
+          last_status_code: 500,
+          last_error: 'HTTP 500',
+          created_at: longAgo,
+          updated_at: longAgo,
+        })
         .execute();
 
       assert.equal(await server.app.webhooks.dispatcher!.purgeExpiredEvents(), 1);
-      assert.equal((await call(server.url, 'GET', `/api/events/${oldEvent!.Id}`, { token })).status, 404, 'the expired event is gone');
-      assert.equal((await call(server.url, 'GET', `/api/events/${newEvent!.Id}`, { token })).status, 200, 'a newer event stays');
-      assert.equal((await call(server.url, 'GET', `/api/events/${waitingId}`, { token })).status, 200, 'an event with a waiting delivery stays');
-      assert.equal((await call(server.url, 'GET', `/api/webhooks/deliveries/${oldDelivery.id}`, { token })).status, 404, 'its delivery log went with it');
-      assert.equal((await db.selectFrom('webhook_attempts').select('id').where('delivery_id', '=', oldDelivery.id).execute()).length, 0, 'and its attempts');
+      assert.equal(
+        (await call(server.url, 'GET', `/api/events/${oldEvent!.Id}`, { token })).status,
+        404,
+        'the expired event is gone',
+      );
+      assert.equal(
+        (await call(server.url, 'GET', `/api/events/${newEvent!.Id}`, { token })).status,
+        200,
+        'a newer event stays',
+      );
+      assert.equal(
+        (await call(server.url, 'GET', `/api/events/${waitingId}`, { token })).status,
+        200,
+        'an event with a waiting delivery stays',
+      );
+      assert.equal(
+        (await call(server.url, 'GET', `/api/webhooks/deliveries/${oldDelivery.id}`, { token })).status,
+        404,
+        'its delivery log went with it',
+      );
+      assert.equal(
+        (await db.selectFrom('webhook_attempts').select('id').where('delivery_id', '=', oldDelivery.id).execute())
+          .length,
+        0,
+        'and its attempts',
+      );
       const listed = (await readAll(start)).items.map((e) => e.Id);
       assert.ok(!listed.includes(oldEvent!.Id));
       assert.ok(listed.includes(newEvent!.Id));

@@ -18,7 +18,16 @@ import { createTestDatabase, testDialects, type TestDatabase } from '../helpers/
 import { startReceiver, waitUntil, type TestReceiver } from '../helpers/webhook-receiver.ts';
 
 const box = new SecretBox(randomBytes(32));
-const SETTINGS = { concurrency: 64, endpointConcurrency: 16, pollIntervalMs: 60_000, timeoutMs: 5000, retry: { scheduleMs: [0, 100], retryAfterCapMs: 0 }, disableAfterMs: 86_400_000, headerName: 'Service', retentionMs: 86_400_000 * 30 };
+const SETTINGS = {
+  concurrency: 64,
+  endpointConcurrency: 16,
+  pollIntervalMs: 60_000,
+  timeoutMs: 5000,
+  retry: { scheduleMs: [0, 100], retryAfterCapMs: 0 },
+  disableAfterMs: 86_400_000,
+  headerName: 'Service',
+  retentionMs: 86_400_000 * 30,
+};
 
 /**
  * A real client whose results for URLs ending in `/poison` are rewritten by `poison`, and which hands
@@ -31,7 +40,12 @@ class FaultyClient extends CallbackClient {
   #finished: (() => void)[] = [];
 
   constructor(expected: number, poison: (result: AttemptResult) => AttemptResult) {
-    super({ timeoutMs: SETTINGS.timeoutMs, connectionsPerOrigin: 16, policy: new AddressPolicy(['loopback']), userAgent: 'test' });
+    super({
+      timeoutMs: SETTINGS.timeoutMs,
+      connectionsPerOrigin: 16,
+      policy: new AddressPolicy(['loopback']),
+      userAgent: 'test',
+    });
     this.#expected = expected;
     this.#poison = poison;
   }
@@ -77,31 +91,93 @@ for (const dialect of testDialects()) {
       const id = `dlv_${randomBytes(16).toString('hex')}`;
       await handle.db
         .insertInto('webhook_endpoints')
-        .values({ id: endpointId, owner: 'client-a', url: `${receiver.url}${path}`, description: '', event_types: '["*"]', enabled: 1, disabled_reason: null, secret: box.seal(endpointId, `whsec_${randomBytes(32).toString('base64')}`), previous_secret: null, previous_secret_expires_at: null, failing_since: null, created_at: now, updated_at: now })
+        .values({
+          id: endpointId,
+          owner: 'client-a',
+          url: `${receiver.url}${path}`,
+          description: '',
+          event_types: '["*"]',
+          enabled: 1,
+          disabled_reason: null,
+          secret: box.seal(endpointId, `whsec_${randomBytes(32).toString('base64')}`),
+          previous_secret: null,
+          previous_secret_expires_at: null,
+          failing_since: null,
+          created_at: now,
+          updated_at: now,
+        })
         .execute();
-      await handle.db.insertInto('webhook_events').values({ id: eventId, type: 'order.created', occurred_at: now, data: '{"Id":1}', owner: null, customer_id: null, order_id: null }).execute();
+      await handle.db
+        .insertInto('webhook_events')
+        .values({
+          id: eventId,
+          type: 'order.created',
+          occurred_at: now,
+          data: '{"Id":1}',
+          owner: null,
+          customer_id: null,
+          order_id: null,
+        })
+        .execute();
       await handle.db
         .insertInto('webhook_deliveries')
-        .values({ id, event_id: eventId, endpoint_id: endpointId, state: 'pending', attempt_count: 0, retry_index: 0, next_attempt_at: now, lease_owner: null, lease_until: null, last_status_code: null, last_error: null, created_at: now, updated_at: now })
+        .values({
+          id,
+          event_id: eventId,
+          endpoint_id: endpointId,
+          state: 'pending',
+          attempt_count: 0,
+          retry_index: 0,
+          next_attempt_at: now,
+          lease_owner: null,
+          lease_until: null,
+          last_status_code: null,
+          last_error: null,
+          created_at: now,
+          updated_at: now,
+        })
         .execute();
       return id;
     }
 
     /** Sends the poisoned delivery and four healthy ones in one claim; returns their ids and what was logged. */
-    async function dispatchWithPoison(poison: (result: AttemptResult) => AttemptResult): Promise<{ poisoned: string; healthy: string[]; logs: { msg: string; deliveryId?: string }[] }> {
+    async function dispatchWithPoison(
+      poison: (result: AttemptResult) => AttemptResult,
+    ): Promise<{ poisoned: string; healthy: string[]; logs: { msg: string; deliveryId?: string }[] }> {
       const poisoned = await addDelivery('/poison');
-      const healthy = [await addDelivery('/a'), await addDelivery('/b'), await addDelivery('/c'), await addDelivery('/d')];
+      const healthy = [
+        await addDelivery('/a'),
+        await addDelivery('/b'),
+        await addDelivery('/c'),
+        await addDelivery('/d'),
+      ];
       receiver.answer = (request) => ({ status: 200, body: request.url === '/poison' ? 'ok\u0000' : 'fine' });
       const logs: { msg: string; deliveryId?: string }[] = [];
       const log = pino({ level: 'warn' }, { write: (line: string) => void logs.push(JSON.parse(line)) });
       const client = new FaultyClient(5, poison);
-      const dispatcher = new Dispatcher({ db: handle.db, dialect: handle.dialect, box, outbox: new Outbox(handle.dialect, () => undefined), client, log, settings: SETTINGS });
+      const dispatcher = new Dispatcher({
+        db: handle.db,
+        dialect: handle.dialect,
+        box,
+        outbox: new Outbox(handle.dialect, () => undefined),
+        client,
+        log,
+        settings: SETTINGS,
+      });
       try {
         dispatcher.start();
         await receiver.waitFor(5);
-        await waitUntil(async () => (await states(healthy)).every((s) => s === 'succeeded'), 10_000, () => 'the healthy deliveries were recorded');
+        await waitUntil(
+          async () => (await states(healthy)).every((s) => s === 'succeeded'),
+          10_000,
+          () => 'the healthy deliveries were recorded',
+        );
         const givenUp = () => logs.some((l) => l.deliveryId === poisoned && /lease will expire/.test(l.msg));
-        await waitUntil(async () => (await states([poisoned]))[0] !== 'pending' || givenUp(), 10_000, () => 'the poisoned outcome was recorded or given up');
+        await waitUntil(
+          async () => (await states([poisoned]))[0] !== 'pending' || givenUp(),
+          10_000,
+          () => 'the poisoned outcome was recorded or given up',
+        );
       } finally {
         await dispatcher.stop(1000);
         await client.close();
@@ -110,12 +186,20 @@ for (const dialect of testDialects()) {
     }
 
     async function states(ids: string[]): Promise<string[]> {
-      const rows = await handle.db.selectFrom('webhook_deliveries').select(['id', 'state']).where('id', 'in', ids).execute();
+      const rows = await handle.db
+        .selectFrom('webhook_deliveries')
+        .select(['id', 'state'])
+        .where('id', 'in', ids)
+        .execute();
       return ids.map((id) => rows.find((r) => r.id === id)?.state ?? 'missing');
     }
 
     async function attempts(id: string) {
-      return handle.db.selectFrom('webhook_attempts').select(['status_code', 'response_excerpt']).where('delivery_id', '=', id).execute();
+      return handle.db
+        .selectFrom('webhook_attempts')
+        .select(['status_code', 'response_excerpt'])
+        .where('delivery_id', '=', id)
+        .execute();
     }
 
     test('an outcome whose excerpt the database refuses is recorded without it, and the rest of its batch as usual', async () => {
@@ -125,8 +209,17 @@ for (const dialect of testDialects()) {
       const logged = await attempts(poisoned);
       assert.equal(logged.length, 1, 'its one attempt is logged');
       assert.equal(Number(logged[0]!.status_code), 200);
-      assert.equal(logged[0]!.response_excerpt, dialect === 'postgres' ? null : 'ok\u0000', 'only PostgreSQL refuses it');
-      for (const id of healthy) assert.deepEqual((await attempts(id)).map((a) => a.response_excerpt), ['fine'], id);
+      assert.equal(
+        logged[0]!.response_excerpt,
+        dialect === 'postgres' ? null : 'ok\u0000',
+        'only PostgreSQL refuses it',
+      );
+      for (const id of healthy)
+        assert.deepEqual(
+          (await attempts(id)).map((a) => a.response_excerpt),
+          ['fine'],
+          id,
+        );
       assert.equal(receiver.received.length, 5, 'each sent once');
     });
 
@@ -141,7 +234,10 @@ for (const dialect of testDialects()) {
         logs.some((l) => l.deliveryId === poisoned && /lease will expire/.test(l.msg)),
         JSON.stringify(logs.map((l) => [l.msg, l.deliveryId])),
       );
-      assert.ok(!logs.some((l) => l.deliveryId !== undefined && l.deliveryId !== poisoned), 'no healthy outcome failed');
+      assert.ok(
+        !logs.some((l) => l.deliveryId !== undefined && l.deliveryId !== poisoned),
+        'no healthy outcome failed',
+      );
     });
   });
 }

@@ -9,7 +9,15 @@ import { MAX_ENDPOINTS_PER_OWNER } from '../../src/webhooks/endpoints.service.ts
 import { testDialects } from '../helpers/databases.ts';
 import { call, CUSTOMER, type CallResult } from '../helpers/http.ts';
 import { startServer, type TestServer } from '../helpers/server.ts';
-import { LOCAL_WEBHOOKS_ENV, registerEndpoint, startReceiver, waitUntil, WEBHOOK_SCOPES, type ReceivedDelivery, type TestReceiver } from '../helpers/webhook-receiver.ts';
+import {
+  LOCAL_WEBHOOKS_ENV,
+  registerEndpoint,
+  startReceiver,
+  waitUntil,
+  WEBHOOK_SCOPES,
+  type ReceivedDelivery,
+  type TestReceiver,
+} from '../helpers/webhook-receiver.ts';
 
 const MERGE = 'application/merge-patch+json';
 const SECRET_FORMAT = /^whsec_[A-Za-z0-9+/]{43}=$/;
@@ -34,7 +42,11 @@ async function startPathReceiver(): Promise<PathReceiver> {
 }
 
 function problemType(res: CallResult): string {
-  return String(res.json?.type ?? '').split('/').at(-1) ?? '';
+  return (
+    String(res.json?.type ?? '')
+      .split('/')
+      .at(-1) ?? ''
+  );
 }
 
 function assertValidation(res: CallResult, pointer: string, label: string): void {
@@ -42,7 +54,10 @@ function assertValidation(res: CallResult, pointer: string, label: string): void
   assert.equal(res.headers.get('content-type'), 'application/problem+json; charset=utf-8', label);
   assert.equal(problemType(res), 'validation-error', label);
   const pointers = (res.json.errors as { pointer: string }[]).map((e) => e.pointer);
-  assert.ok(pointers.includes(pointer), `${label}: expected pointer ${pointer}, got ${JSON.stringify(res.json.errors)}`);
+  assert.ok(
+    pointers.includes(pointer),
+    `${label}: expected pointer ${pointer}, got ${JSON.stringify(res.json.errors)}`,
+  );
 }
 
 /** Polls the delivery log until the delivery has left `pending`; returns it with its attempts. */
@@ -66,7 +81,11 @@ function headerOf(delivery: ReceivedDelivery, name: string): string {
 }
 
 function standardHeaders(delivery: ReceivedDelivery): Record<string, string> {
-  return { 'webhook-id': headerOf(delivery, 'webhook-id'), 'webhook-timestamp': headerOf(delivery, 'webhook-timestamp'), 'webhook-signature': headerOf(delivery, 'webhook-signature') };
+  return {
+    'webhook-id': headerOf(delivery, 'webhook-id'),
+    'webhook-timestamp': headerOf(delivery, 'webhook-timestamp'),
+    'webhook-signature': headerOf(delivery, 'webhook-signature'),
+  };
 }
 
 function standardVerifies(secret: string, delivery: ReceivedDelivery): boolean {
@@ -102,12 +121,20 @@ for (const dialect of testDialects()) {
     /** Pings and waits for that very delivery (by X-Service-Delivery) to arrive. */
     const pingAndReceive = async (id: string, tok = token): Promise<ReceivedDelivery> => {
       const deliveryId = (await ping(id, tok)).json.Id as string;
-      await waitUntil(() => receiver.received.some((d) => d.headers['x-service-delivery'] === deliveryId), 10_000, () => `ping delivery ${deliveryId} never arrived`);
+      await waitUntil(
+        () => receiver.received.some((d) => d.headers['x-service-delivery'] === deliveryId),
+        10_000,
+        () => `ping delivery ${deliveryId} never arrived`,
+      );
       return receiver.received.find((d) => d.headers['x-service-delivery'] === deliveryId)!;
     };
 
     test('POST /api/webhooks answers 201 with Location, a whep_ id, the event types and a generated whsec_ secret of 32 bytes', async () => {
-      const res = await register({ Url: `${receiver.url}/created`, Events: ['order.created', 'order.paid'], Description: 'orders feed' });
+      const res = await register({
+        Url: `${receiver.url}/created`,
+        Events: ['order.created', 'order.paid'],
+        Description: 'orders feed',
+      });
       assert.equal(res.status, 201, res.text);
       assert.match(res.json.Id, /^whep_[0-9a-f]{32}$/);
       assert.equal(res.headers.get('location'), `${server.url}/api/webhooks/${res.json.Id}`);
@@ -160,18 +187,38 @@ for (const dialect of testDialects()) {
       const cases: [string, unknown, string][] = [
         ['unknown event type', { Url: url, Events: ['order.exploded'] }, '/Events/0'],
         ['unknown type after known ones', { Url: url, Events: ['order.created', 'order.paid', 'nope'] }, '/Events/2'],
-        ['unknown type after a repeated one', { Url: url, Events: ['order.created', 'order.created', 'nope'] }, '/Events/2'],
+        [
+          'unknown type after a repeated one',
+          { Url: url, Events: ['order.created', 'order.created', 'nope'] },
+          '/Events/2',
+        ],
         ['"*" with other types', { Url: url, Events: ['*', 'order.created'] }, '/Events'],
         ['no event types', { Url: url, Events: [] }, '/Events'],
-        ['credentials in the URL', { Url: `http://user:pass@127.0.0.1:${new URL(receiver.url).port}/x`, Events: ['*'] }, '/Url'],
+        [
+          'credentials in the URL',
+          { Url: `http://user:pass@127.0.0.1:${new URL(receiver.url).port}/x`, Events: ['*'] },
+          '/Url',
+        ],
         ['a fragment', { Url: `${url}#part`, Events: ['*'] }, '/Url'],
         ['not a URL', { Url: 'not a url', Events: ['*'] }, '/Url'],
         ['another scheme', { Url: 'ftp://example.com/hook', Events: ['*'] }, '/Url'],
         ['a too long URL', { Url: `https://example.com/${'a'.repeat(2100)}`, Events: ['*'] }, '/Url'],
-        ['a secret without the prefix', { Url: url, Events: ['*'], Secret: Buffer.alloc(32, 1).toString('base64') }, '/Secret'],
+        [
+          'a secret without the prefix',
+          { Url: url, Events: ['*'], Secret: Buffer.alloc(32, 1).toString('base64') },
+          '/Secret',
+        ],
         ['a secret that is not base64', { Url: url, Events: ['*'], Secret: 'whsec_not base64!' }, '/Secret'],
-        ['a secret of 16 bytes', { Url: url, Events: ['*'], Secret: `whsec_${Buffer.alloc(16, 1).toString('base64')}` }, '/Secret'],
-        ['a secret in base64url', { Url: url, Events: ['*'], Secret: `whsec_${Buffer.alloc(32, 0xfb).toString('base64url')}` }, '/Secret'],
+        [
+          'a secret of 16 bytes',
+          { Url: url, Events: ['*'], Secret: `whsec_${Buffer.alloc(16, 1).toString('base64')}` },
+          '/Secret',
+        ],
+        [
+          'a secret in base64url',
+          { Url: url, Events: ['*'], Secret: `whsec_${Buffer.alloc(32, 0xfb).toString('base64url')}` },
+          '/Secret',
+        ],
         ['a missing Url', { Events: ['*'] }, '/Url'],
         ['missing Events', { Url: url }, '/Events'],
         ['an unknown member', { Url: url, Events: ['*'], Colour: 'blue' }, '/Colour'],
@@ -181,19 +228,36 @@ for (const dialect of testDialects()) {
       for (const [label, body, pointer] of cases) assertValidation(await register(body), pointer, label);
       const both = await register({ Url: `${url}#x`, Events: ['bogus'], Secret: 'whsec_x' });
       for (const pointer of ['/Url', '/Events/0', '/Secret']) assertValidation(both, pointer, 'every problem at once');
-      assert.equal((await call(server.url, 'GET', '/api/webhooks', { token })).json.Items.length, before, 'nothing was registered');
+      assert.equal(
+        (await call(server.url, 'GET', '/api/webhooks', { token })).json.Items.length,
+        before,
+        'nothing was registered',
+      );
     });
 
     test('U+0000 and other control characters in Description or Url are a 422 at the member, not a database error', async () => {
       const url = `${receiver.url}/control`;
-      assertValidation(await register({ Url: url, Events: ['*'], Description: 'a\u0000b' }), '/Description', 'NUL in Description');
-      assertValidation(await register({ Url: url, Events: ['*'], Description: 'line\u001bline' }), '/Description', 'ESC in Description');
+      assertValidation(
+        await register({ Url: url, Events: ['*'], Description: 'a\u0000b' }),
+        '/Description',
+        'NUL in Description',
+      );
+      assertValidation(
+        await register({ Url: url, Events: ['*'], Description: 'line\u001bline' }),
+        '/Description',
+        'ESC in Description',
+      );
       assertValidation(await register({ Url: 'https://example.com/x\u0000', Events: ['*'] }), '/Url', 'NUL in Url');
       const created = await registerEndpoint(server, token, url, ['*'], { Description: 'plain' });
-      const patch = (body: unknown) => call(server.url, 'PATCH', `/api/webhooks/${created.json.Id}`, { token, body, contentType: MERGE });
+      const patch = (body: unknown) =>
+        call(server.url, 'PATCH', `/api/webhooks/${created.json.Id}`, { token, body, contentType: MERGE });
       assertValidation(await patch({ Description: '\u0000' }), '/Description', 'PATCH Description NUL');
       assertValidation(await patch({ Url: `${url}\u0000` }), '/Url', 'PATCH Url NUL');
-      assert.equal((await call(server.url, 'GET', `/api/webhooks/${created.json.Id}`, { token })).json.Description, 'plain', 'unchanged');
+      assert.equal(
+        (await call(server.url, 'GET', `/api/webhooks/${created.json.Id}`, { token })).json.Description,
+        'plain',
+        'unchanged',
+      );
       assert.equal((await patch({ Description: 'ünïcode — fine' })).json.Description, 'ünïcode — fine');
     });
 
@@ -217,7 +281,10 @@ for (const dialect of testDialects()) {
       const created = await register({ Url: `HTTP://127.0.0.1:${port}/Other/../normalised`, Events: ['*'] });
       assert.equal(created.status, 201, created.text);
       assert.equal(created.json.Url, `http://127.0.0.1:${port}/normalised`, 'stored as the parser serialises it');
-      assert.equal((await call(server.url, 'GET', `/api/webhooks/${created.json.Id}`, { token })).json.Url, created.json.Url);
+      assert.equal(
+        (await call(server.url, 'GET', `/api/webhooks/${created.json.Id}`, { token })).json.Url,
+        created.json.Url,
+      );
       const delivery = await pingAndReceive(created.json.Id);
       assert.equal(JSON.parse(delivery.body).Data.Url, created.json.Url);
       assert.equal(receiver.at('/normalised').length, 1, 'and that is the URL called');
@@ -232,11 +299,25 @@ for (const dialect of testDialects()) {
       const first = await list('limit=1');
       assert.equal(first.status, 200, first.text);
       const next = new URL(first.json._links.next.href);
-      const issued = JSON.parse(Buffer.from(next.searchParams.get('cursor')!, 'base64url').toString()) as { t: number; i: string };
-      assert.equal((await list(`limit=1&cursor=${next.searchParams.get('cursor')}`)).status, 200, 'an issued cursor works');
+      const issued = JSON.parse(Buffer.from(next.searchParams.get('cursor')!, 'base64url').toString()) as {
+        t: number;
+        i: string;
+      };
+      assert.equal(
+        (await list(`limit=1&cursor=${next.searchParams.get('cursor')}`)).status,
+        200,
+        'an issued cursor works',
+      );
 
       const forged = (payload: unknown) => Buffer.from(JSON.stringify(payload)).toString('base64url');
-      for (const payload of [{ t: 1, i: 'a\u0000' }, { t: issued.t, i: 'x' }, { t: issued.t, i: `${issued.i}\u0000` }, { t: 1e300, i: issued.i }, { t: -1e20, i: issued.i }, { t: issued.t + 0.5, i: issued.i }]) {
+      for (const payload of [
+        { t: 1, i: 'a\u0000' },
+        { t: issued.t, i: 'x' },
+        { t: issued.t, i: `${issued.i}\u0000` },
+        { t: 1e300, i: issued.i },
+        { t: -1e20, i: issued.i },
+        { t: issued.t + 0.5, i: issued.i },
+      ]) {
         const res = await list(`cursor=${forged(payload)}`);
         assert.equal(res.status, 400, `${JSON.stringify(payload)}: ${res.text}`);
         assert.equal(problemType(res), 'invalid-parameter');
@@ -245,8 +326,15 @@ for (const dialect of testDialects()) {
 
     test('recover refuses a Since that passes date-time but no database can store (a leap second, year 0000) with a 422 at /Since', async () => {
       const created = await registerEndpoint(server, token, `${receiver.url}/recover-dates`, ['*']);
-      const recover = (Since: string) => call(server.url, 'POST', `/api/webhooks/${created.json.Id}/recover`, { token, body: { Since } });
-      for (const since of ['2016-12-31T23:59:60Z', '2026-06-30T22:59:60-01:00', '0000-01-01T00:00:00Z', '0001-01-01T00:00:00+01:00']) assertValidation(await recover(since), '/Since', since);
+      const recover = (Since: string) =>
+        call(server.url, 'POST', `/api/webhooks/${created.json.Id}/recover`, { token, body: { Since } });
+      for (const since of [
+        '2016-12-31T23:59:60Z',
+        '2026-06-30T22:59:60-01:00',
+        '0000-01-01T00:00:00Z',
+        '0001-01-01T00:00:00+01:00',
+      ])
+        assertValidation(await recover(since), '/Since', since);
       const fine = await recover('0001-01-01T00:00:00Z');
       assert.equal(fine.status, 202, fine.text);
       assert.deepEqual(fine.json, { Requeued: 0 });
@@ -276,11 +364,24 @@ for (const dialect of testDialects()) {
       const strict = await startServer(dialect);
       try {
         const strictToken = await strict.issuer.clientToken(WEBHOOK_SCOPES);
-        const post = (Url: string) => call(strict.url, 'POST', '/api/webhooks', { token: strictToken, body: { Url, Events: ['*'] } });
+        const post = (Url: string) =>
+          call(strict.url, 'POST', '/api/webhooks', { token: strictToken, body: { Url, Events: ['*'] } });
         const http = await post('http://example.com/hook');
         assertValidation(http, '/Url', 'http without WEBHOOK_ALLOW_HTTP');
         assert.match(http.json.errors[0].detail, /https/);
-        for (const host of ['127.0.0.1', '169.254.169.254', '10.0.0.1', '192.168.0.10', '172.16.5.4', '[::1]', '[fd00:ec2::254]', '[fe80::1]', '[::ffff:127.0.0.1]', '0.0.0.0', '2130706433']) {
+        for (const host of [
+          '127.0.0.1',
+          '169.254.169.254',
+          '10.0.0.1',
+          '192.168.0.10',
+          '172.16.5.4',
+          '[::1]',
+          '[fd00:ec2::254]',
+          '[fe80::1]',
+          '[::ffff:127.0.0.1]',
+          '0.0.0.0',
+          '2130706433',
+        ]) {
           assertValidation(await post(`https://${host}/hook`), '/Url', host);
         }
         const fine = await post('https://example.com/hook');
@@ -296,17 +397,24 @@ for (const dialect of testDialects()) {
         assert.equal(res.status, 201, `${host}: ${res.text}`);
         assert.equal((await call(server.url, 'DELETE', `/api/webhooks/${res.json.Id}`, { token })).status, 204);
       }
-      for (const host of ['169.254.169.254', '10.0.0.1', '[fd00:ec2::254]']) assertValidation(await register({ Url: `https://${host}/hook`, Events: ['*'] }), '/Url', host);
+      for (const host of ['169.254.169.254', '10.0.0.1', '[fd00:ec2::254]'])
+        assertValidation(await register({ Url: `https://${host}/hook`, Events: ['*'] }), '/Url', host);
     });
 
     test('SSRF at dispatch: a host name resolving to loopback is refused when connecting unless loopback is allowed', async () => {
-      const guarded = await startServer(dialect, { WEBHOOK_ALLOW_HTTP: 'true', WEBHOOK_RETRY_SCHEDULE: '0s', WEBHOOK_POLL_INTERVAL: '100ms' });
+      const guarded = await startServer(dialect, {
+        WEBHOOK_ALLOW_HTTP: 'true',
+        WEBHOOK_RETRY_SCHEDULE: '0s',
+        WEBHOOK_POLL_INTERVAL: '100ms',
+      });
       try {
         const guardedToken = await guarded.issuer.clientToken(WEBHOOK_SCOPES);
         const url = `http://localhost:${new URL(receiver.url).port}/by-name-refused`;
         const endpoint = await registerEndpoint(guarded, guardedToken, url, ['*']);
         assert.equal(endpoint.status, 201, 'a host name passes registration: it is checked at connection time');
-        const pinged = await call(guarded.url, 'POST', `/api/webhooks/${endpoint.json.Id}/ping`, { token: guardedToken });
+        const pinged = await call(guarded.url, 'POST', `/api/webhooks/${endpoint.json.Id}/ping`, {
+          token: guardedToken,
+        });
         assert.equal(pinged.status, 202, pinged.text);
         const delivery = await settledDelivery(guarded, guardedToken, pinged.json.Id);
         assert.equal(delivery.json.State, 'failed');
@@ -323,7 +431,11 @@ for (const dialect of testDialects()) {
       const allowedUrl = `http://localhost:${new URL(receiver.url).port}/by-name-allowed`;
       const allowed = await registerEndpoint(server, token, allowedUrl, ['*']);
       const pinged = await ping(allowed.json.Id);
-      await waitUntil(() => receiver.at('/by-name-allowed').length === 1, 10_000, () => 'the ping to localhost never arrived');
+      await waitUntil(
+        () => receiver.at('/by-name-allowed').length === 1,
+        10_000,
+        () => 'the ping to localhost never arrived',
+      );
       const delivery = await settledDelivery(server, token, pinged.json.Id);
       assert.equal(delivery.json.State, 'succeeded');
       assert.equal(delivery.json.Attempts[0].ErrorKind, null);
@@ -347,7 +459,11 @@ for (const dialect of testDialects()) {
         ['DELETE', `/api/webhooks/${id}`],
       ];
       for (const [method, path, body] of requests) {
-        const res = await call(server.url, method, path, { token: other, body, contentType: method === 'PATCH' ? MERGE : undefined });
+        const res = await call(server.url, method, path, {
+          token: other,
+          body,
+          contentType: method === 'PATCH' ? MERGE : undefined,
+        });
         assert.equal(res.status, 404, `${method} ${path}: ${res.text}`);
         assert.equal(problemType(res), 'not-found');
       }
@@ -391,16 +507,27 @@ for (const dialect of testDialects()) {
       const byUser = await register({ Url: `${receiver.url}/user`, Events: ['*'] }, user);
       assert.equal(byUser.status, 403, byUser.text);
       assert.equal(problemType(byUser), 'forbidden');
-      assert.equal((await register({ Url: 'not a url', Events: [] }, user)).status, 403, 'refused before the body is judged');
+      assert.equal(
+        (await register({ Url: 'not a url', Events: [] }, user)).status,
+        403,
+        'refused before the body is judged',
+      );
       assert.equal((await call(server.url, 'GET', '/api/webhooks', { token: user })).status, 403);
       assert.equal((await call(server.url, 'GET', `/api/webhooks/${id}`, { token: user })).status, 403);
-      assert.equal((await call(server.url, 'GET', `/api/webhooks/${id}`, { token })).status, 200, 'the endpoint is untouched');
+      assert.equal(
+        (await call(server.url, 'GET', `/api/webhooks/${id}`, { token })).status,
+        200,
+        'the endpoint is untouched',
+      );
     });
 
     test('PATCH changes Url, Events and Description; a disabled endpoint receives nothing until enabled again', async () => {
-      const created = await registerEndpoint(server, token, `${receiver.url}/patch-1`, ['order.paid'], { Description: 'first' });
+      const created = await registerEndpoint(server, token, `${receiver.url}/patch-1`, ['order.paid'], {
+        Description: 'first',
+      });
       const id = created.json.Id as string;
-      const patch = (body: unknown) => call(server.url, 'PATCH', `/api/webhooks/${id}`, { token, body, contentType: MERGE });
+      const patch = (body: unknown) =>
+        call(server.url, 'PATCH', `/api/webhooks/${id}`, { token, body, contentType: MERGE });
 
       const changed = await patch({ Url: `${receiver.url}/patch-2`, Events: ['order.created'], Description: 'second' });
       assert.equal(changed.status, 200, changed.text);
@@ -408,7 +535,11 @@ for (const dialect of testDialects()) {
       assert.deepEqual(changed.json.Events, ['order.created']);
       assert.equal(changed.json.Description, 'second');
       assert.ok(Date.parse(changed.json.UpdatedAtUtc) >= Date.parse(created.json.UpdatedAtUtc));
-      assert.deepEqual((await call(server.url, 'GET', `/api/webhooks/${id}`, { token })).json, changed.json, 'a GET shows the change');
+      assert.deepEqual(
+        (await call(server.url, 'GET', `/api/webhooks/${id}`, { token })).json,
+        changed.json,
+        'a GET shows the change',
+      );
       assert.equal((await patch({ Description: null })).json.Description, '', 'null removes the description');
 
       const disabled = await patch({ Enabled: false });
@@ -420,7 +551,10 @@ for (const dialect of testDialects()) {
       assert.equal(refusedPing.status, 409);
       assert.equal(problemType(refusedPing), 'webhook-state');
 
-      const whileDisabled = await call(server.url, 'POST', '/api/orders', { token, body: { CustomerId: CUSTOMER, Total: 1 } });
+      const whileDisabled = await call(server.url, 'POST', '/api/orders', {
+        token,
+        body: { CustomerId: CUSTOMER, Total: 1 },
+      });
       assert.equal(whileDisabled.status, 201);
       const deliveriesWhileDisabled = await call(server.url, 'GET', `/api/webhooks/${id}/deliveries`, { token });
       assert.deepEqual(deliveriesWhileDisabled.json.Items, [], 'no delivery is even queued for a disabled endpoint');
@@ -428,14 +562,29 @@ for (const dialect of testDialects()) {
       const enabled = await patch({ Enabled: true });
       assert.equal(enabled.json.Enabled, true);
       assert.equal(enabled.json.DisabledReason, null);
-      const afterEnabling = await call(server.url, 'POST', '/api/orders', { token, body: { CustomerId: CUSTOMER, Total: 2 } });
-      await waitUntil(() => receiver.at('/patch-2').length >= 1, 10_000, () => 'no delivery after enabling');
+      const afterEnabling = await call(server.url, 'POST', '/api/orders', {
+        token,
+        body: { CustomerId: CUSTOMER, Total: 2 },
+      });
+      await waitUntil(
+        () => receiver.at('/patch-2').length >= 1,
+        10_000,
+        () => 'no delivery after enabling',
+      );
       const orderIds = receiver.at('/patch-2').map((d) => JSON.parse(d.body).Data.Id as number);
       assert.deepEqual(orderIds, [afterEnabling.json.Id], 'only the order created while enabled was delivered');
       assert.equal(receiver.at('/patch-1').length, 0, 'the old URL got nothing');
 
-      assertValidation(await patch({ Url: 'https://10.0.0.1/hook' }), '/Url', 'PATCH Url is checked like a registration');
-      assertValidation(await patch({ Events: ['order.exploded'] }), '/Events/0', 'PATCH Events is checked like a registration');
+      assertValidation(
+        await patch({ Url: 'https://10.0.0.1/hook' }),
+        '/Url',
+        'PATCH Url is checked like a registration',
+      );
+      assertValidation(
+        await patch({ Events: ['order.exploded'] }),
+        '/Events/0',
+        'PATCH Events is checked like a registration',
+      );
       const unknownMember = await patch({ Secret: chosenSecret(9) });
       assert.equal(unknownMember.status, 422, 'the secret changes only by rotation');
       assert.equal(problemType(unknownMember), 'validation-error');
@@ -454,12 +603,25 @@ for (const dialect of testDialects()) {
       assert.equal((await call(server.url, 'GET', `/api/webhooks/${id}`, { token })).status, 404);
       assert.equal((await call(server.url, 'DELETE', `/api/webhooks/${id}`, { token })).status, 404);
       assert.equal((await call(server.url, 'POST', `/api/webhooks/${id}/ping`, { token })).status, 404);
-      assert.equal((await call(server.url, 'GET', `/api/webhooks/deliveries/${pinged.json.Id}`, { token })).status, 404, 'its delivery log went with it');
-      assert.ok(!(await call(server.url, 'GET', '/api/webhooks', { token })).json.Items.some((e: { Id: string }) => e.Id === id));
+      assert.equal(
+        (await call(server.url, 'GET', `/api/webhooks/deliveries/${pinged.json.Id}`, { token })).status,
+        404,
+        'its delivery log went with it',
+      );
+      assert.ok(
+        !(await call(server.url, 'GET', '/api/webhooks', { token })).json.Items.some(
+          (e: { Id: string }) => e.Id === id,
+        ),
+      );
     });
 
     test('a malformed endpoint or delivery id is a 400 problem', async () => {
-      for (const path of ['/api/webhooks/whep_nothex', '/api/webhooks/42', '/api/webhooks/deliveries/dlv_x', '/api/webhooks/whep_0123/deliveries']) {
+      for (const path of [
+        '/api/webhooks/whep_nothex',
+        '/api/webhooks/42',
+        '/api/webhooks/deliveries/dlv_x',
+        '/api/webhooks/whep_0123/deliveries',
+      ]) {
         const res = await call(server.url, 'GET', path, { token });
         assert.equal(res.status, 400, path);
         assert.equal(problemType(res), 'invalid-parameter', path);
@@ -477,8 +639,14 @@ for (const dialect of testDialects()) {
       assert.match(newSecret, SECRET_FORMAT);
       assert.notEqual(newSecret, oldSecret);
       const overlapEnds = Date.parse(rotated.json.PreviousSecretExpiresAtUtc);
-      assert.ok(Math.abs(overlapEnds - (Date.now() + 24 * 3_600_000)) < 60_000, `the default overlap is 24 h: ${rotated.json.PreviousSecretExpiresAtUtc}`);
-      assert.equal((await call(server.url, 'GET', `/api/webhooks/${id}`, { token })).json.PreviousSecretExpiresAtUtc, rotated.json.PreviousSecretExpiresAtUtc);
+      assert.ok(
+        Math.abs(overlapEnds - (Date.now() + 24 * 3_600_000)) < 60_000,
+        `the default overlap is 24 h: ${rotated.json.PreviousSecretExpiresAtUtc}`,
+      );
+      assert.equal(
+        (await call(server.url, 'GET', `/api/webhooks/${id}`, { token })).json.PreviousSecretExpiresAtUtc,
+        rotated.json.PreviousSecretExpiresAtUtc,
+      );
 
       const delivery = await pingAndReceive(id);
       const github = headerOf(delivery, 'x-service-signature-256');
@@ -492,30 +660,54 @@ for (const dialect of testDialects()) {
       assert.equal(standardVerifies(chosenSecret(77), delivery), false, 'but not with any secret');
 
       // A second rotation during the overlap would end it early for whoever still holds the oldest secret.
-      const early = await call(server.url, 'POST', `/api/webhooks/${id}/rotate-secret`, { token, body: { Secret: chosenSecret(3) } });
+      const early = await call(server.url, 'POST', `/api/webhooks/${id}/rotate-secret`, {
+        token,
+        body: { Secret: chosenSecret(3) },
+      });
       assert.equal(early.status, 409, early.text);
       assert.match(early.json.type, /\/webhook-state$/);
-      assert.match(early.json.detail, new RegExp(`overlap until ${rotated.json.PreviousSecretExpiresAtUtc.replace(/[.]/g, '\\.')}`));
+      assert.match(
+        early.json.detail,
+        new RegExp(`overlap until ${rotated.json.PreviousSecretExpiresAtUtc.replace(/[.]/g, '\\.')}`),
+      );
       const unchanged = await pingAndReceive(id);
-      assert.ok(await githubVerify(newSecret, unchanged.body, headerOf(unchanged, 'x-service-signature-256')), 'a refused rotation changed nothing');
+      assert.ok(
+        await githubVerify(newSecret, unchanged.body, headerOf(unchanged, 'x-service-signature-256')),
+        'a refused rotation changed nothing',
+      );
       assert.ok(standardVerifies(oldSecret, unchanged), 'and the overlap still runs');
 
-      assertValidation(await call(server.url, 'POST', `/api/webhooks/${id}/rotate-secret`, { token, body: { Secret: 'whsec_short' } }), '/Secret', 'an invalid chosen secret');
-      assert.equal((await call(server.url, 'POST', `/api/webhooks/${id}/rotate-secret`, { token, body: { Other: 1 } })).status, 422);
+      assertValidation(
+        await call(server.url, 'POST', `/api/webhooks/${id}/rotate-secret`, { token, body: { Secret: 'whsec_short' } }),
+        '/Secret',
+        'an invalid chosen secret',
+      );
+      assert.equal(
+        (await call(server.url, 'POST', `/api/webhooks/${id}/rotate-secret`, { token, body: { Other: 1 } })).status,
+        422,
+      );
     });
 
     test('a consumer-chosen secret is taken as it is; concurrent rotations: one wins, the others are 409', async () => {
       const created = await registerEndpoint(server, token, `${receiver.url}/rotate-chosen`, ['order.created']);
       const id = created.json.Id as string;
-      const attempts = await Promise.all([3, 4, 5, 6, 7].map((n) => call(server.url, 'POST', `/api/webhooks/${id}/rotate-secret`, { token, body: { Secret: chosenSecret(n) } })));
+      const attempts = await Promise.all(
+        [3, 4, 5, 6, 7].map((n) =>
+          call(server.url, 'POST', `/api/webhooks/${id}/rotate-secret`, { token, body: { Secret: chosenSecret(n) } }),
+        ),
+      );
       assert.deepEqual(attempts.map((a) => a.status).sort(), [200, 409, 409, 409, 409]);
       const winner = attempts.find((a) => a.status === 200)!;
       const chosen = winner.json.Secret as string;
-      assert.ok([3, 4, 5, 6, 7].map((n) => chosenSecret(n)).includes(chosen), 'a consumer-chosen secret is taken as it is');
+      assert.ok(
+        [3, 4, 5, 6, 7].map((n) => chosenSecret(n)).includes(chosen),
+        'a consumer-chosen secret is taken as it is',
+      );
       const delivery = await pingAndReceive(id);
       assert.ok(await githubVerify(chosen, delivery.body, headerOf(delivery, 'x-service-signature-256')));
       assert.ok(standardVerifies(created.json.Secret, delivery), 'the secret it replaced signs during the overlap');
-      for (const loser of [3, 4, 5, 6, 7].map((n) => chosenSecret(n)).filter((s) => s !== chosen)) assert.equal(standardVerifies(loser, delivery), false, 'a refused rotation’s secret never signs');
+      for (const loser of [3, 4, 5, 6, 7].map((n) => chosenSecret(n)).filter((s) => s !== chosen))
+        assert.equal(standardVerifies(loser, delivery), false, 'a refused rotation’s secret never signs');
     });
 
     test('with WEBHOOK_SECRET_OVERLAP=0s the previous secret stops signing at the rotation', async () => {
@@ -523,9 +715,17 @@ for (const dialect of testDialects()) {
       try {
         const t = await noOverlap.issuer.clientToken(WEBHOOK_SCOPES);
         const created = await registerEndpoint(noOverlap, t, `${receiver.url}/no-overlap`, ['*']);
-        const rotated = await call(noOverlap.url, 'POST', `/api/webhooks/${created.json.Id}/rotate-secret`, { token: t, body: {} });
+        const rotated = await call(noOverlap.url, 'POST', `/api/webhooks/${created.json.Id}/rotate-secret`, {
+          token: t,
+          body: {},
+        });
         assert.equal(rotated.status, 200);
-        assert.equal((await call(noOverlap.url, 'GET', `/api/webhooks/${created.json.Id}`, { token: t })).json.PreviousSecretExpiresAtUtc, null, 'no overlap to show');
+        assert.equal(
+          (await call(noOverlap.url, 'GET', `/api/webhooks/${created.json.Id}`, { token: t })).json
+            .PreviousSecretExpiresAtUtc,
+          null,
+          'no overlap to show',
+        );
         const pinged = await call(noOverlap.url, 'POST', `/api/webhooks/${created.json.Id}/ping`, { token: t });
         assert.equal(pinged.status, 202);
         await waitUntil(() => receiver.at('/no-overlap').length === 1, 10_000);
@@ -533,8 +733,13 @@ for (const dialect of testDialects()) {
         assert.equal(headerOf(delivery!, 'webhook-signature').split(' ').length, 1);
         assert.ok(standardVerifies(rotated.json.Secret, delivery!));
         assert.equal(standardVerifies(created.json.Secret, delivery!), false, 'the old secret no longer verifies');
-        assert.ok(await githubVerify(rotated.json.Secret, delivery!.body, headerOf(delivery!, 'x-service-signature-256')));
-        const again = await call(noOverlap.url, 'POST', `/api/webhooks/${created.json.Id}/rotate-secret`, { token: t, body: {} });
+        assert.ok(
+          await githubVerify(rotated.json.Secret, delivery!.body, headerOf(delivery!, 'x-service-signature-256')),
+        );
+        const again = await call(noOverlap.url, 'POST', `/api/webhooks/${created.json.Id}/rotate-secret`, {
+          token: t,
+          body: {},
+        });
         assert.equal(again.status, 200, 'with no overlap running, rotating again at once is allowed');
       } finally {
         await noOverlap.close();
@@ -581,10 +786,19 @@ for (const dialect of testDialects()) {
     });
 
     test('secrets are sealed at rest (aes256gcm), never stored as they are', async () => {
-      const created = await registerEndpoint(server, token, `${receiver.url}/sealed`, ['*'], { Secret: chosenSecret(5) });
+      const created = await registerEndpoint(server, token, `${receiver.url}/sealed`, ['*'], {
+        Secret: chosenSecret(5),
+      });
       const rotated = await call(server.url, 'POST', `/api/webhooks/${created.json.Id}/rotate-secret`, { token });
-      const row = await server.app.database.db.selectFrom('webhook_endpoints').select(['secret', 'previous_secret']).where('id', '=', created.json.Id).executeTakeFirstOrThrow();
-      for (const [column, stored, plain] of [['secret', row.secret, rotated.json.Secret], ['previous_secret', row.previous_secret, created.json.Secret]] as const) {
+      const row = await server.app.database.db
+        .selectFrom('webhook_endpoints')
+        .select(['secret', 'previous_secret'])
+        .where('id', '=', created.json.Id)
+        .executeTakeFirstOrThrow();
+      for (const [column, stored, plain] of [
+        ['secret', row.secret, rotated.json.Secret],
+        ['previous_secret', row.previous_secret, created.json.Secret],
+      ] as const) {
         assert.ok(stored, column);
         assert.match(stored, /^aes256gcm:/, column);
         assert.ok(!stored.includes(plain), `${column} does not contain the secret`);
@@ -602,13 +816,19 @@ for (const dialect of testDialects()) {
       assert.equal(statuses.filter((s) => s === 201).length, MAX_ENDPOINTS_PER_OWNER, JSON.stringify(statuses));
       assert.equal(statuses.filter((s) => s === 409).length, 80 - MAX_ENDPOINTS_PER_OWNER, JSON.stringify(statuses));
       assert.ok(raced.filter((r) => r.status === 409).every((r) => problemType(r) === 'limit-reached'));
-      assert.equal((await call(server.url, 'GET', '/api/webhooks', { token: busy })).json.Items.length, MAX_ENDPOINTS_PER_OWNER);
+      assert.equal(
+        (await call(server.url, 'GET', '/api/webhooks', { token: busy })).json.Items.length,
+        MAX_ENDPOINTS_PER_OWNER,
+      );
       const created = raced.filter((r) => r.status === 201);
       const refused = await register(body, busy);
       assert.equal(refused.status, 409, refused.text);
       assert.equal(problemType(refused), 'limit-reached');
       assert.equal((await register(body)).status, 201, 'the limit is per client');
-      assert.equal((await call(server.url, 'DELETE', `/api/webhooks/${created[0]!.json.Id}`, { token: busy })).status, 204);
+      assert.equal(
+        (await call(server.url, 'DELETE', `/api/webhooks/${created[0]!.json.Id}`, { token: busy })).status,
+        204,
+      );
       assert.equal((await register(body, busy)).status, 201, 'deleting one makes room');
     });
   });

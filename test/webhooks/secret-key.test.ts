@@ -49,7 +49,11 @@ async function start(databaseUrl: string, env: Record<string, string> = {}): Pro
 }
 
 /** The start must fail with a SecretKeyError whose message passes `check`; a server that starts anyway is closed. */
-async function assertRefused(databaseUrl: string, env: Record<string, string>, check: (message: string) => void): Promise<void> {
+async function assertRefused(
+  databaseUrl: string,
+  env: Record<string, string>,
+  check: (message: string) => void,
+): Promise<void> {
   let started: Running | undefined;
   try {
     started = await start(databaseUrl, env);
@@ -63,11 +67,18 @@ async function assertRefused(databaseUrl: string, env: Record<string, string>, c
 }
 
 /** Starts, registers one endpoint (a secret is now sealed in the database), stops. */
-async function withRegisteredEndpoint(databaseUrl: string, receiver: TestReceiver, env: Record<string, string> = {}): Promise<{ id: string; secret: string }> {
+async function withRegisteredEndpoint(
+  databaseUrl: string,
+  receiver: TestReceiver,
+  env: Record<string, string> = {},
+): Promise<{ id: string; secret: string }> {
   const running = await start(databaseUrl, env);
   try {
     const token = await issuer.clientToken(WEBHOOK_SCOPES);
-    const created = await call(running.url, 'POST', '/api/webhooks', { token, body: { Url: `${receiver.url}/hook`, Events: ['*'] } });
+    const created = await call(running.url, 'POST', '/api/webhooks', {
+      token,
+      body: { Url: `${receiver.url}/hook`, Events: ['*'] },
+    });
     assert.equal(created.status, 201, created.text);
     return { id: String(created.json.Id), secret: String(created.json.Secret) };
   } finally {
@@ -87,14 +98,22 @@ function runCommand(command: 'serve' | 'dispatcher', databaseUrl: string, env: R
 }
 
 /** Proves the stored secret is intact: a ping is delivered, signed with the secret registration returned. */
-async function assertPingSignedWith(running: Running, receiver: TestReceiver, endpoint: { id: string; secret: string }): Promise<void> {
+async function assertPingSignedWith(
+  running: Running,
+  receiver: TestReceiver,
+  endpoint: { id: string; secret: string },
+): Promise<void> {
   const token = await issuer.clientToken(WEBHOOK_SCOPES);
   const before = receiver.received.length;
   const ping = await call(running.url, 'POST', `/api/webhooks/${endpoint.id}/ping`, { token });
   assert.equal(ping.status, 202, ping.text);
   const [delivery] = (await receiver.waitFor(before + 1)).slice(before);
   const headers = delivery!.headers as Record<string, string>;
-  new Webhook(endpoint.secret).verify(delivery!.body, { 'webhook-id': headers['webhook-id']!, 'webhook-timestamp': headers['webhook-timestamp']!, 'webhook-signature': headers['webhook-signature']! });
+  new Webhook(endpoint.secret).verify(delivery!.body, {
+    'webhook-id': headers['webhook-id']!,
+    'webhook-timestamp': headers['webhook-timestamp']!,
+    'webhook-signature': headers['webhook-signature']!,
+  });
 }
 
 before(async () => {
@@ -149,8 +168,15 @@ describe('webhook key file beside the SQLite database', () => {
     for (const command of ['serve', 'dispatcher'] as const) {
       const result = runCommand(command, url);
       assert.equal(result.status, 1, `signet ${command}: exit ${result.status}; stderr:\n${result.stderr}`);
-      assert.ok(result.stderr.includes(`signet: the webhook key file ${keyFile} is missing`), `signet ${command} stderr:\n${result.stderr}`);
-      assert.match(result.stderr, /restore the file from the backup of this database, or set WEBHOOK_SECRET_KEY/, result.stderr);
+      assert.ok(
+        result.stderr.includes(`signet: the webhook key file ${keyFile} is missing`),
+        `signet ${command} stderr:\n${result.stderr}`,
+      );
+      assert.match(
+        result.stderr,
+        /restore the file from the backup of this database, or set WEBHOOK_SECRET_KEY/,
+        result.stderr,
+      );
       assert.doesNotMatch(result.stderr, /\n\s+at /, 'a message, not a stack trace');
       assert.equal(existsSync(keyFile), false, `signet ${command} generated no key`);
     }
@@ -160,7 +186,9 @@ describe('webhook key file beside the SQLite database', () => {
     const { url, keyFile } = await sqliteDatabase();
     await withRegisteredEndpoint(url, receiver);
     writeFileSync(keyFile, `${KEY_B}\n`, { mode: 0o600 });
-    await assertRefused(url, {}, (message) => assert.ok(message.includes(`the webhook key file ${keyFile} does not open the webhook secrets`), message));
+    await assertRefused(url, {}, (message) =>
+      assert.ok(message.includes(`the webhook key file ${keyFile} does not open the webhook secrets`), message),
+    );
     assert.equal(readFileSync(keyFile, 'utf8'), `${KEY_B}\n`);
   });
 
@@ -176,9 +204,15 @@ describe('webhook key file beside the SQLite database', () => {
       assert.equal(statSync(keyFile).mode & 0o777, 0o600, 'a new key for a database that has nothing sealed');
       assert.notEqual(readFileSync(keyFile, 'utf8'), firstKey);
       const token = await issuer.clientToken(WEBHOOK_SCOPES);
-      const created = await call(second.url, 'POST', '/api/webhooks', { token, body: { Url: `${receiver.url}/fresh`, Events: ['*'] } });
+      const created = await call(second.url, 'POST', '/api/webhooks', {
+        token,
+        body: { Url: `${receiver.url}/fresh`, Events: ['*'] },
+      });
       assert.equal(created.status, 201, created.text);
-      await assertPingSignedWith(second, receiver, { id: String(created.json.Id), secret: String(created.json.Secret) });
+      await assertPingSignedWith(second, receiver, {
+        id: String(created.json.Id),
+        secret: String(created.json.Secret),
+      });
     } finally {
       await second.app.close();
     }
@@ -202,7 +236,10 @@ for (const dialect of testDialects()) {
 
     test('a key that does not open the stored secrets stops the start; the right key starts and signs with the stored secret', async () => {
       await assertRefused(database.url, { WEBHOOK_SECRET_KEY: KEY_B }, (message) => {
-        assert.match(message, /^WEBHOOK_SECRET_KEY does not open the webhook secrets stored in the database: set it to the key they were sealed with$/);
+        assert.match(
+          message,
+          /^WEBHOOK_SECRET_KEY does not open the webhook secrets stored in the database: set it to the key they were sealed with$/,
+        );
       });
       const right = await start(database.url, { WEBHOOK_SECRET_KEY: KEY_A });
       try {
@@ -215,7 +252,11 @@ for (const dialect of testDialects()) {
     test('`signet dispatcher` with the wrong key exits 1 with the message on stderr', () => {
       const result = runCommand('dispatcher', database.url, { WEBHOOK_SECRET_KEY: KEY_B });
       assert.equal(result.status, 1, `exit ${result.status}; stderr:\n${result.stderr}`);
-      assert.match(result.stderr, /signet: WEBHOOK_SECRET_KEY does not open the webhook secrets stored in the database/, result.stderr);
+      assert.match(
+        result.stderr,
+        /signet: WEBHOOK_SECRET_KEY does not open the webhook secrets stored in the database/,
+        result.stderr,
+      );
     });
   });
 }

@@ -9,11 +9,30 @@ import { after, describe, test } from 'node:test';
 import { sign as githubSign, verify as githubVerify } from '@octokit/webhooks-methods';
 import { Webhook } from 'standardwebhooks';
 import { loadConfig } from '../../src/config/config.ts';
-import { AddressPolicy, callbackUrl, callbackUrlProblem, guardedLookup, literalAddressProblem } from '../../src/webhooks/network.ts';
+import {
+  AddressPolicy,
+  callbackUrl,
+  callbackUrlProblem,
+  guardedLookup,
+  literalAddressProblem,
+} from '../../src/webhooks/network.ts';
 import { storableText } from '../../src/webhooks/delivery.http.ts';
 import { firstDelay, jittered, nextRetryDelay, parseRetryAfter } from '../../src/webhooks/retry-policy.ts';
-import { generateSecret, resolveSecretKey, SecretBox, SecretKeyError, secretProblem, standardWebhooksKey } from '../../src/webhooks/secrets.ts';
-import { deliveryBody, githubSignature, signatureHeaders, SigningSecret, standardSignature } from '../../src/webhooks/signing.ts';
+import {
+  generateSecret,
+  resolveSecretKey,
+  SecretBox,
+  SecretKeyError,
+  secretProblem,
+  standardWebhooksKey,
+} from '../../src/webhooks/secrets.ts';
+import {
+  deliveryBody,
+  githubSignature,
+  signatureHeaders,
+  SigningSecret,
+  standardSignature,
+} from '../../src/webhooks/signing.ts';
 
 const secretOf = (bytes: number, fill = 1) => `whsec_${Buffer.alloc(bytes, fill).toString('base64')}`;
 
@@ -21,25 +40,45 @@ describe('AddressPolicy', () => {
   const strict = new AddressPolicy([]);
 
   test('allows public unicast addresses only by default', () => {
-    for (const address of ['93.184.216.34', '8.8.8.8', '1.1.1.1', '2606:4700:4700::1111', '2a00:1450:4001:80b::200e']) assert.equal(strict.allows(address), true, address);
+    for (const address of ['93.184.216.34', '8.8.8.8', '1.1.1.1', '2606:4700:4700::1111', '2a00:1450:4001:80b::200e'])
+      assert.equal(strict.allows(address), true, address);
     const refused = [
-      '127.0.0.1', '127.255.255.254', '::1', // loopback
-      '10.0.0.1', '172.16.5.4', '172.31.255.255', '192.168.0.10', // private
-      '169.254.169.254', 'fe80::1', // link-local (cloud metadata)
-      'fd00:ec2::254', 'fc00::1', // unique local (AWS IPv6 metadata)
+      '127.0.0.1',
+      '127.255.255.254',
+      '::1', // loopback
+      '10.0.0.1',
+      '172.16.5.4',
+      '172.31.255.255',
+      '192.168.0.10', // private
+      '169.254.169.254',
+      'fe80::1', // link-local (cloud metadata)
+      'fd00:ec2::254',
+      'fc00::1', // unique local (AWS IPv6 metadata)
       '100.64.0.1', // carrier-grade NAT
-      '0.0.0.0', '::', '255.255.255.255', '224.0.0.1', 'ff02::1', '192.0.2.1', '2001:db8::1',
-      '::ffff:127.0.0.1', '::ffff:10.0.0.1', '::ffff:169.254.169.254', // IPv4-mapped
-      '64:ff9b::a00:1', '2002:a00:1::', // NAT64 and 6to4 wrapping 10.0.0.1
+      '0.0.0.0',
+      '::',
+      '255.255.255.255',
+      '224.0.0.1',
+      'ff02::1',
+      '192.0.2.1',
+      '2001:db8::1',
+      '::ffff:127.0.0.1',
+      '::ffff:10.0.0.1',
+      '::ffff:169.254.169.254', // IPv4-mapped
+      '64:ff9b::a00:1',
+      '2002:a00:1::', // NAT64 and 6to4 wrapping 10.0.0.1
     ];
     for (const address of refused) assert.equal(strict.allows(address), false, address);
-    for (const notAnAddress of ['', 'localhost', 'example.com', '999.1.1.1', '10.0.0.1:80']) assert.equal(strict.allows(notAnAddress), false, notAnAddress);
+    for (const notAnAddress of ['', 'localhost', 'example.com', '999.1.1.1', '10.0.0.1:80'])
+      assert.equal(strict.allows(notAnAddress), false, notAnAddress);
   });
 
   test('named networks allow exactly their range', () => {
     const loopback = new AddressPolicy(['loopback']);
-    for (const address of ['127.0.0.1', '127.8.9.10', '::1', '::ffff:127.0.0.1']) assert.equal(loopback.allows(address), true, address);
-    for (const address of ['10.0.0.1', '169.254.169.254', 'fd00::1']) assert.equal(loopback.allows(address), false, address);
+    for (const address of ['127.0.0.1', '127.8.9.10', '::1', '::ffff:127.0.0.1'])
+      assert.equal(loopback.allows(address), true, address);
+    for (const address of ['10.0.0.1', '169.254.169.254', 'fd00::1'])
+      assert.equal(loopback.allows(address), false, address);
     assert.equal(loopback.allows('8.8.8.8'), true, 'public stays allowed');
 
     const cases: [string, string[], string[]][] = [
@@ -56,8 +95,10 @@ describe('AddressPolicy', () => {
 
   test('addresses and CIDRs allow exactly what they cover, per address family', () => {
     const policy = new AddressPolicy(['10.20.0.0/16', '192.168.1.5', 'fd12:3456::/32', 'fe80::7']);
-    for (const address of ['10.20.0.1', '10.20.255.255', '192.168.1.5', '::ffff:10.20.3.4', 'fd12:3456::1', 'fe80::7']) assert.equal(policy.allows(address), true, address);
-    for (const address of ['10.21.0.1', '10.0.0.1', '192.168.1.6', 'fd12:3457::1', 'fe80::8', '127.0.0.1']) assert.equal(policy.allows(address), false, address);
+    for (const address of ['10.20.0.1', '10.20.255.255', '192.168.1.5', '::ffff:10.20.3.4', 'fd12:3456::1', 'fe80::7'])
+      assert.equal(policy.allows(address), true, address);
+    for (const address of ['10.21.0.1', '10.0.0.1', '192.168.1.6', 'fd12:3457::1', 'fe80::8', '127.0.0.1'])
+      assert.equal(policy.allows(address), false, address);
     const v4 = new AddressPolicy(['0.0.0.0/0']);
     assert.equal(v4.allows('10.0.0.1'), true);
     assert.equal(v4.allows('fd00::1'), false, 'an IPv4 network never matches an IPv6 address');
@@ -69,11 +110,21 @@ describe('callbackUrlProblem', () => {
   const dev = { allowHttp: true, policy: new AddressPolicy(['loopback']) };
 
   test('accepts https URLs to public hosts; http only when allowed', () => {
-    for (const url of ['https://example.com/hook', 'https://example.com:8443/a/b?x=1', 'https://93.184.216.34/hook', 'https://[2606:4700::1111]/hook']) assert.equal(callbackUrlProblem(url, strict), undefined, url);
+    for (const url of [
+      'https://example.com/hook',
+      'https://example.com:8443/a/b?x=1',
+      'https://93.184.216.34/hook',
+      'https://[2606:4700::1111]/hook',
+    ])
+      assert.equal(callbackUrlProblem(url, strict), undefined, url);
     assert.match(callbackUrlProblem('http://example.com/hook', strict)!, /https/);
     assert.equal(callbackUrlProblem('http://example.com/hook', dev), undefined);
     assert.equal(callbackUrlProblem('http://127.0.0.1:8080/hook', dev), undefined);
-    assert.equal(callbackUrlProblem('https://localhost/hook', strict), undefined, 'host names are checked when connecting, not here');
+    assert.equal(
+      callbackUrlProblem('https://localhost/hook', strict),
+      undefined,
+      'host names are checked when connecting, not here',
+    );
   });
 
   test('refuses what is not an absolute http(s) URL, credentials and fragments', () => {
@@ -107,7 +158,8 @@ describe('callbackUrlProblem', () => {
       ['https://:@example.com/x', /credentials/],
       ['https://example.com/x#', /fragment/],
     ];
-    for (const [url, problem] of cases) assert.match(callbackUrlProblem(url, dev) ?? '(accepted)', problem, JSON.stringify(url));
+    for (const [url, problem] of cases)
+      assert.match(callbackUrlProblem(url, dev) ?? '(accepted)', problem, JSON.stringify(url));
   });
 
   test('refuses hosts and ports that can never be reached: port 0, names over 253 characters or labels over 63', () => {
@@ -117,7 +169,12 @@ describe('callbackUrlProblem', () => {
     assert.match(callbackUrlProblem('https://a..example.com/x', strict) ?? '(accepted)', /label/);
     const long = Array.from({ length: 5 }, () => label(60)).join('.'); // 304 characters
     assert.match(callbackUrlProblem(`https://${long}/x`, strict) ?? '(accepted)', /at most 253/);
-    for (const url of [`https://${label(63)}.example.com/x`, `https://${Array.from({ length: 4 }, () => label(62)).join('.')}/x`, 'https://example.com./x', 'https://example.com:1/x']) {
+    for (const url of [
+      `https://${label(63)}.example.com/x`,
+      `https://${Array.from({ length: 4 }, () => label(62)).join('.')}/x`,
+      'https://example.com./x',
+      'https://example.com:1/x',
+    ]) {
       assert.equal(callbackUrlProblem(url, strict), undefined, url);
     }
   });
@@ -137,9 +194,27 @@ describe('callbackUrlProblem', () => {
   });
 
   test('refuses literal non-public addresses in every spelling the URL parser normalizes', () => {
-    const hosts = ['127.0.0.1', '2130706433', '0x7f.1', '127.1', '0177.0.0.1', '[::1]', '[::ffff:127.0.0.1]', '[0:0:0:0:0:0:0:1]', '169.254.169.254', '[fd00:ec2::254]', '10.0.0.1', '0.0.0.0', '[::]'];
-    for (const host of hosts) assert.match(callbackUrlProblem(`https://${host}/hook`, strict) ?? '(accepted)', /not a public address/, host);
-    assert.equal(callbackUrlProblem('https://[::1]:8443/hook', { allowHttp: false, policy: new AddressPolicy(['loopback']) }), undefined);
+    const hosts = [
+      '127.0.0.1',
+      '2130706433',
+      '0x7f.1',
+      '127.1',
+      '0177.0.0.1',
+      '[::1]',
+      '[::ffff:127.0.0.1]',
+      '[0:0:0:0:0:0:0:1]',
+      '169.254.169.254',
+      '[fd00:ec2::254]',
+      '10.0.0.1',
+      '0.0.0.0',
+      '[::]',
+    ];
+    for (const host of hosts)
+      assert.match(callbackUrlProblem(`https://${host}/hook`, strict) ?? '(accepted)', /not a public address/, host);
+    assert.equal(
+      callbackUrlProblem('https://[::1]:8443/hook', { allowHttp: false, policy: new AddressPolicy(['loopback']) }),
+      undefined,
+    );
     assert.equal(literalAddressProblem(new URL('https://example.com/'), strict.policy), undefined);
     assert.match(literalAddressProblem(new URL('https://[::1]/'), strict.policy)!, /::1/);
   });
@@ -156,7 +231,9 @@ describe('storableText', () => {
 
 describe('guardedLookup', () => {
   const lookup = (policy: AddressPolicy, host: string, all: boolean) =>
-    new Promise<{ err: NodeJS.ErrnoException | null; address: unknown }>((resolve) => guardedLookup(policy)(host, { all }, (err, address) => resolve({ err, address })));
+    new Promise<{ err: NodeJS.ErrnoException | null; address: unknown }>((resolve) =>
+      guardedLookup(policy)(host, { all }, (err, address) => resolve({ err, address })),
+    );
 
   test('refuses a host name that resolves to a non-public address (code ESSRF)', async () => {
     for (const all of [true, false]) {
@@ -205,7 +282,8 @@ describe('secrets', () => {
       `whsec_${Buffer.alloc(32, 1).toString('base64')}\n`,
       'whsec_!!!!',
     ];
-    for (const secret of malformed) assert.match(secretProblem(secret) ?? '(accepted)', /whsec_/, JSON.stringify(secret));
+    for (const secret of malformed)
+      assert.match(secretProblem(secret) ?? '(accepted)', /whsec_/, JSON.stringify(secret));
   });
 
   test('SecretBox seals with AES-256-GCM bound to the endpoint, and opens only with the same key and endpoint', () => {
@@ -216,12 +294,20 @@ describe('secrets', () => {
     assert.ok(!sealed.includes(secret.slice('whsec_'.length)));
     assert.notEqual(box.seal('whep_a', secret), sealed, 'a fresh nonce every time');
     assert.equal(box.open('whep_a', sealed), secret);
-    assert.throws(() => box.open('whep_b', sealed), /does not open/, 'copied into another endpoint row, it does not open');
+    assert.throws(
+      () => box.open('whep_b', sealed),
+      /does not open/,
+      'copied into another endpoint row, it does not open',
+    );
     assert.throws(() => new SecretBox(Buffer.alloc(32, 8)).open('whep_a', sealed), /does not open/, 'another key');
     const [prefix, iv, body, tag] = sealed.split(/[:.]/);
     const flipped = Buffer.from(body!, 'base64url');
     flipped[0]! ^= 1;
-    assert.throws(() => box.open('whep_a', `${prefix}:${iv}.${flipped.toString('base64url')}.${tag}`), /does not open/, 'tampered');
+    assert.throws(
+      () => box.open('whep_a', `${prefix}:${iv}.${flipped.toString('base64url')}.${tag}`),
+      /does not open/,
+      'tampered',
+    );
   });
 
   describe('resolveSecretKey', () => {
@@ -235,7 +321,10 @@ describe('secrets', () => {
     });
 
     test('PostgreSQL without WEBHOOK_SECRET_KEY refuses to start', () => {
-      assert.throws(() => resolveSecretKey(undefined, 'postgres://postgres@127.0.0.1/x'), (err: Error) => err instanceof SecretKeyError && /WEBHOOK_SECRET_KEY is required/.test(err.message));
+      assert.throws(
+        () => resolveSecretKey(undefined, 'postgres://postgres@127.0.0.1/x'),
+        (err: Error) => err instanceof SecretKeyError && /WEBHOOK_SECRET_KEY is required/.test(err.message),
+      );
     });
 
     test('SQLite generates a 0600 key file beside the database once, and reads it back after', () => {
@@ -262,10 +351,22 @@ describe('retry policy', () => {
   const settings = { scheduleMs: [0, 5000, 300_000], retryAfterCapMs: 3_600_000 };
 
   test('jitter is ±20 %', () => {
-    assert.equal(jittered(10_000, () => 0), 8000);
-    assert.equal(jittered(10_000, () => 0.5), 10_000);
-    assert.equal(jittered(10_000, () => 1), 12_000);
-    assert.equal(jittered(0, () => 1), 0);
+    assert.equal(
+      jittered(10_000, () => 0),
+      8000,
+    );
+    assert.equal(
+      jittered(10_000, () => 0.5),
+      10_000,
+    );
+    assert.equal(
+      jittered(10_000, () => 1),
+      12_000,
+    );
+    assert.equal(
+      jittered(0, () => 1),
+      0,
+    );
     for (let i = 0; i < 200; i++) {
       const delay = jittered(5000);
       assert.ok(delay >= 4000 && delay <= 6000, String(delay));
@@ -297,16 +398,25 @@ describe('retry policy', () => {
     assert.equal(parseRetryAfter(['30', '60'], now), 30_000);
     assert.equal(parseRetryAfter('Thu, 01 Jan 2026 00:01:30 GMT', now), 90_000);
     assert.equal(parseRetryAfter('Wed, 31 Dec 2025 23:00:00 GMT', now), 0, 'a date in the past means now');
-    for (const bad of [undefined, 'soon', '', 'in a minute']) assert.equal(parseRetryAfter(bad, now), undefined, String(bad));
+    for (const bad of [undefined, 'soon', '', 'in a minute'])
+      assert.equal(parseRetryAfter(bad, now), undefined, String(bad));
   });
 });
 
 describe('signing', () => {
-  const event = { id: 'evt_0123456789abcdef0123456789abcdef', type: 'order.paid', occurredAt: new Date('2026-03-04T05:06:07.891Z'), dataJson: '{"Total":1.10,"b":1,"a":"é"}' };
+  const event = {
+    id: 'evt_0123456789abcdef0123456789abcdef',
+    type: 'order.paid',
+    occurredAt: new Date('2026-03-04T05:06:07.891Z'),
+    dataJson: '{"Total":1.10,"b":1,"a":"é"}',
+  };
 
   test('the body is the envelope with the attempt time in whole seconds and Data exactly as stored', () => {
     const body = deliveryBody(event, new Date('2026-03-04T05:07:08.999Z'));
-    assert.equal(body, '{"Id":"evt_0123456789abcdef0123456789abcdef","Type":"order.paid","OccurredAtUtc":"2026-03-04T05:06:07.891Z","Timestamp":"2026-03-04T05:07:08.000Z","Data":{"Total":1.10,"b":1,"a":"é"}}');
+    assert.equal(
+      body,
+      '{"Id":"evt_0123456789abcdef0123456789abcdef","Type":"order.paid","OccurredAtUtc":"2026-03-04T05:06:07.891Z","Timestamp":"2026-03-04T05:07:08.000Z","Data":{"Total":1.10,"b":1,"a":"é"}}',
+    );
     assert.deepEqual(JSON.parse(body).Data, { Total: 1.1, b: 1, a: 'é' });
   });
 
@@ -316,34 +426,83 @@ describe('signing', () => {
     assert.equal(githubSignature(secret, body), await githubSign(secret, body));
     assert.ok(await githubVerify(secret, body, githubSignature(secret, body)));
     assert.equal(await githubVerify(generateSecret(), body, githubSignature(secret, body)), false);
-    assert.equal(await githubVerify(secret, `${body} `, githubSignature(secret, body)), false, 'any change to the bytes breaks it');
+    assert.equal(
+      await githubVerify(secret, `${body} `, githubSignature(secret, body)),
+      false,
+      'any change to the bytes breaks it',
+    );
   });
 
   test('webhook-signature carries one v1 signature per active secret, each verified by standardwebhooks', () => {
     const [current, previous, unrelated] = [generateSecret(), generateSecret(), generateSecret()];
     const attemptAt = new Date();
     const body = deliveryBody(event, attemptAt);
-    const headers = signatureHeaders({ headerName: 'Acme-Shop', deliveryId: 'dlv_42', eventType: 'order.paid', body, attemptAt, secrets: [new SigningSecret(current), new SigningSecret(previous)] });
-    assert.deepEqual(Object.keys(headers).sort(), ['X-Acme-Shop-Delivery', 'X-Acme-Shop-Event', 'X-Acme-Shop-Signature-256', 'webhook-id', 'webhook-signature', 'webhook-timestamp'].sort());
+    const headers = signatureHeaders({
+      headerName: 'Acme-Shop',
+      deliveryId: 'dlv_42',
+      eventType: 'order.paid',
+      body,
+      attemptAt,
+      secrets: [new SigningSecret(current), new SigningSecret(previous)],
+    });
+    assert.deepEqual(
+      Object.keys(headers).sort(),
+      [
+        'X-Acme-Shop-Delivery',
+        'X-Acme-Shop-Event',
+        'X-Acme-Shop-Signature-256',
+        'webhook-id',
+        'webhook-signature',
+        'webhook-timestamp',
+      ].sort(),
+    );
     assert.equal(headers['X-Acme-Shop-Delivery'], 'dlv_42');
     assert.equal(headers['X-Acme-Shop-Event'], 'order.paid');
     assert.equal(headers['webhook-id'], 'dlv_42');
     assert.equal(headers['webhook-timestamp'], String(Math.floor(attemptAt.getTime() / 1000)));
-    assert.equal(headers['X-Acme-Shop-Signature-256'], githubSignature(current, body), 'the GitHub-style header uses the newest secret');
+    assert.equal(
+      headers['X-Acme-Shop-Signature-256'],
+      githubSignature(current, body),
+      'the GitHub-style header uses the newest secret',
+    );
     const signatures = headers['webhook-signature']!.split(' ');
     assert.equal(signatures.length, 2);
     assert.equal(signatures[0], standardSignature(current, 'dlv_42', Number(headers['webhook-timestamp']), body));
-    const standard = { 'webhook-id': headers['webhook-id']!, 'webhook-timestamp': headers['webhook-timestamp']!, 'webhook-signature': headers['webhook-signature']! };
-    assert.equal(new Webhook(current).sign('dlv_42', new Date(Number(headers['webhook-timestamp']) * 1000), body), signatures[0], 'the same bytes standardwebhooks would sign');
+    const standard = {
+      'webhook-id': headers['webhook-id']!,
+      'webhook-timestamp': headers['webhook-timestamp']!,
+      'webhook-signature': headers['webhook-signature']!,
+    };
+    assert.equal(
+      new Webhook(current).sign('dlv_42', new Date(Number(headers['webhook-timestamp']) * 1000), body),
+      signatures[0],
+      'the same bytes standardwebhooks would sign',
+    );
     assert.deepEqual(new Webhook(current).verify(body, standard), JSON.parse(body));
     assert.deepEqual(new Webhook(previous).verify(body, standard), JSON.parse(body));
     assert.throws(() => new Webhook(unrelated).verify(body, standard));
     assert.throws(() => new Webhook(current).verify(body.replace('order.paid', 'order.cancelled'), standard));
 
-    const single = signatureHeaders({ headerName: 'Service', deliveryId: 'dlv_1', eventType: 'order.paid', body, attemptAt, secrets: [new SigningSecret(current)] });
+    const single = signatureHeaders({
+      headerName: 'Service',
+      deliveryId: 'dlv_1',
+      eventType: 'order.paid',
+      body,
+      attemptAt,
+      secrets: [new SigningSecret(current)],
+    });
     assert.equal(single['webhook-signature']!.split(' ').length, 1);
     assert.ok(single['X-Service-Signature-256']);
-    assert.throws(() => signatureHeaders({ headerName: 'Service', deliveryId: 'dlv_1', eventType: 'order.paid', body, attemptAt, secrets: [] }));
+    assert.throws(() =>
+      signatureHeaders({
+        headerName: 'Service',
+        deliveryId: 'dlv_1',
+        eventType: 'order.paid',
+        body,
+        attemptAt,
+        secrets: [],
+      }),
+    );
   });
 });
 
@@ -352,7 +511,10 @@ describe('webhook settings', () => {
     const config = loadConfig({});
     assert.equal(config.webhookHeaderName, 'Service');
     assert.equal(config.webhookTimeoutMs, 15_000);
-    assert.deepEqual(config.webhookRetryScheduleMs, [0, 5000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 36_000_000]);
+    assert.deepEqual(
+      config.webhookRetryScheduleMs,
+      [0, 5000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 36_000_000],
+    );
     assert.equal(config.webhookRetryAfterCapMs, 3_600_000);
     assert.equal(config.webhookDisableAfterMs, 5 * 86_400_000);
     assert.equal(config.webhookSecretOverlapMs, 86_400_000);
@@ -427,15 +589,29 @@ describe('webhook settings', () => {
       ['EVENT_RETENTION', '30m'],
     ];
     for (const [name, value] of cases) {
-      assert.throws(() => loadConfig({ [name]: value }), (err: Error) => err.name === 'ConfigError' && err.message.startsWith(`${name}:`), `${name}=${value}`);
+      assert.throws(
+        () => loadConfig({ [name]: value }),
+        (err: Error) => err.name === 'ConfigError' && err.message.startsWith(`${name}:`),
+        `${name}=${value}`,
+      );
     }
   });
 
   test('EVENT_RETENTION shorter than the retry window refuses to start', () => {
     // The default schedule adds up to about 28 h: a day of retention would purge events still being retried.
-    assert.throws(() => loadConfig({ EVENT_RETENTION: '24h' }), (err: Error) => err.name === 'ConfigError' && /^EVENT_RETENTION: .*retry window/.test(err.message));
-    assert.throws(() => loadConfig({ EVENT_RETENTION: '2h', WEBHOOK_RETRY_SCHEDULE: '0s,1h,1h,1s' }), /EVENT_RETENTION/);
-    assert.equal(loadConfig({ EVENT_RETENTION: '2h', WEBHOOK_RETRY_SCHEDULE: '0s,1h,1h' }).eventRetentionMs, 7_200_000, 'exactly the window is enough');
+    assert.throws(
+      () => loadConfig({ EVENT_RETENTION: '24h' }),
+      (err: Error) => err.name === 'ConfigError' && /^EVENT_RETENTION: .*retry window/.test(err.message),
+    );
+    assert.throws(
+      () => loadConfig({ EVENT_RETENTION: '2h', WEBHOOK_RETRY_SCHEDULE: '0s,1h,1h,1s' }),
+      /EVENT_RETENTION/,
+    );
+    assert.equal(
+      loadConfig({ EVENT_RETENTION: '2h', WEBHOOK_RETRY_SCHEDULE: '0s,1h,1h' }).eventRetentionMs,
+      7_200_000,
+      'exactly the window is enough',
+    );
     assert.equal(loadConfig({ EVENT_RETENTION: '29h' }).eventRetentionMs, 29 * 3_600_000);
   });
 });

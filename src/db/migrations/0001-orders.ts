@@ -12,11 +12,15 @@ export function ordersMigration(dialect: Dialect): Migration {
       await db.schema
         .createTable('orders')
         // SQLite AUTOINCREMENT and PostgreSQL identity both guarantee a deleted order's id is never reused.
-        .addColumn('id', pg ? 'bigint' : 'integer', (c) => (pg ? c.generatedAlwaysAsIdentity().primaryKey() : c.primaryKey().autoIncrement()))
+        .addColumn('id', pg ? 'bigint' : 'integer', (c) =>
+          pg ? c.generatedAlwaysAsIdentity().primaryKey() : c.primaryKey().autoIncrement(),
+        )
         .addColumn('customer_id', pg ? 'uuid' : 'text', (c) => c.notNull())
         .addColumn('total_minor', 'bigint', (c) => c.notNull().check(sql`total_minor >= 0`))
         .addColumn('currency', pg ? 'char(3)' : 'text', (c) => c.notNull())
-        .addColumn('status', 'text', (c) => c.notNull().check(sql`status in ('pending', 'paid', 'cancelled', 'shipped', 'delivered')`))
+        .addColumn('status', 'text', (c) =>
+          c.notNull().check(sql`status in ('pending', 'paid', 'cancelled', 'shipped', 'delivered')`),
+        )
         .addColumn('version', 'integer', (c) => c.notNull().defaultTo(1))
         .addColumn('created_at', time, (c) => c.notNull())
         .addColumn('updated_at', time, (c) => c.notNull())
@@ -26,12 +30,18 @@ export function ordersMigration(dialect: Dialect): Migration {
 
       await db.schema
         .createTable('order_status_changes')
-        .addColumn('id', pg ? 'bigint' : 'integer', (c) => (pg ? c.generatedAlwaysAsIdentity().primaryKey() : c.primaryKey().autoIncrement()))
+        .addColumn('id', pg ? 'bigint' : 'integer', (c) =>
+          pg ? c.generatedAlwaysAsIdentity().primaryKey() : c.primaryKey().autoIncrement(),
+        )
         .addColumn('order_id', 'bigint', (c) => c.notNull().references('orders.id').onDelete('cascade'))
         .addColumn('status', 'text', (c) => c.notNull())
         .addColumn('changed_at', time, (c) => c.notNull())
         .execute();
-      await db.schema.createIndex('order_status_changes_order_idx').on('order_status_changes').columns(['order_id', 'id']).execute();
+      await db.schema
+        .createIndex('order_status_changes_order_idx')
+        .on('order_status_changes')
+        .columns(['order_id', 'id'])
+        .execute();
 
       await db.schema
         .createTable('idempotency_keys')

@@ -53,7 +53,11 @@ export function authServerMigration(dialect: Dialect): Migration {
       await db.schema.createIndex('oidc_payloads_client_idx').on('oidc_payloads').column('client_id').execute();
       await db.schema.createIndex('oidc_payloads_account_idx').on('oidc_payloads').column('account_id').execute();
       await db.schema.createIndex('oidc_payloads_uid_idx').on('oidc_payloads').columns(['model', 'uid']).execute();
-      await db.schema.createIndex('oidc_payloads_user_code_idx').on('oidc_payloads').columns(['model', 'user_code']).execute();
+      await db.schema
+        .createIndex('oidc_payloads_user_code_idx')
+        .on('oidc_payloads')
+        .columns(['model', 'user_code'])
+        .execute();
       await db.schema.createIndex('oidc_payloads_expires_idx').on('oidc_payloads').column('expires_at').execute();
 
       // Private JWKs for signing and secrets for cookie signing. retired_at: still published, no longer used.
@@ -76,7 +80,8 @@ export function authServerMigration(dialect: Dialect): Migration {
         .execute();
     },
     async down(db: Kysely<any>) {
-      for (const table of ['login_throttle', 'signing_keys', 'oidc_payloads', 'oauth_clients', 'users']) await db.schema.dropTable(table).execute();
+      for (const table of ['login_throttle', 'signing_keys', 'oidc_payloads', 'oauth_clients', 'users'])
+        await db.schema.dropTable(table).execute();
     },
   };
 }

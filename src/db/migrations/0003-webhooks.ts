@@ -26,7 +26,11 @@ export function webhooksMigration(dialect: Dialect): Migration {
         .addColumn('created_at', time, (c) => c.notNull())
         .addColumn('updated_at', time, (c) => c.notNull())
         .execute();
-      await db.schema.createIndex('webhook_endpoints_owner_idx').on('webhook_endpoints').columns(['owner', 'created_at']).execute();
+      await db.schema
+        .createIndex('webhook_endpoints_owner_idx')
+        .on('webhook_endpoints')
+        .columns(['owner', 'created_at'])
+        .execute();
 
       // The outbox. `seq` orders events on SQLite (one writer: insert order is commit order). On
       // PostgreSQL ids are handed out before commit, so a later id can commit first; there the list
@@ -43,7 +47,12 @@ export function webhooksMigration(dialect: Dialect): Migration {
         .addColumn('order_id', 'integer');
       if (pg) events = events.addColumn('tx_id', sql`xid8`, (c) => c.notNull().defaultTo(sql`pg_current_xact_id()`));
       await events.execute();
-      if (pg) await db.schema.createIndex('webhook_events_position_idx').on('webhook_events').columns(['tx_id', 'seq']).execute();
+      if (pg)
+        await db.schema
+          .createIndex('webhook_events_position_idx')
+          .on('webhook_events')
+          .columns(['tx_id', 'seq'])
+          .execute();
       await db.schema.createIndex('webhook_events_occurred_idx').on('webhook_events').column('occurred_at').execute();
       await db.schema.createIndex('webhook_events_order_idx').on('webhook_events').column('order_id').execute();
 
@@ -64,8 +73,16 @@ export function webhooksMigration(dialect: Dialect): Migration {
         .addColumn('updated_at', time, (c) => c.notNull())
         .addUniqueConstraint('webhook_deliveries_event_endpoint_key', ['event_id', 'endpoint_id'])
         .execute();
-      await db.schema.createIndex('webhook_deliveries_due_idx').on('webhook_deliveries').columns(['state', 'next_attempt_at']).execute();
-      await db.schema.createIndex('webhook_deliveries_endpoint_idx').on('webhook_deliveries').columns(['endpoint_id', 'created_at']).execute();
+      await db.schema
+        .createIndex('webhook_deliveries_due_idx')
+        .on('webhook_deliveries')
+        .columns(['state', 'next_attempt_at'])
+        .execute();
+      await db.schema
+        .createIndex('webhook_deliveries_endpoint_idx')
+        .on('webhook_deliveries')
+        .columns(['endpoint_id', 'created_at'])
+        .execute();
 
       await db.schema
         .createTable('webhook_attempts')
@@ -79,7 +96,11 @@ export function webhooksMigration(dialect: Dialect): Migration {
         .addColumn('error_detail', 'text')
         .addColumn('response_excerpt', 'text')
         .execute();
-      await db.schema.createIndex('webhook_attempts_delivery_idx').on('webhook_attempts').column('delivery_id').execute();
+      await db.schema
+        .createIndex('webhook_attempts_delivery_idx')
+        .on('webhook_attempts')
+        .column('delivery_id')
+        .execute();
     },
   };
 }

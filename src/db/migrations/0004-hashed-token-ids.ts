@@ -13,7 +13,11 @@ const BATCH = 500;
 export function hashedTokenIdsMigration(): Migration {
   return {
     async up(db: Kysely<any>) {
-      await db.deleteFrom('oidc_payloads').where('model', 'in', MODELS).where('expires_at', '<', new Date().toISOString()).execute();
+      await db
+        .deleteFrom('oidc_payloads')
+        .where('model', 'in', MODELS)
+        .where('expires_at', '<', new Date().toISOString())
+        .execute();
       // Keyset pages over (model, id). A rehashed row can sort after the page it came from and be read
       // again: it no longer has a `jti`, which is also what makes a rerun after a failure safe.
       let last = { model: '', id: '' };
@@ -22,7 +26,9 @@ export function hashedTokenIdsMigration(): Migration {
           .selectFrom('oidc_payloads')
           .select(['model', 'id', 'payload'])
           .where('model', 'in', MODELS)
-          .where((eb) => eb.or([eb('model', '>', last.model), eb.and([eb('model', '=', last.model), eb('id', '>', last.id)])]))
+          .where((eb) =>
+            eb.or([eb('model', '>', last.model), eb.and([eb('model', '=', last.model), eb('id', '>', last.id)])]),
+          )
           .orderBy('model')
           .orderBy('id')
           .limit(BATCH)
