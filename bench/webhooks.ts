@@ -35,9 +35,9 @@ import { fileURLToPath } from 'node:url';
 import { Agent, Pool, request } from 'undici';
 import { loadConfig } from '../src/config/config.ts';
 import { toRepresentation } from '../src/orders/orders.representation.ts';
-import { newId } from '../src/webhooks/events.catalogue.ts';
+import { newId } from '../src/webhooks/outbox/events.catalogue.ts';
 import { USER_AGENT } from '../src/webhooks/runtime.ts';
-import { deliveryBody, signatureHeaders, SigningSecret } from '../src/webhooks/signing.ts';
+import { deliveryBody, signatureHeaders, SigningSecret } from '../src/webhooks/delivery/signing.ts';
 import { forkBenchChild, type BenchChild, type MeasuredMessage } from './child-control.ts';
 import { finishRun, machineBusySeconds, machineInfo } from './report.ts';
 import { createBenchIssuer } from './tokens.ts';
@@ -83,7 +83,7 @@ const RATE = setting('BENCH_WEBHOOKS_RATE', 200);
 const DRAIN_TIMEOUT_MS = setting('BENCH_WEBHOOKS_DRAIN_SECONDS', 10) * 1000;
 /**
  * WEBHOOK_CONCURRENCY: the default (64), which with 4 endpoints × WEBHOOK_ENDPOINT_CONCURRENCY 16 is exactly
- * every slot. The first runs of this benchmark found src/webhooks/dispatcher.ts livelocking in that state
+ * every slot. The first runs of this benchmark found src/webhooks/delivery/dispatcher.ts livelocking in that state
  * (a wake-up while no slot was free left `#kicked` set and `#run` spun in a loop of resolved promises,
  * starving the event loop); `#claimAndSend` now clears it before the room check. Should a Signet process
  * stop answering again, its scenario fails after ANSWER_TIMEOUT_MS instead of the run hanging.

@@ -9,7 +9,7 @@ import { userCommand, USER_USAGE } from './users.ts';
 import { databaseOptions, openDatabase } from '../db/database.ts';
 import { migrateToLatest } from '../db/migrate.ts';
 import { serve } from '../main.ts';
-import { SecretKeyError } from '../webhooks/secrets.ts';
+import { SecretKeyError } from '../webhooks/store/secrets.ts';
 
 const USAGE = `usage: signet <command>
 

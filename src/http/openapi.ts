@@ -4,7 +4,7 @@ import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { FastifyInstance } from 'fastify';
 import { PROBLEM_TYPES } from './problems.ts';
-import { openApiWebhooks, WEBHOOKS_DESCRIPTION } from '../webhooks/webhooks.openapi.ts';
+import { openApiWebhooks, WEBHOOKS_DESCRIPTION } from '../webhooks/api/webhooks.openapi.ts';
 
 const DESCRIPTION = `Orders API of Signet. Every /api call needs \`Authorization: Bearer <access token>\` (RFC 6750, RFC 9068 JWT).
 

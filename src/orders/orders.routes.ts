@@ -14,9 +14,9 @@ import {
   preconditionsOf,
   sendOrderRead,
   wantsMinimal,
-} from './orders.http.ts';
+} from './orders.responses.ts';
 import type { OrderEventSink } from './orders.events.ts';
-import { applyJsonPatchToOrder } from './orders.patching.ts';
+import { applyJsonPatchToOrder } from './orders.patch-handler.ts';
 import { parseVariant, toRepresentation } from './orders.representation.ts';
 import {
   ActionHeaders,

@@ -98,7 +98,7 @@ const JsonPatch = Type.Array(
 
 /**
  * PATCH bodies by media type (RFC 5789). They describe the documents in the OpenAPI document only: the
- * patch code checks them (orders.patch.ts), answering a malformed patch with 400 invalid-patch
+ * patch code checks them (orders.patch-documents.ts), answering a malformed patch with 400 invalid-patch
  * (RFC 5789 §2.2) where schema validation would say 422, so the route does not validate them.
  */
 export const PatchBody = {
@@ -165,7 +165,7 @@ export const ActionParams = Type.Object({
 });
 
 // Request headers the order routes read, declared so the OpenAPI document lists them. Their values are
-// parsed where they are used (idempotency.ts, conditional.ts, orders.http.ts), with the errors those
+// parsed where they are used (idempotency.ts, conditional.ts, orders.responses.ts), with the errors those
 // give, so here they are only strings.
 const IdempotencyKey = Type.String({
   description:

@@ -4,9 +4,9 @@ import type { FastifyInstance } from 'fastify';
 import type { Config } from '../config/config.ts';
 import type { DatabaseHandle } from '../db/database.ts';
 import type { OrderEventSink } from '../orders/orders.events.ts';
-import { endpointRoutes } from './endpoints.routes.ts';
-import { eventRoutes } from './events.routes.ts';
-import { orderEventSink } from './order-events.ts';
+import { endpointRoutes } from './api/endpoints.routes.ts';
+import { eventRoutes } from './api/events.routes.ts';
+import { orderEventSink } from './outbox/order-events.ts';
 import { createWebhookRuntime, type WebhookRuntime } from './runtime.ts';
 
 declare module 'fastify' {

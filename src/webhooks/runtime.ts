@@ -3,14 +3,14 @@
 import type { FastifyBaseLogger as BaseLogger } from 'fastify';
 import type { Config } from '../config/config.ts';
 import type { DatabaseHandle } from '../db/database.ts';
-import { listenForCommits, type CommitListener } from './commit-listener.ts';
-import { CallbackClient } from './delivery.http.ts';
-import { Dispatcher } from './dispatcher.ts';
-import type { EndpointContext } from './endpoints.service.ts';
-import { Outbox } from './events.outbox.ts';
-import { latestSealedSecret } from './endpoints.repository.ts';
-import { AddressPolicy } from './network.ts';
-import { resolveSecretKey, SecretBox } from './secrets.ts';
+import { listenForCommits, type CommitListener } from './delivery/commit-listener.ts';
+import { CallbackClient } from './delivery/callback-client.ts';
+import { Dispatcher } from './delivery/dispatcher.ts';
+import type { EndpointContext } from './api/endpoints.service.ts';
+import { Outbox } from './outbox/events.outbox.ts';
+import { latestSealedSecret } from './store/endpoints.repository.ts';
+import { AddressPolicy } from './delivery/address-policy.ts';
+import { resolveSecretKey, SecretBox } from './store/secrets.ts';
 
 export const USER_AGENT = 'Signet-Webhooks/0.1 (+https://github.com/signet)';
 

@@ -1,7 +1,12 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { PATCH_MEDIA_TYPES, applyJsonPatch, applyMergePatch, patchMediaType } from '../../src/orders/orders.patch.ts';
-import type { PatchResult } from '../../src/orders/orders.patch.ts';
+import {
+  PATCH_MEDIA_TYPES,
+  applyJsonPatch,
+  applyMergePatch,
+  patchMediaType,
+} from '../../src/orders/orders.patch-documents.ts';
+import type { PatchResult } from '../../src/orders/orders.patch-documents.ts';
 
 function order(): Record<string, unknown> {
   return {

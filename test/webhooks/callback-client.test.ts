@@ -5,8 +5,8 @@ import assert from 'node:assert/strict';
 import { createServer, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, test } from 'node:test';
-import { CallbackClient } from '../../src/webhooks/delivery.http.ts';
-import { AddressPolicy } from '../../src/webhooks/network.ts';
+import { CallbackClient } from '../../src/webhooks/delivery/callback-client.ts';
+import { AddressPolicy } from '../../src/webhooks/delivery/address-policy.ts';
 
 let server: Server;
 let base: string;

@@ -1,4 +1,4 @@
-// The dispatcher's batched SQL (src/webhooks/dispatch.repository.ts) against a real database: which due
+// The dispatcher's batched SQL (src/webhooks/store/dispatch.repository.ts) against a real database: which due
 // deliveries a claim takes (oldest first, within the endpoint limits, never one leased elsewhere), what
 // a batch of outcomes writes (only under its own lease), and that a dispatcher draining a backlog
 // claims in batches rather than once per delivery. Both dialects.
@@ -9,12 +9,17 @@ import pino from 'pino';
 import { toDbTime } from '../../src/db/codecs.ts';
 import { openDatabase, type DatabaseHandle } from '../../src/db/database.ts';
 import { migrateToLatest } from '../../src/db/migrate.ts';
-import { claimBatch, recordOutcomes, type ClaimRequest, type Outcome } from '../../src/webhooks/dispatch.repository.ts';
-import { CallbackClient, type AttemptResult } from '../../src/webhooks/delivery.http.ts';
-import { Dispatcher } from '../../src/webhooks/dispatcher.ts';
-import { Outbox } from '../../src/webhooks/events.outbox.ts';
-import { AddressPolicy } from '../../src/webhooks/network.ts';
-import { SecretBox } from '../../src/webhooks/secrets.ts';
+import {
+  claimBatch,
+  recordOutcomes,
+  type ClaimRequest,
+  type Outcome,
+} from '../../src/webhooks/store/dispatch.repository.ts';
+import { CallbackClient, type AttemptResult } from '../../src/webhooks/delivery/callback-client.ts';
+import { Dispatcher } from '../../src/webhooks/delivery/dispatcher.ts';
+import { Outbox } from '../../src/webhooks/outbox/events.outbox.ts';
+import { AddressPolicy } from '../../src/webhooks/delivery/address-policy.ts';
+import { SecretBox } from '../../src/webhooks/store/secrets.ts';
 import { createTestDatabase, testDialects, type TestDatabase } from '../helpers/databases.ts';
 import { startReceiver } from '../helpers/webhook-receiver.ts';
 

@@ -4,8 +4,8 @@
 import { after, before, describe, test } from 'node:test';
 import pg from 'pg';
 import { pino } from 'pino';
-import { listenForCommits } from '../../src/webhooks/commit-listener.ts';
-import { WAKE_CHANNEL } from '../../src/webhooks/events.outbox.ts';
+import { listenForCommits } from '../../src/webhooks/delivery/commit-listener.ts';
+import { WAKE_CHANNEL } from '../../src/webhooks/outbox/events.outbox.ts';
 import { createTestDatabase, testDialects, type TestDatabase } from '../helpers/databases.ts';
 import { TcpProxy } from '../helpers/tcp-proxy.ts';
 import { waitUntil } from '../helpers/webhook-receiver.ts';

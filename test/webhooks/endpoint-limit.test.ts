@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { test } from 'node:test';
-import { MAX_ENDPOINTS_PER_OWNER } from '../../src/webhooks/endpoints.service.ts';
+import { MAX_ENDPOINTS_PER_OWNER } from '../../src/webhooks/api/endpoints.service.ts';
 import { createTestDatabase, TEST_WEBHOOK_SECRET_KEY, testDialects } from '../helpers/databases.ts';
 import { call } from '../helpers/http.ts';
 import { startServer } from '../helpers/server.ts';

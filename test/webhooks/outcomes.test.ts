@@ -9,11 +9,11 @@ import pino from 'pino';
 import { toDbTime } from '../../src/db/codecs.ts';
 import { openDatabase, type DatabaseHandle } from '../../src/db/database.ts';
 import { migrateToLatest } from '../../src/db/migrate.ts';
-import { CallbackClient, type AttemptResult } from '../../src/webhooks/delivery.http.ts';
-import { Dispatcher } from '../../src/webhooks/dispatcher.ts';
-import { Outbox } from '../../src/webhooks/events.outbox.ts';
-import { AddressPolicy } from '../../src/webhooks/network.ts';
-import { SecretBox } from '../../src/webhooks/secrets.ts';
+import { CallbackClient, type AttemptResult } from '../../src/webhooks/delivery/callback-client.ts';
+import { Dispatcher } from '../../src/webhooks/delivery/dispatcher.ts';
+import { Outbox } from '../../src/webhooks/outbox/events.outbox.ts';
+import { AddressPolicy } from '../../src/webhooks/delivery/address-policy.ts';
+import { SecretBox } from '../../src/webhooks/store/secrets.ts';
 import { createTestDatabase, testDialects, type TestDatabase } from '../helpers/databases.ts';
 import { startReceiver, waitUntil, type TestReceiver } from '../helpers/webhook-receiver.ts';
 
@@ -203,7 +203,7 @@ for (const dialect of testDialects()) {
     }
 
     test('an outcome whose excerpt the database refuses is recorded without it, and the rest of its batch as usual', async () => {
-      // The raw NUL, as it was before delivery.http.ts replaced it: PostgreSQL's jsonb refuses it.
+      // The raw NUL, as it was before delivery/callback-client.ts replaced it: PostgreSQL's jsonb refuses it.
       const { poisoned, healthy } = await dispatchWithPoison((result) => ({ ...result, responseExcerpt: 'ok\u0000' }));
       assert.deepEqual(await states([poisoned]), ['succeeded'], 'the poisoned delivery progressed');
       const logged = await attempts(poisoned);

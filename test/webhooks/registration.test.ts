@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { verify as githubVerify } from '@octokit/webhooks-methods';
 import { Webhook } from 'standardwebhooks';
-import { MAX_ENDPOINTS_PER_OWNER } from '../../src/webhooks/endpoints.service.ts';
+import { MAX_ENDPOINTS_PER_OWNER } from '../../src/webhooks/api/endpoints.service.ts';
 import { testDialects } from '../helpers/databases.ts';
 import { call, CUSTOMER, type CallResult } from '../helpers/http.ts';
 import { startServer, type TestServer } from '../helpers/server.ts';

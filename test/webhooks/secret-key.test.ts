@@ -10,7 +10,7 @@ import type { FastifyInstance } from 'fastify';
 import { Webhook } from 'standardwebhooks';
 import { buildApp } from '../../src/app.ts';
 import { loadConfig } from '../../src/config/config.ts';
-import { SecretKeyError } from '../../src/webhooks/secrets.ts';
+import { SecretKeyError } from '../../src/webhooks/store/secrets.ts';
 import { createTestDatabase, testDialects, type TestDatabase } from '../helpers/databases.ts';
 import { call } from '../helpers/http.ts';
 import { createTestIssuer, TEST_ISSUER, TEST_RESOURCE, type TestIssuer } from '../helpers/tokens.ts';

@@ -15,9 +15,9 @@ import {
   callbackUrlProblem,
   guardedLookup,
   literalAddressProblem,
-} from '../../src/webhooks/network.ts';
-import { storableText } from '../../src/webhooks/delivery.http.ts';
-import { firstDelay, jittered, nextRetryDelay, parseRetryAfter } from '../../src/webhooks/retry-policy.ts';
+} from '../../src/webhooks/delivery/address-policy.ts';
+import { storableText } from '../../src/webhooks/delivery/callback-client.ts';
+import { firstDelay, jittered, nextRetryDelay, parseRetryAfter } from '../../src/webhooks/delivery/retry-policy.ts';
 import {
   generateSecret,
   resolveSecretKey,
@@ -25,14 +25,14 @@ import {
   SecretKeyError,
   secretProblem,
   standardWebhooksKey,
-} from '../../src/webhooks/secrets.ts';
+} from '../../src/webhooks/store/secrets.ts';
 import {
   deliveryBody,
   githubSignature,
   signatureHeaders,
   SigningSecret,
   standardSignature,
-} from '../../src/webhooks/signing.ts';
+} from '../../src/webhooks/delivery/signing.ts';
 
 const secretOf = (bytes: number, fill = 1) => `whsec_${Buffer.alloc(bytes, fill).toString('base64')}`;
 

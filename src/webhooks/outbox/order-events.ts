@@ -1,6 +1,6 @@
 // Order changes become outbox events whose Data is the order as the API shows it.
-import type { OrderEventSink } from '../orders/orders.events.ts';
-import { toRepresentation } from '../orders/orders.representation.ts';
+import type { OrderEventSink } from '../../orders/orders.events.ts';
+import { toRepresentation } from '../../orders/orders.representation.ts';
 import type { Outbox } from './events.outbox.ts';
 
 export function orderEventSink(outbox: Outbox, baseUrl: string): OrderEventSink {

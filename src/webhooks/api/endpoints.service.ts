@@ -2,15 +2,15 @@
 // others), callback URL and event-type validation, secrets (generated or chosen, rotated with an
 // overlap), enabling and disabling. Knows nothing of HTTP.
 import { sql } from 'kysely';
-import type { Db, Dialect, Executor } from '../db/database.ts';
-import { Problem, type FieldError } from '../http/problems.ts';
-import * as deliveries from './deliveries.repository.ts';
-import * as repo from './endpoints.repository.ts';
-import type { DisabledReason, EndpointRecord } from './endpoints.repository.ts';
-import { ALL_EVENTS, isEventType, newId } from './events.catalogue.ts';
-import type { Outbox, RecordedEvent } from './events.outbox.ts';
-import { callbackUrl, callbackUrlProblem, type UrlRules } from './network.ts';
-import { generateSecret, secretProblem, type SecretBox } from './secrets.ts';
+import type { Db, Dialect, Executor } from '../../db/database.ts';
+import { Problem, type FieldError } from '../../http/problems.ts';
+import * as deliveries from '../store/deliveries.repository.ts';
+import * as repo from '../store/endpoints.repository.ts';
+import type { EndpointRecord } from '../store/endpoints.repository.ts';
+import { ALL_EVENTS, isEventType, newId } from '../outbox/events.catalogue.ts';
+import type { Outbox, RecordedEvent } from '../outbox/events.outbox.ts';
+import { callbackUrl, callbackUrlProblem, type UrlRules } from '../delivery/address-policy.ts';
+import { generateSecret, secretProblem, type SecretBox } from '../store/secrets.ts';
 
 /** Stripe allows 16 endpoints per account; a client that needs more than this is doing something else. */
 export const MAX_ENDPOINTS_PER_OWNER = 50;
@@ -222,28 +222,5 @@ export async function ping(
     occurredAt: now,
     owner,
     endpointIds: [id],
-  });
-}
-
-/** The dispatcher's decision (410 Gone, or failing for too long): disable, fail what waits, tell the owner. */
-export async function disableEndpoint(
-  trx: Executor,
-  outbox: Outbox,
-  endpoint: EndpointRecord,
-  reason: Exclude<DisabledReason, 'manual'>,
-  now: Date,
-): Promise<void> {
-  await repo.updateEndpoint(trx, endpoint.id, { enabled: false, disabledReason: reason }, now);
-  await deliveries.failPending(trx, endpoint.id, `endpoint disabled (${reason})`, now);
-  await outbox.record(trx, {
-    type: 'webhook.endpoint.disabled',
-    data: {
-      EndpointId: endpoint.id,
-      Url: endpoint.url,
-      Reason: reason,
-      FailingSinceUtc: (endpoint.failingSince ?? now).toISOString(),
-    },
-    occurredAt: now,
-    owner: endpoint.owner,
   });
 }

@@ -15,11 +15,11 @@ import {
   patchMediaType,
   PATCH_MEDIA_TYPES,
   type PatchResult,
-} from './orders.patch.ts';
+} from './orders.patch-documents.ts';
 import type { OrderRecord } from './orders.repository.ts';
 import { ReplaceOrderBody } from './orders.schemas.ts';
 import * as service from './orders.service.ts';
-import { preconditionsOf } from './orders.http.ts';
+import { preconditionsOf } from './orders.responses.ts';
 
 const validatePatched = compileBodyValidator<service.Replacement>(ReplaceOrderBody);
 export const ACCEPT_PATCH = PATCH_MEDIA_TYPES.join(', ');

@@ -1,9 +1,9 @@
 // SQL for deliveries and their attempts: leases given back, the next retry's time, the delivery log and
 // re-queues. Plain functions over the database or an open transaction. The dispatcher's batched claim
 // and record are in dispatch.repository.ts.
-import type { Executor } from '../db/database.ts';
-import { fromDbTime, toDbTime } from '../db/codecs.ts';
-import type { WebhookDeliveriesTable } from '../db/schema.ts';
+import type { Executor } from '../../db/database.ts';
+import { fromDbTime, toDbTime } from '../../db/codecs.ts';
+import type { WebhookDeliveriesTable } from '../../db/schema.ts';
 
 export type DeliveryState = WebhookDeliveriesTable['state'];
 

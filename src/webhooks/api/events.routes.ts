@@ -2,12 +2,12 @@
 // read with an opaque cursor that can be stored and resumed at any later time.
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import type { Db, Dialect } from '../db/database.ts';
-import { decodeCursor, encodeCursor, requireDecimalLimit } from '../http/cursor.ts';
-import { publicBaseUrl } from '../http/origin.ts';
-import { Problem } from '../http/problems.ts';
-import { ALL_EVENTS, isEventType } from './events.catalogue.ts';
-import { findEvent, listEvents, START, type EventPosition, type EventReader } from './events.repository.ts';
+import type { Db, Dialect } from '../../db/database.ts';
+import { decodeCursor, encodeCursor, requireDecimalLimit } from '../../http/cursor.ts';
+import { publicBaseUrl } from '../../http/origin.ts';
+import { Problem } from '../../http/problems.ts';
+import { ALL_EVENTS, isEventType } from '../outbox/events.catalogue.ts';
+import { findEvent, listEvents, START, type EventPosition, type EventReader } from '../store/events.repository.ts';
 import { ownerOf } from './endpoints.routes.ts';
 import { eventView } from './webhooks.representation.ts';
 import { Event, EventIdParams, EventList, EventListQuery } from './webhooks.schemas.ts';

@@ -2,7 +2,7 @@
 // (AES-256-GCM) and importing its Standard Webhooks key cost more than signing, so what was opened is
 // kept per endpoint for as long as the sealed values in the row stay the same: a rotation changes
 // them, and the next attempt opens the new ones.
-import type { SecretBox } from './secrets.ts';
+import type { SecretBox } from '../store/secrets.ts';
 import { SigningSecret } from './signing.ts';
 
 export interface SealedSecrets {

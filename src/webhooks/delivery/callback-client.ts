@@ -2,7 +2,7 @@
 // connections only reach allowed addresses. Never follows redirects (undici's request does not unless
 // told to); any non-2xx is a failure to retry. Returns what the delivery log records.
 import { Agent, request, type Dispatcher } from 'undici';
-import { AddressPolicy, guardedLookup, literalAddressProblem } from './network.ts';
+import { AddressPolicy, guardedLookup, literalAddressProblem } from './address-policy.ts';
 import { parseRetryAfter } from './retry-policy.ts';
 
 export const EXCERPT_BYTES = 4096;

@@ -1,7 +1,7 @@
 // Request and response schemas of the webhook API: they validate, type the handlers and feed the OpenAPI document.
 import Type from 'typebox';
 import type { Static } from 'typebox';
-import { EVENT_DESCRIPTIONS, EVENT_TYPES } from './events.catalogue.ts';
+import { EVENT_DESCRIPTIONS, EVENT_TYPES } from '../outbox/events.catalogue.ts';
 
 const Timestamp = Type.String({ format: 'date-time', description: 'UTC, RFC 3339.' });
 const NullableTimestamp = Type.Union([Timestamp, Type.Null()]);

@@ -2,7 +2,7 @@
 // deliveries at once. If the connection drops it reconnects; the dispatcher's poll covers the gap.
 import pg from 'pg';
 import type { FastifyBaseLogger as BaseLogger } from 'fastify';
-import { WAKE_CHANNEL } from './events.outbox.ts';
+import { WAKE_CHANNEL } from '../outbox/events.outbox.ts';
 
 const RECONNECT_MS = 1000;
 /** Connecting and LISTEN are bounded: a server that stops answering would otherwise leave the listener waiting, never retrying. */

@@ -1,6 +1,6 @@
 // The outgoing side in the OpenAPI document: OpenAPI 3.1 `webhooks` describe what Signet POSTs to a
 // registered callback URL, one entry per event type, with the signature headers and the envelope.
-import { EVENT_DESCRIPTIONS, EVENT_TYPES } from './events.catalogue.ts';
+import { EVENT_DESCRIPTIONS, EVENT_TYPES } from '../outbox/events.catalogue.ts';
 
 export const WEBHOOKS_DESCRIPTION = `**Webhooks**: register a callback with \`POST /api/webhooks\` (scope \`webhooks:manage\`). Each event is POSTed as JSON
 \`{"Id":"evt_…","Type":"order.paid","OccurredAtUtc":"…","Timestamp":"…","Data":{…}}\`, signed over the exact body bytes:

@@ -11,17 +11,17 @@
 // gathered into one claim (a quarter of an endpoint's share, or whatever freed within 2 ms).
 import { randomBytes } from 'node:crypto';
 import type { FastifyBaseLogger as BaseLogger } from 'fastify';
-import { withoutFsync, type Db, type Dialect } from '../db/database.ts';
-import * as deliveries from './deliveries.repository.ts';
-import { claimBatch, recordOutcomes, type Outcome, type SendableDelivery } from './dispatch.repository.ts';
-import type { AttemptResult, CallbackClient } from './delivery.http.ts';
+import { withoutFsync, type Db, type Dialect } from '../../db/database.ts';
+import * as deliveries from '../store/deliveries.repository.ts';
+import { claimBatch, recordOutcomes, type Outcome, type SendableDelivery } from '../store/dispatch.repository.ts';
+import type { AttemptResult, CallbackClient } from './callback-client.ts';
 import { OpenedSecrets } from './opened-secrets.ts';
-import { purgeEvents } from './events.repository.ts';
+import { purgeEvents } from '../store/events.repository.ts';
 import { nextRetryDelay, type RetrySettings } from './retry-policy.ts';
-import type { SecretBox } from './secrets.ts';
+import type { SecretBox } from '../store/secrets.ts';
 import { deliveryBody, signatureHeaders } from './signing.ts';
 import { settleEndpoints } from './endpoint-health.ts';
-import type { Outbox } from './events.outbox.ts';
+import type { Outbox } from '../outbox/events.outbox.ts';
 
 export interface DispatcherSettings {
   concurrency: number;

@@ -3,7 +3,7 @@
 //   X-<Name>-Signature-256: sha256=<hex>   GitHub style, HMAC-SHA256 keyed with the newest secret
 //   webhook-id / webhook-timestamp / webhook-signature: Standard Webhooks, one `v1,` per active secret
 import { createHmac, createSecretKey, type KeyObject } from 'node:crypto';
-import { standardWebhooksKey } from './secrets.ts';
+import { standardWebhooksKey } from '../store/secrets.ts';
 
 export interface EventEnvelope {
   id: string;

@@ -1,11 +1,17 @@
 // After a batch of attempts: a success ends an endpoint's run of failures; a failure starts or extends
 // it. 410 Gone disables the endpoint at once; failing without a break for WEBHOOK_DISABLE_AFTER
 // disables it too, and the owner is told with a `webhook.endpoint.disabled` event.
-import type { Executor } from '../db/database.ts';
-import type { Outcome } from './dispatch.repository.ts';
-import { clearFailing, markFailing } from './endpoints.repository.ts';
-import { disableEndpoint } from './endpoints.service.ts';
-import type { Outbox } from './events.outbox.ts';
+import type { Executor } from '../../db/database.ts';
+import type { Outcome } from '../store/dispatch.repository.ts';
+import * as deliveries from '../store/deliveries.repository.ts';
+import {
+  clearFailing,
+  markFailing,
+  updateEndpoint,
+  type DisabledReason,
+  type EndpointRecord,
+} from '../store/endpoints.repository.ts';
+import type { Outbox } from '../outbox/events.outbox.ts';
 
 export async function settleEndpoints(
   trx: Executor,
@@ -27,4 +33,27 @@ export async function settleEndpoints(
     if (gone) await disableEndpoint(trx, outbox, endpoint, 'gone', options.now);
     else if (failingFor >= options.disableAfterMs) await disableEndpoint(trx, outbox, endpoint, 'failing', options.now);
   }
+}
+
+/** The dispatcher's decision (410 Gone, or failing for too long): disable, fail what waits, tell the owner. */
+async function disableEndpoint(
+  trx: Executor,
+  outbox: Outbox,
+  endpoint: EndpointRecord,
+  reason: Exclude<DisabledReason, 'manual'>,
+  now: Date,
+): Promise<void> {
+  await updateEndpoint(trx, endpoint.id, { enabled: false, disabledReason: reason }, now);
+  await deliveries.failPending(trx, endpoint.id, `endpoint disabled (${reason})`, now);
+  await outbox.record(trx, {
+    type: 'webhook.endpoint.disabled',
+    data: {
+      EndpointId: endpoint.id,
+      Url: endpoint.url,
+      Reason: reason,
+      FailingSinceUtc: (endpoint.failingSince ?? now).toISOString(),
+    },
+    occurredAt: now,
+    owner: endpoint.owner,
+  });
 }

@@ -1,7 +1,7 @@
 // SQL for webhook endpoints. Secrets stay sealed here; the service opens them only to sign.
-import type { Executor } from '../db/database.ts';
-import { fromDbTime, toDbTime } from '../db/codecs.ts';
-import type { WebhookEndpointsTable } from '../db/schema.ts';
+import type { Executor } from '../../db/database.ts';
+import { fromDbTime, toDbTime } from '../../db/codecs.ts';
+import type { WebhookEndpointsTable } from '../../db/schema.ts';
 
 export type DisabledReason = 'manual' | 'gone' | 'failing';
 

@@ -1,11 +1,11 @@
 // The delivery log and manual re-sends, for the endpoint's owner only.
-import type { Executor } from '../db/database.ts';
-import { Problem } from '../http/problems.ts';
-import * as repo from './deliveries.repository.ts';
-import type { DeliveryRecord, DeliveryState } from './deliveries.repository.ts';
-import { findEndpoint, type EndpointRecord } from './endpoints.repository.ts';
+import type { Executor } from '../../db/database.ts';
+import { Problem } from '../../http/problems.ts';
+import * as repo from '../store/deliveries.repository.ts';
+import type { DeliveryRecord, DeliveryState } from '../store/deliveries.repository.ts';
+import { findEndpoint, type EndpointRecord } from '../store/endpoints.repository.ts';
 import { getOwnedEndpoint } from './endpoints.service.ts';
-import type { Outbox } from './events.outbox.ts';
+import type { Outbox } from '../outbox/events.outbox.ts';
 
 /** A delivery of another client's endpoint answers 404, like the endpoint itself. */
 export async function getOwnedDelivery(

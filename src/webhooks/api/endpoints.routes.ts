@@ -2,15 +2,15 @@
 // Every route needs `webhooks:manage`; an endpoint belongs to the client that registered it.
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import type { Db } from '../db/database.ts';
-import { decodeCursor, encodeCursor, requireDecimalLimit } from '../http/cursor.ts';
-import { publicBaseUrl } from '../http/origin.ts';
-import { Problem } from '../http/problems.ts';
+import type { Db } from '../../db/database.ts';
+import { decodeCursor, encodeCursor, requireDecimalLimit } from '../../http/cursor.ts';
+import { publicBaseUrl } from '../../http/origin.ts';
+import { Problem } from '../../http/problems.ts';
 import * as deliveryService from './deliveries.service.ts';
-import { listAttempts } from './deliveries.repository.ts';
+import { listAttempts } from '../store/deliveries.repository.ts';
 import * as service from './endpoints.service.ts';
 import type { EndpointContext } from './endpoints.service.ts';
-import { listEndpoints } from './endpoints.repository.ts';
+import { listEndpoints } from '../store/endpoints.repository.ts';
 import { attemptView, deliveryUrl, deliveryView, endpointUrl, endpointView } from './webhooks.representation.ts';
 import * as schemas from './webhooks.schemas.ts';
 

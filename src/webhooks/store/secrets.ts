@@ -4,7 +4,7 @@
 // as its key, as @octokit/webhooks-methods does.
 import { randomBytes } from 'node:crypto';
 import { chmodSync, readFileSync, writeFileSync } from 'node:fs';
-import { seal, unseal, UnsealError } from '../db/sealed.ts';
+import { seal, unseal, UnsealError } from '../../db/sealed.ts';
 
 const PREFIX = 'whsec_';
 const BASE64 = /^[A-Za-z0-9+/]+={0,2}$/;

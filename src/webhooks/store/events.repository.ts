@@ -6,9 +6,9 @@
 // transaction still running are listed (pg_snapshot_xmin): no row can later appear before a position
 // that was already handed out.
 import { sql, type ExpressionBuilder } from 'kysely';
-import type { Database } from '../db/schema.ts';
-import type { Dialect, Executor } from '../db/database.ts';
-import { fromDbTime, toDbTime } from '../db/codecs.ts';
+import type { Database } from '../../db/schema.ts';
+import type { Dialect, Executor } from '../../db/database.ts';
+import { fromDbTime, toDbTime } from '../../db/codecs.ts';
 
 export interface EventPosition {
   /** PostgreSQL transaction id (xid8 as text); "0" on SQLite. */

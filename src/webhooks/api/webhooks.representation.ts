@@ -1,7 +1,7 @@
 // How endpoints, deliveries and events look on the wire: PascalCase members, HAL-style absolute links.
-import type { AttemptRecord, DeliveryRecord } from './deliveries.repository.ts';
-import type { EndpointRecord } from './endpoints.repository.ts';
-import type { EventRecord } from './events.repository.ts';
+import type { AttemptRecord, DeliveryRecord } from '../store/deliveries.repository.ts';
+import type { EndpointRecord } from '../store/endpoints.repository.ts';
+import type { EventRecord } from '../store/events.repository.ts';
 import type { Static } from 'typebox';
 import type { Attempt, Delivery, Endpoint, Event } from './webhooks.schemas.ts';
 

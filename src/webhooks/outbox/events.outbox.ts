@@ -2,8 +2,8 @@
 // the caller's transaction, so a change commits with its events or not at all. Nothing is sent here;
 // the dispatcher picks the deliveries up after the commit.
 import { sql } from 'kysely';
-import type { Dialect, Executor } from '../db/database.ts';
-import { toDbTime } from '../db/codecs.ts';
+import type { Dialect, Executor } from '../../db/database.ts';
+import { toDbTime } from '../../db/codecs.ts';
 import { ALL_EVENTS, newId, type EventType } from './events.catalogue.ts';
 
 /** PostgreSQL channel that tells every dispatcher process that deliveries were committed. */
