@@ -1,4 +1,4 @@
-// The authorization server's flows in the contract's exact request shapes, over raw HTTP, and the
+// The authorization server's flows in the README's exact request shapes, over raw HTTP, and the
 // ways they must fail.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
@@ -6,6 +6,7 @@ import { startAuthServer, type AuthTestServer } from '../helpers/auth-server.ts'
 import { testDialects } from '../helpers/databases.ts';
 import { CookieJar, pkcePair } from '../helpers/oauth-flow.ts';
 import { authorizeWithLogin, exchangeCode, jwtParts, refresh, tokenRequest } from '../helpers/oauth-requests.ts';
+import { expectStatus } from '../helpers/expect.ts';
 
 type Client = Awaited<ReturnType<AuthTestServer['createClient']>>;
 type User = Awaited<ReturnType<AuthTestServer['createUser']>>;
@@ -97,9 +98,9 @@ for (const dialect of testDialects()) {
     test('rejects a reused authorization code and revokes the tokens it issued', async () => {
       const flow = await authorizeWithLogin(server, client, user);
       const first = await exchangeCode(server, client, flow);
-      assert.equal(first.status, 200);
+      expectStatus(first, 200);
       const second = await exchangeCode(server, client, flow);
-      assert.equal(second.status, 400);
+      expectStatus(second, 400);
       assert.equal(second.body.error, 'invalid_grant');
       const afterReuse = await refresh(server, client, first.body.refresh_token);
       assert.equal(afterReuse.status, 400, 'the refresh token from the first exchange is revoked');
@@ -120,7 +121,7 @@ for (const dialect of testDialects()) {
     test('a wrong or missing code_verifier is invalid_grant', async () => {
       const flow = await authorizeWithLogin(server, client, user);
       const wrong = await exchangeCode(server, client, { code: flow.code, verifier: pkcePair().verifier });
-      assert.equal(wrong.status, 400);
+      expectStatus(wrong, 400);
       assert.equal(wrong.body.error, 'invalid_grant');
       const other = await authorizeWithLogin(server, client, user);
       const missing = await tokenRequest(server, {
@@ -128,7 +129,7 @@ for (const dialect of testDialects()) {
         client_id: client.clientId,
         client_secret: client.clientSecret!,
       });
-      assert.equal(missing.status, 400);
+      expectStatus(missing, 400);
       assert.equal(missing.body.error, 'invalid_grant');
     });
 
@@ -156,7 +157,7 @@ for (const dialect of testDialects()) {
         `${server.issuer}/authorize?${new URLSearchParams({ response_type: 'code', client_id: client.clientId, scope: 'openid', code_challenge: pkcePair().challenge, redirect_uri: 'https://attacker.example/cb' })}`,
         { redirect: 'manual' },
       );
-      assert.equal(response.status, 400);
+      await expectStatus(response, 400);
       assert.equal(response.headers.get('location'), null);
       assert.match(response.headers.get('content-security-policy') ?? '', /default-src 'none'/);
       assert.match(await response.text(), /redirect_uri/);
@@ -187,7 +188,7 @@ for (const dialect of testDialects()) {
         client_id: client.clientId,
         client_secret: client.clientSecret!,
       });
-      assert.equal(result.status, 400);
+      expectStatus(result, 400);
       assert.equal(result.body.error, 'unsupported_grant_type');
     });
 
@@ -198,7 +199,7 @@ for (const dialect of testDialects()) {
         client_secret: 'scs_wrong',
         scope: 'orders:read',
       });
-      assert.equal(inBody.status, 401);
+      expectStatus(inBody, 401);
       assert.equal(inBody.body.error, 'invalid_client');
       assert.match(inBody.headers.get('www-authenticate') ?? '', /^Basic /);
       const basic = await tokenRequest(
@@ -206,7 +207,7 @@ for (const dialect of testDialects()) {
         { grant_type: 'client_credentials', scope: 'orders:read' },
         { basic: [client.clientId, 'scs_wrong'] },
       );
-      assert.equal(basic.status, 401);
+      expectStatus(basic, 401);
       assert.match(basic.headers.get('www-authenticate') ?? '', /^Basic .*error="invalid_client"/);
       assert.doesNotMatch(JSON.stringify(basic.body), /scs_wrong/, 'the presented secret is never echoed');
     });
@@ -228,7 +229,7 @@ for (const dialect of testDialects()) {
       const api = await fetch(`${server.url}/api/orders`, {
         headers: { authorization: `Bearer ${String(result.body.access_token)}` },
       });
-      assert.equal(api.status, 200);
+      await expectStatus(api, 200);
     });
 
     test('client credentials: explicit scopes and an RFC 8707 resource', async () => {
@@ -250,7 +251,7 @@ for (const dialect of testDialects()) {
         { grant_type: 'client_credentials', scope: 'orders:read', resource: 'https://elsewhere.example/' },
         { basic: [client.clientId, client.clientSecret!] },
       );
-      assert.equal(unknown.status, 400);
+      expectStatus(unknown, 400);
       assert.equal(unknown.body.error, 'invalid_target');
     });
 
@@ -284,14 +285,14 @@ for (const dialect of testDialects()) {
         client_secret: reader.clientSecret!,
         scope: 'orders:write',
       });
-      assert.equal(more.status, 400);
+      expectStatus(more, 400);
       assert.equal(more.body.error, 'invalid_scope');
     });
 
     test('refresh rotates the token; presenting a rotated one revokes the whole family', async () => {
       const first = await exchangeCode(server, client, await authorizeWithLogin(server, client, user));
       const second = await refresh(server, client, first.body.refresh_token);
-      assert.equal(second.status, 200);
+      expectStatus(second, 200);
       assert.notEqual(second.body.refresh_token, first.body.refresh_token);
       assert.ok(second.body.access_token && second.body.id_token);
       const reuse = await refresh(server, client, first.body.refresh_token);
@@ -311,8 +312,7 @@ for (const dialect of testDialects()) {
       assert.ok(winners.length <= 1, JSON.stringify(results.map((r) => r.body)));
       for (const loser of results.filter((r) => r.status !== 200)) assert.equal(loser.body.error, 'invalid_grant');
       // The loser counts as a reuse (RFC 9700 §4.14.2): the winner's new token is revoked with the family.
-      for (const winner of winners)
-        assert.equal((await refresh(server, client, winner.body.refresh_token)).status, 400);
+      for (const winner of winners) expectStatus(await refresh(server, client, winner.body.refresh_token), 400);
     });
 
     test('consent is remembered per client: a second authorization with the same session skips both pages', async () => {
@@ -321,7 +321,7 @@ for (const dialect of testDialects()) {
       assert.equal(first.flow.pages.length, 2, 'login and consent');
       const second = await authorizeWithLogin(server, client, user, {}, { jar });
       assert.equal(second.flow.pages.length, 0);
-      assert.equal((await exchangeCode(server, client, second)).status, 200);
+      expectStatus(await exchangeCode(server, client, second), 200);
     });
 
     test('a first-party client skips consent', async () => {
@@ -345,7 +345,7 @@ for (const dialect of testDialects()) {
         { code: flow.code, code_verifier: flow.verifier, client_id: spa.clientId },
         { headers: { origin: 'https://app.example' } },
       );
-      assert.equal(allowed.status, 200);
+      expectStatus(allowed, 200);
       assert.equal(allowed.headers.get('access-control-allow-origin'), 'https://app.example');
       const other = await authorizeWithLogin(server, spa, user);
       const refused = await tokenRequest(
@@ -381,7 +381,7 @@ for (const dialect of testDialects()) {
 
     test('RFC 9728 protected resource metadata, referenced from the API 401', async () => {
       const unauthenticated = await fetch(`${server.url}/api/orders`);
-      assert.equal(unauthenticated.status, 401);
+      await expectStatus(unauthenticated, 401);
       const url = /resource_metadata="([^"]+)"/.exec(unauthenticated.headers.get('www-authenticate') ?? '')?.[1];
       assert.ok(url);
       const metadata = (await (await fetch(url)).json()) as Record<string, unknown>;

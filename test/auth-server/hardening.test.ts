@@ -1,7 +1,7 @@
 // The authorization server's edges, where oidc-provider's defaults differed from the RFCs or from the rest
 // of the service (src/auth-server/plugin.ts, request-shaping.ts, response-shaping.ts): URLs that always
 // belong to the issuer however the path is spelled, RFC 6749 §5.2 error codes, 404/405 problem+json,
-// logged faults with a request id, and the contract's request shapes on every spelling of a route.
+// logged faults with a request id, and the README's request shapes on every spelling of a route.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { sql } from 'kysely';
@@ -9,6 +9,7 @@ import { startAuthServer, type AuthTestServer } from '../helpers/auth-server.ts'
 import { testDialects } from '../helpers/databases.ts';
 import { pkcePair } from '../helpers/oauth-flow.ts';
 import { jwtParts, tokenRequest } from '../helpers/oauth-requests.ts';
+import { expectStatus } from '../helpers/expect.ts';
 
 const FORGED = { 'x-forwarded-host': 'evil.example', 'x-forwarded-proto': 'https', host: 'evil.example' };
 
@@ -42,7 +43,7 @@ for (const dialect of testDialects()) {
 
     test('a token request without any client authentication is 401 invalid_client with WWW-Authenticate', async () => {
       const result = await tokenRequest(server, { grant_type: 'client_credentials' });
-      assert.equal(result.status, 401);
+      expectStatus(result, 401);
       assert.equal(result.body.error, 'invalid_client');
       assert.match(result.headers.get('www-authenticate') ?? '', /^Basic /);
       assert.equal(result.headers.get('cache-control'), 'no-store');
@@ -55,7 +56,7 @@ for (const dialect of testDialects()) {
         client_id: machine.clientId,
         client_secret: machine.clientSecret!,
       });
-      assert.equal(result.status, 400);
+      expectStatus(result, 400);
       assert.equal(result.body.error, 'unauthorized_client');
     });
 
@@ -81,7 +82,7 @@ for (const dialect of testDialects()) {
         { grant_type: 'client_credentials', scope: `${server.resource}/.default` },
         { basic: [machine.clientId, machine.clientSecret!] },
       );
-      assert.equal(good.status, 200);
+      expectStatus(good, 200);
       assert.equal(good.body.scope, 'orders:read');
     });
 
@@ -140,7 +141,7 @@ for (const dialect of testDialects()) {
         headers: { 'content-type': 'application/x-www-form-urlencoded' },
         body: `grant_type=client_credentials&pad=${'a'.repeat(60_000)}`,
       });
-      assert.equal(huge.status, 413);
+      await expectStatus(huge, 413);
       assert.equal(huge.headers.get('cache-control'), 'no-store');
       assert.equal(((await huge.json()) as { error: string }).error, 'invalid_request');
       // 40 KB as sent ("+" for each space) but over 56 KiB once re-encoded ("%20").
@@ -158,7 +159,7 @@ for (const dialect of testDialects()) {
 
     test('a path nothing serves under /oauth is a 404 problem; a route asked with another method a 405 with Allow', async () => {
       const missing = await fetch(`${server.issuer}/nope`);
-      assert.equal(missing.status, 404);
+      await expectStatus(missing, 404);
       assert.equal(missing.headers.get('content-type'), 'application/problem+json');
       const problem = (await missing.json()) as Record<string, unknown>;
       assert.equal(problem.status, 404);
@@ -183,7 +184,7 @@ for (const dialect of testDialects()) {
 
     test('a plain OPTIONS (no CORS preflight) is 204 with Allow', async () => {
       const response = await fetch(`${server.issuer}/token`, { method: 'OPTIONS' });
-      assert.equal(response.status, 204);
+      await expectStatus(response, 204);
       assert.equal(response.headers.get('allow'), 'POST, OPTIONS');
     });
 
@@ -226,7 +227,7 @@ for (const dialect of testDialects()) {
           },
           { basic: [web.clientId, web.clientSecret!] },
         );
-        assert.equal(result.status, 500);
+        expectStatus(result, 500);
         assert.equal(result.body.error, 'server_error');
         const requestId = result.headers.get('x-request-id');
         assert.ok(requestId);

@@ -63,19 +63,22 @@ for (const dialect of testDialects()) {
     test('a wrong password is 401 with a message that does not say which part was wrong', async () => {
       const user = await server.createUser();
       const result = await submitLogin(await openLoginPage(server, clientId), user.email, 'wrong password');
-      assert.equal(result.status, 401);
+      assert.equal(result.status, 401, result.html);
       assert.match(result.html, /role="alert"[^>]*>The e-mail address or the password is not right/);
       const unknown = await submitLogin(await openLoginPage(server, clientId), 'nobody@example.test', 'whatever1');
-      assert.equal(unknown.status, 401);
+      assert.equal(unknown.status, 401, unknown.html);
       assert.match(unknown.html, /The e-mail address or the password is not right/);
     });
 
     test('brute force on one account gets 429 with Retry-After, even with the right password, and other accounts are unaffected', async () => {
       const user = await server.createUser();
       const page = await openLoginPage(server, clientId);
-      for (let i = 0; i < 3; i += 1) assert.equal((await submitLogin(page, user.email, `guess ${i}`)).status, 401);
+      for (let i = 0; i < 3; i += 1) {
+        const guessed = await submitLogin(page, user.email, `guess ${i}`);
+        assert.equal(guessed.status, 401, guessed.html);
+      }
       const blocked = await submitLogin(page, user.email, user.password);
-      assert.equal(blocked.status, 429);
+      assert.equal(blocked.status, 429, blocked.html);
       assert.ok(Number(blocked.retryAfter) >= 1);
       assert.match(blocked.html, /Too many failed attempts/);
       const other = await server.createUser();
@@ -120,7 +123,7 @@ for (const dialect of testDialects()) {
       const user = await server.createUser();
       const page = await openLoginPage(server, clientId);
       const forged = await submitLogin(page, user.email, user.password, 'forged');
-      assert.equal(forged.status, 403);
+      assert.equal(forged.status, 403, forged.html);
       const noCookie = await submitLogin({ ...page, jar: new CookieJar() }, user.email, user.password);
       assert.equal(noCookie.status, 400, 'without the interaction cookie there is nothing to log in to');
     });

@@ -9,6 +9,7 @@ import * as client from 'openid-client';
 import { startAuthServer, type AuthTestServer } from '../helpers/auth-server.ts';
 import { testDialects } from '../helpers/databases.ts';
 import { runAuthorizationFlow } from '../helpers/oauth-flow.ts';
+import { expectStatus } from '../helpers/expect.ts';
 
 type TestUser = Awaited<ReturnType<AuthTestServer['createUser']>>;
 type TestClient = Awaited<ReturnType<AuthTestServer['createClient']>>;
@@ -102,7 +103,7 @@ for (const dialect of testDialects()) {
 
     test('RFC 8414 metadata at /.well-known/oauth-authorization-server/oauth names the same issuer', async () => {
       const response = await fetch(`${server.url}/.well-known/oauth-authorization-server/oauth`);
-      assert.equal(response.status, 200);
+      await expectStatus(response, 200);
       assert.match(response.headers.get('content-type') ?? '', /^application\/json/);
       const metadata = (await response.json()) as { issuer?: unknown; token_endpoint?: unknown };
       assert.equal(metadata.issuer, server.issuer);

@@ -39,7 +39,8 @@ for (const dialect of testDialects()) {
     after(() => server.close());
 
     test('the genuine token is accepted', async () => {
-      assert.equal((await apiStatus(server, accessToken)).status, 200);
+      const genuine = await apiStatus(server, accessToken);
+      assert.equal(genuine.status, 200, `WWW-Authenticate: ${genuine.challenge}`);
     });
 
     test('alg=none, HS256 signed with the public key, unknown kid and a tampered payload are 401', async () => {
@@ -63,6 +64,29 @@ for (const dialect of testDialects()) {
     });
 
     test('a token for another audience or from another issuer is 401', async () => {
+      // Each claim alone, in a token signed by the server's own trusted key: the control proves the
+      // re-signed token is accepted as it is, so a 401 is the claim's doing and not the signature's.
+      const { header, payload } = jwtParts(accessToken);
+      const { SignJWT, importJWK } = await import('jose');
+      const jwk = server.app.authServer!.keys.jwks.keys.find((k) => k.kid === header.kid)!;
+      const resign = async (claims: Record<string, unknown>) =>
+        new SignJWT({ ...payload, ...claims })
+          .setProtectedHeader(header as { alg: string })
+          .sign(await importJWK(jwk, String(header.alg)));
+      const control = await apiStatus(server, await resign({}));
+      assert.equal(control.status, 200, `the re-signed genuine token: ${control.challenge}`);
+      assert.notEqual(payload.aud, 'https://other-api.example/api');
+      assert.notEqual(payload.iss, 'https://other-issuer.example');
+      for (const [name, claims] of Object.entries({
+        'wrong aud': { aud: 'https://other-api.example/api' },
+        'wrong iss': { iss: 'https://other-issuer.example' },
+      })) {
+        const result = await apiStatus(server, await resign(claims));
+        assert.equal(result.status, 401, `${name}: ${result.challenge}`);
+        assert.match(result.challenge ?? '', /error="invalid_token"/, name);
+      }
+
+      // And a token another authorization server issued: wrong iss and aud, under a key this one does not know.
       const other = await startAuthServer(dialect);
       try {
         const foreignClient = await other.createClient({ grantTypes: ['client_credentials'], redirectUris: [] });
@@ -83,7 +107,7 @@ for (const dialect of testDialects()) {
       const user = await server.createUser();
       const tokens = await exchangeCode(server, client, await authorizeWithLogin(server, client, user));
       const result = await apiStatus(server, String(tokens.body.id_token));
-      assert.equal(result.status, 401);
+      assert.equal(result.status, 401, `WWW-Authenticate: ${result.challenge}`);
     });
 
     test('an expired token is 401', async () => {
@@ -95,7 +119,7 @@ for (const dialect of testDialects()) {
         .setProtectedHeader(header as { alg: string })
         .sign(await importJWK(jwk, String(header.alg)));
       const result = await apiStatus(server, expired);
-      assert.equal(result.status, 401);
+      assert.equal(result.status, 401, `WWW-Authenticate: ${result.challenge}`);
       assert.match(result.challenge ?? '', /expired/);
     });
   });
@@ -154,7 +178,8 @@ for (const dialect of testDialects()) {
         'never a private part',
       );
       assert.equal((await apiStatus(server, before)).status, 200, 'a token signed before the rotation still works');
-      assert.equal((await apiStatus(server, after)).status, 200);
+      const signedAfter = await apiStatus(server, after);
+      assert.equal(signedAfter.status, 200, `a token signed after the rotation: ${signedAfter.challenge}`);
     });
 
     test('with KEY_ENCRYPTION_KEY the keys are stored encrypted, and the wrong key refuses to start', async () => {

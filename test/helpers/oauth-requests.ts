@@ -1,4 +1,4 @@
-// Raw requests to the token endpoint in the exact shapes the contract writes, and small JWT readers.
+// Raw requests to the token endpoint in the exact shapes the README shows, and small JWT readers.
 import type { AuthTestServer } from './auth-server.ts';
 import { pkcePair, runAuthorizationFlow, type FlowResult } from './oauth-flow.ts';
 
@@ -42,7 +42,7 @@ export interface CodeFlow {
   flow: FlowResult;
 }
 
-/** The contract's authorization request: response_type, client_id, code_challenge, scope; nothing else unless given. */
+/** The README's authorization request: response_type, client_id, code_challenge, scope; nothing else unless given. */
 export async function authorizeWithLogin(
   server: AuthTestServer,
   client: { clientId: string },
@@ -70,7 +70,7 @@ export async function authorizeWithLogin(
   return { code, verifier, flow };
 }
 
-/** The contract's code exchange: code, code_verifier, client_id, client_secret (no grant_type). */
+/** The README's code exchange: code, code_verifier, client_id, client_secret (no grant_type). */
 export function exchangeCode(
   server: AuthTestServer,
   client: { clientId: string; clientSecret: string | undefined },

@@ -10,6 +10,7 @@ import { testDialects } from '../helpers/databases.ts';
 import { call, CUSTOMER, type CallResult } from '../helpers/http.ts';
 import { startServer, type TestServer } from '../helpers/server.ts';
 import { TEST_ISSUER, TEST_RESOURCE } from '../helpers/tokens.ts';
+import { expectStatus } from '../helpers/expect.ts';
 
 /** RFC 9728 §5.1: every Bearer challenge names the resource's metadata document. */
 const METADATA = 'https://api.test/.well-known/oauth-protected-resource/api';
@@ -19,8 +20,8 @@ const PROBLEM_JSON = 'application/problem+json; charset=utf-8';
 const CHALLENGE_VALUE = /^[\x20\x21\x23-\x5b\x5d-\x7e]*$/;
 
 function assertProblem(res: CallResult, status: number): void {
-  assert.equal(res.status, status, res.text);
-  assert.equal(res.headers.get('content-type'), PROBLEM_JSON);
+  expectStatus(res, status);
+  assert.equal(res.headers.get('content-type'), PROBLEM_JSON, res.text);
   assert.equal(res.json.status, status);
   for (const member of ['type', 'title', 'detail', 'instance', 'requestId'])
     assert.equal(typeof res.json[member], 'string', member);
@@ -89,12 +90,12 @@ for (const dialect of testDialects()) {
 
     test('a valid access token is accepted, with typ at+jwt or application/at+jwt', async () => {
       const token = await server.issuer.clientToken('orders:read');
-      assert.equal((await call(server.url, 'GET', '/api/orders', { token })).status, 200);
+      expectStatus(await call(server.url, 'GET', '/api/orders', { token }), 200);
       const longTyp = await server.issuer.token(
         { sub: 'c1', client_id: 'c1', scope: 'orders:read' },
         { typ: 'application/at+jwt' },
       );
-      assert.equal((await call(server.url, 'GET', '/api/orders', { token: longTyp })).status, 200);
+      expectStatus(await call(server.url, 'GET', '/api/orders', { token: longTyp }), 200);
     });
 
     test('an expired token is 401 invalid_token', async () => {
@@ -132,7 +133,7 @@ for (const dialect of testDialects()) {
         scope: 'orders:read',
         iat: now() + 2,
       });
-      assert.equal((await call(server.url, 'GET', '/api/orders', { token: slightlyAhead })).status, 200);
+      expectStatus(await call(server.url, 'GET', '/api/orders', { token: slightlyAhead }), 200);
     });
 
     test('a token from another issuer or for another audience is 401 invalid_token', async () => {
@@ -259,7 +260,7 @@ for (const dialect of testDialects()) {
 
     test('a token whose payload was changed after signing is 401 invalid_token', async () => {
       const genuine = await server.issuer.clientToken('orders:read');
-      assert.equal((await call(server.url, 'GET', '/api/orders', { token: genuine })).status, 200);
+      expectStatus(await call(server.url, 'GET', '/api/orders', { token: genuine }), 200);
       const [header, payload, signature] = genuine.split('.') as [string, string, string];
       const claims = JSON.parse(new TextDecoder().decode(base64url.decode(payload)));
       const forged = base64url.encode(JSON.stringify({ ...claims, scope: 'orders:read orders:write' }));
@@ -330,7 +331,7 @@ for (const dialect of testDialects()) {
         if (method !== 'HEAD') assertProblem(res, 404);
       }
       const unchanged = await call(server.url, 'GET', path, { token: bob });
-      assert.equal(unchanged.status, 200);
+      expectStatus(unchanged, 200);
       assert.deepEqual(unchanged.json, representation, "nothing changed Bob's order");
       const missing = await call(server.url, 'GET', '/api/orders/999999', { token: alice });
       const hidden = await call(server.url, 'GET', path, { token: alice });
@@ -341,15 +342,13 @@ for (const dialect of testDialects()) {
     test('an end user can read, change and pay its own orders', async () => {
       const own = await create(alice, ALICE.toUpperCase());
       const path = `/api/orders/${own}`;
-      assert.equal((await call(server.url, 'GET', path, { token: alice })).status, 200);
-      assert.equal(
-        (
-          await call(server.url, 'PATCH', path, {
-            token: alice,
-            body: { Total: 11 },
-            contentType: 'application/merge-patch+json',
-          })
-        ).status,
+      expectStatus(await call(server.url, 'GET', path, { token: alice }), 200);
+      expectStatus(
+        await call(server.url, 'PATCH', path, {
+          token: alice,
+          body: { Total: 11 },
+          contentType: 'application/merge-patch+json',
+        }),
         200,
       );
       const paid = await call(server.url, 'POST', `${path}/pay`, { token: alice });
@@ -361,13 +360,13 @@ for (const dialect of testDialects()) {
       const mine = [await create(alice, ALICE), await create(client, ALICE)];
       const theirs = [await create(bob, BOB), await create(client, CUSTOMER)];
       const list = await call(server.url, 'GET', '/api/orders?limit=100', { token: alice });
-      assert.equal(list.status, 200);
+      expectStatus(list, 200);
       const ids = list.json.Items.map((o: { Id: number }) => o.Id);
       for (const id of mine) assert.ok(ids.includes(id), `own order ${id} listed`);
       for (const id of theirs) assert.ok(!ids.includes(id), `foreign order ${id} not listed`);
       assert.ok(list.json.Items.every((o: { CustomerId: string }) => o.CustomerId === ALICE.toLowerCase()));
       const filtered = await call(server.url, 'GET', `/api/orders?limit=100&CustomerId=${BOB}`, { token: alice });
-      assert.equal(filtered.status, 200);
+      expectStatus(filtered, 200);
       assert.ok(
         filtered.json.Items.every((o: { CustomerId: string }) => o.CustomerId === ALICE.toLowerCase()),
         'a filter cannot widen what a user sees',
@@ -387,8 +386,7 @@ for (const dialect of testDialects()) {
     test('a client-credentials token sees every order and can filter the list by CustomerId', async () => {
       const a = await create(alice, ALICE);
       const b = await create(bob, BOB);
-      for (const id of [a, b])
-        assert.equal((await call(server.url, 'GET', `/api/orders/${id}`, { token: client })).status, 200);
+      for (const id of [a, b]) expectStatus(await call(server.url, 'GET', `/api/orders/${id}`, { token: client }), 200);
       const all = (await call(server.url, 'GET', '/api/orders?limit=100', { token: client })).json.Items.map(
         (o: { Id: number }) => o.Id,
       );
@@ -396,7 +394,7 @@ for (const dialect of testDialects()) {
       const onlyBob = await call(server.url, 'GET', `/api/orders?limit=100&CustomerId=${BOB.toUpperCase()}`, {
         token: client,
       });
-      assert.equal(onlyBob.status, 200);
+      expectStatus(onlyBob, 200);
       assert.ok(onlyBob.json.Items.length > 0);
       assert.ok(onlyBob.json.Items.every((o: { CustomerId: string }) => o.CustomerId === BOB.toLowerCase()));
       assert.ok(onlyBob.json.Items.some((o: { Id: number }) => o.Id === b));
@@ -404,7 +402,7 @@ for (const dialect of testDialects()) {
         token: client,
         body: { CustomerId: ALICE, Total: 3 },
       });
-      assert.equal(forAnyone.status, 201);
+      expectStatus(forAnyone, 201);
     });
   });
 

@@ -5,6 +5,7 @@ import { after, before, describe, test } from 'node:test';
 import { testDialects } from '../helpers/databases.ts';
 import { call, CUSTOMER, type CallResult } from '../helpers/http.ts';
 import { startServer, startWithClientToken, type TestServer } from '../helpers/server.ts';
+import { expectStatus } from '../helpers/expect.ts';
 
 const APP = 'https://app.example';
 const EVIL = 'https://evil.example';
@@ -92,11 +93,11 @@ for (const dialect of testDialects()) {
         body: { CustomerId: CUSTOMER, Total: 1 },
         headers: { origin: APP, 'idempotency-key': `cors-${Date.now()}` },
       });
-      assert.equal(created.status, 201);
+      expectStatus(created, 201);
       assert.equal(created.headers.get('access-control-allow-origin'), APP);
       assertIncludes(list(created, 'access-control-expose-headers'), expected, 'Expose-Headers');
       const got = await call(server.url, 'GET', `/api/orders/${created.json.Id}`, { token, headers: { origin: APP } });
-      assert.equal(got.status, 200);
+      expectStatus(got, 200);
       assert.equal(got.headers.get('access-control-allow-origin'), APP);
       assertIncludes(list(got, 'access-control-expose-headers'), expected, 'Expose-Headers');
       assertIncludes(list(got, 'vary'), ['Origin'], 'Vary');
@@ -104,7 +105,7 @@ for (const dialect of testDialects()) {
 
     test('error responses carry CORS headers too, so a browser can read the problem', async () => {
       const res = await call(server.url, 'GET', '/api/orders', { headers: { origin: APP } });
-      assert.equal(res.status, 401);
+      expectStatus(res, 401);
       assert.equal(res.headers.get('access-control-allow-origin'), APP);
       assertIncludes(
         list(res, 'access-control-expose-headers'),
@@ -118,7 +119,7 @@ for (const dialect of testDialects()) {
         const pre = await preflight(server.url, '/api/orders/1', origin, 'PATCH', 'authorization,if-match');
         assert.equal(pre.headers.get('access-control-allow-origin'), null, `preflight from ${origin}`);
         const res = await call(server.url, 'GET', '/api/orders', { token, headers: { origin } });
-        assert.equal(res.status, 200);
+        expectStatus(res, 200);
         assert.equal(res.headers.get('access-control-allow-origin'), null, `GET from ${origin}`);
       }
     });
@@ -136,7 +137,7 @@ for (const dialect of testDialects()) {
       assert.equal(pre.headers.get('access-control-allow-origin'), null);
       const token = await server.issuer.clientToken('orders:read');
       const res = await call(server.url, 'GET', '/api/orders', { token, headers: { origin: APP } });
-      assert.equal(res.status, 200);
+      expectStatus(res, 200);
       assert.equal(res.headers.get('access-control-allow-origin'), null);
     });
   });

@@ -7,14 +7,15 @@ import { testDialects } from '../helpers/databases.ts';
 import { call, CUSTOMER, type CallResult } from '../helpers/http.ts';
 import { startServer, startWithClientToken, type TestServer } from '../helpers/server.ts';
 import { rawRequest } from './raw-http.ts';
+import { expectStatus } from '../helpers/expect.ts';
 
 const PROBLEM_JSON = 'application/problem+json; charset=utf-8';
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 /** The problem+json shape every error shares; returns the body for further checks. */
 function assertProblem(res: CallResult, status: number, path: string): Record<string, unknown> {
-  assert.equal(res.status, status, res.text);
-  assert.equal(res.headers.get('content-type'), PROBLEM_JSON);
+  expectStatus(res, status);
+  assert.equal(res.headers.get('content-type'), PROBLEM_JSON, res.text);
   const body = res.json as Record<string, unknown>;
   assert.equal(body.status, status);
   assert.match(String(body.type), /^https?:\/\/[^/]+\/problems\/[a-z-]+$/);
@@ -90,7 +91,7 @@ for (const dialect of testDialects()) {
         return base.slice(0, -1) + ' '.repeat(size - base.length) + '}';
       };
       assert.equal(padded(1024).length, 1024);
-      assert.equal((await post(padded(1024))).status, 201);
+      expectStatus(await post(padded(1024)), 201);
       assertProblem(await post(padded(1025)), 413, '/api/orders');
       assertProblem(await post(padded(64 * 1024)), 413, '/api/orders');
     });
@@ -131,8 +132,8 @@ for (const dialect of testDialects()) {
         const body = assertProblem(await call(server.url, 'GET', path, { token }), 400, path);
         assert.match(String(body.type), /\/problems\/(invalid-parameter|bad-request)$/, path);
       }
-      assert.equal((await call(server.url, 'GET', `${item}?fields=Id,Total`, { token })).status, 200);
-      assert.equal((await call(server.url, 'GET', `${item}?include=history`, { token })).status, 200);
+      expectStatus(await call(server.url, 'GET', `${item}?fields=Id,Total`, { token }), 200);
+      expectStatus(await call(server.url, 'GET', `${item}?include=history`, { token }), 200);
     });
 
     test('authorization and validation errors share the same problem shape', async () => {
@@ -175,7 +176,7 @@ for (const dialect of testDialects()) {
       assert.equal(res.headers.get('x-request-id'), 'proxy-id-42');
       assert.equal(res.json.requestId, 'proxy-id-42');
       const ok = await call(server.url, 'GET', '/api/orders', { token, headers: { 'x-request-id': 'proxy-id-43' } });
-      assert.equal(ok.status, 200);
+      expectStatus(ok, 200);
       assert.equal(ok.headers.get('x-request-id'), 'proxy-id-43');
     });
 
@@ -228,7 +229,7 @@ for (const dialect of testDialects()) {
         token,
         body: { CustomerId: CUSTOMER, Total: 1 },
       });
-      assert.equal(created.status, 201);
+      expectStatus(created, 201);
       await server.app.database.db.destroy();
       const requests: Array<[string, string, Parameters<typeof call>[3]]> = [
         ['GET', `/api/orders/${created.json.Id}`, { token }],

@@ -9,6 +9,7 @@ import { migrateToLatest, migrationsAreCurrent } from '../../src/db/migrate.ts';
 import { createTestDatabase, testDialects } from '../helpers/databases.ts';
 import { call, type CallResult } from '../helpers/http.ts';
 import { startServer, type TestServer } from '../helpers/server.ts';
+import { expectStatus } from '../helpers/expect.ts';
 
 function assertUnavailable(res: CallResult): void {
   assert.equal(res.status, 503, res.text);
@@ -31,12 +32,12 @@ for (const dialect of testDialects()) {
 
     test('/healthz is 200 without a token and is never cached', async () => {
       const res = await call(server.url, 'GET', '/healthz');
-      assert.equal(res.status, 200);
+      expectStatus(res, 200);
       assert.match(res.headers.get('content-type') ?? '', /^application\/json/);
       assert.deepEqual(res.json, { status: 'ok' });
       assert.equal(res.headers.get('cache-control'), 'no-store');
       const head = await call(server.url, 'HEAD', '/healthz');
-      assert.equal(head.status, 200);
+      expectStatus(head, 200);
       assert.equal(head.text, '');
     });
 
@@ -56,7 +57,7 @@ for (const dialect of testDialects()) {
     after(() => server.close());
 
     test('/readyz is a 503 problem while a migration is not applied', async () => {
-      assert.equal((await call(server.url, 'GET', '/readyz')).status, 200);
+      expectStatus(await call(server.url, 'GET', '/readyz'), 200);
       await sql`delete from kysely_migration`.execute(server.app.database.db);
       const res = await call(server.url, 'GET', '/readyz');
       assertUnavailable(res);
@@ -87,14 +88,14 @@ for (const dialect of testDialects()) {
     after(() => server.close());
 
     test('/readyz is a 503 problem when the database is gone, while /healthz stays 200', async () => {
-      assert.equal((await call(server.url, 'GET', '/readyz')).status, 200);
+      expectStatus(await call(server.url, 'GET', '/readyz'), 200);
       await server.app.database.db.destroy();
       const res = await call(server.url, 'GET', '/readyz');
       assertUnavailable(res);
       assert.doesNotMatch(res.text, /select|sqlite|pool|kysely|destroy|Error:/i, 'no internals in the body');
       assert.deepEqual(res.json.checks, { database: 'unavailable' }, 'names the failing dependency');
       const live = await call(server.url, 'GET', '/healthz');
-      assert.equal(live.status, 200);
+      expectStatus(live, 200);
     });
   });
 }

@@ -11,6 +11,7 @@ import { FakeIssuer } from '../helpers/fake-issuer.ts';
 import { call, type CallResult } from '../helpers/http.ts';
 import { startServer, type TestServer } from '../helpers/server.ts';
 import { createTestIssuer, type TestIssuer } from '../helpers/tokens.ts';
+import { expectProblem, expectStatus } from '../helpers/expect.ts';
 
 /** Far below the old behaviour of 2 fetches per request; covers a retry or two after the 1 s backoff. */
 const MAX_FETCHES = 5;
@@ -47,8 +48,7 @@ async function burst(total: number, concurrency: number, send: () => Promise<Cal
 }
 
 function assertIssuerUnavailable(res: CallResult, what: string): void {
-  assert.equal(res.status, 503, `${what}: ${res.status} ${res.text}`);
-  assert.match(res.json.type, /\/problems\/issuer-unavailable$/, res.text);
+  expectProblem(res, 503, 'issuer-unavailable', what);
   assert.match(
     res.headers.get('retry-after') ?? '',
     /^[1-9]\d*$/,
@@ -94,10 +94,7 @@ describe('an external issuer that answers 503', () => {
     assert.equal(last?.status, 200, `not recovered: ${last?.status} ${last?.text}`);
     const fetchesAfter = issuer.fetches;
     for (let i = 0; i < 20; i++)
-      assert.equal(
-        (await call(server.url, 'GET', '/api/orders', { token: await tokenFor(tokens, issuer) })).status,
-        200,
-      );
+      expectStatus(await call(server.url, 'GET', '/api/orders', { token: await tokenFor(tokens, issuer) }), 200);
     assert.equal(issuer.fetches, fetchesAfter, `keys are not fetched again for every token: ${issuer.summary()}`);
   });
 });
@@ -154,8 +151,7 @@ describe('the rate limit comes before any fetch of the issuer keys', () => {
   });
 
   test('a request over the limit of its address gets 429 without any fetch, even with a token whose keys are not loaded yet', async () => {
-    for (let i = 0; i < 2; i++)
-      assert.equal((await call(server.url, 'GET', '/api/orders', { token: 'not.a.jwt' })).status, 401);
+    for (let i = 0; i < 2; i++) expectStatus(await call(server.url, 'GET', '/api/orders', { token: 'not.a.jwt' }), 401);
     const res = await call(server.url, 'GET', '/api/orders', { token: await tokenFor(tokens, issuer) });
     assert.equal(res.status, 429, `counted by address before its keys are fetched: ${res.status} ${res.text}`);
     assert.equal(issuer.fetches, 0, `no fetch for a request refused by the rate limit: ${issuer.summary()}`);

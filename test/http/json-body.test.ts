@@ -4,14 +4,15 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { call, CUSTOMER, type CallResult } from '../helpers/http.ts';
 import { startWithClientToken, type TestServer } from '../helpers/server.ts';
+import { expectProblem } from '../helpers/expect.ts';
 
 const MERGE = 'application/merge-patch+json';
 const JSON_PATCH = 'application/json-patch+json';
 
+/** The shared problem check, plus the exact media type with its charset. */
 function assertProblem(res: CallResult, status: number, slug: string): void {
-  assert.equal(res.status, status, res.text);
+  expectProblem(res, status, slug);
   assert.equal(res.headers.get('content-type'), 'application/problem+json; charset=utf-8');
-  assert.match(res.json.type, new RegExp(`/problems/${slug}$`));
 }
 
 describe('JSON request bodies', () => {

@@ -4,11 +4,13 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { startServer, type TestServer } from '../helpers/server.ts';
 import { rawRequest, type RawResponse } from './raw-http.ts';
+import { expectProblem } from '../helpers/expect.ts';
 
 const PROBLEM_JSON = 'application/problem+json; charset=utf-8';
 
+/** The shared problem check, plus the exact media type, an http:// type, the members and the request id. */
 function assertProblem(res: RawResponse, status: number, slug: string): void {
-  assert.equal(res.status, status, res.body);
+  expectProblem(res, status, slug);
   assert.equal(res.headers['content-type'], PROBLEM_JSON, res.body);
   assert.equal(res.json.status, status);
   assert.match(res.json.type, new RegExp(`^http://[^/]+/problems/${slug}$`));

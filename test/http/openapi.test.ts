@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { call } from '../helpers/http.ts';
 import { startServer, type TestServer } from '../helpers/server.ts';
+import { expectStatus } from '../helpers/expect.ts';
 
 describe('OpenAPI document', () => {
   let server: TestServer;
@@ -12,7 +13,7 @@ describe('OpenAPI document', () => {
 
   test('is OpenAPI 3.1 generated from the routes, with scopes and the state machine', async () => {
     const res = await call(server.url, 'GET', '/openapi.json');
-    assert.equal(res.status, 200);
+    expectStatus(res, 200);
     const doc = res.json;
     assert.equal(doc.openapi, '3.1.0');
     for (const path of [
@@ -110,7 +111,7 @@ describe('OpenAPI document', () => {
 
   test('serves a reference page at /docs without external assets', async () => {
     const res = await call(server.url, 'GET', '/docs/');
-    assert.equal(res.status, 200);
+    expectStatus(res, 200);
     assert.match(res.headers.get('content-type') ?? '', /text\/html/);
     assert.doesNotMatch(res.text, /src="https?:\/\//);
   });

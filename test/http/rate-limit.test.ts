@@ -8,6 +8,7 @@ import { after, before, describe, test } from 'node:test';
 import { createTestDatabase, testDialects, type TestDatabase } from '../helpers/databases.ts';
 import { call, type CallResult } from '../helpers/http.ts';
 import { startServer, type TestServer } from '../helpers/server.ts';
+import { expectProblem, expectStatus } from '../helpers/expect.ts';
 
 const PROBLEM_JSON = 'application/problem+json; charset=utf-8';
 const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -26,10 +27,9 @@ function rateLimitOf(res: CallResult, max: number): { remaining: number; reset: 
 }
 
 function assertRateLimited(res: CallResult, max: number, what: string): void {
-  assert.equal(res.status, 429, `${what}: ${res.status} ${res.text}`);
+  expectProblem(res, 429, 'rate-limited', what);
   assert.equal(res.headers.get('content-type'), PROBLEM_JSON);
   assert.equal(res.json.status, 429);
-  assert.match(res.json.type, /\/problems\/rate-limited$/);
   for (const member of ['title', 'detail', 'instance', 'requestId'])
     assert.equal(typeof res.json[member], 'string', member);
   const retryAfter = res.headers.get('retry-after') ?? '';
@@ -63,8 +63,7 @@ for (const dialect of testDialects()) {
       const oneId = `one-${randomUUID()}`;
       const one = await server.issuer.clientToken('orders:read', oneId);
       const two = await server.issuer.clientToken('orders:read', `two-${randomUUID()}`);
-      for (let i = 0; i < 3; i++)
-        assert.equal((await call(server.url, 'GET', '/api/orders', { token: one })).status, 200);
+      for (let i = 0; i < 3; i++) expectStatus(await call(server.url, 'GET', '/api/orders', { token: one }), 200);
       assertRateLimited(await call(server.url, 'GET', '/api/orders', { token: one }), 3, 'one exhausted');
       const other = await call(server.url, 'GET', '/api/orders', { token: two });
       assert.equal(other.status, 200, 'the second caller is unaffected');
@@ -144,7 +143,7 @@ for (const dialect of testDialects()) {
       assertRateLimited(await call(second.url, 'GET', '/api/orders', { token }), 3, 'second instance');
       assertRateLimited(await call(first.url, 'GET', '/api/orders', { token }), 3, 'first instance');
       const other = await first.issuer.clientToken('orders:read', `redis-other-${randomUUID()}`);
-      assert.equal((await call(second.url, 'GET', '/api/orders', { token: other })).status, 200);
+      expectStatus(await call(second.url, 'GET', '/api/orders', { token: other }), 200);
     });
   });
 

@@ -9,6 +9,7 @@ import { startChildServer } from '../helpers/child-server.ts';
 import { CUSTOMER } from '../helpers/http.ts';
 import { startServer } from '../helpers/server.ts';
 import { parseResponses, RawConnection } from './raw-http.ts';
+import { expectStatus } from '../helpers/expect.ts';
 
 describe('graceful shutdown', () => {
   test('a request arriving on an open keep-alive connection while closing is a 503 problem with Retry-After', async () => {
@@ -19,7 +20,8 @@ describe('graceful shutdown', () => {
     // idle connections: the second request can only complete while the server is closing.
     connection.write('GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\nGET /api/orders HTTP/1.1\r\nHost: 127.0.0.1\r\n');
     const [first] = await connection.responses(1);
-    assert.equal(first?.status, 200);
+    assert.ok(first, 'a response');
+    expectStatus(first, 200);
 
     const closing = server.app.close();
     const deadline = Date.now() + 10_000;

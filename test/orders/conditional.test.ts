@@ -7,6 +7,7 @@ import { formatHttpDate } from '../../src/http/conditional.ts';
 import { testDialects } from '../helpers/databases.ts';
 import { call, CUSTOMER, type CallResult } from '../helpers/http.ts';
 import { startWithClientToken, type TestServer } from '../helpers/server.ts';
+import { expectStatus } from '../helpers/expect.ts';
 
 const MERGE = 'application/merge-patch+json';
 
@@ -25,7 +26,7 @@ for (const dialect of testDialects()) {
 
     const create = async (): Promise<CallResult> => {
       const res = await call(server.url, 'POST', '/api/orders', { token, body: { CustomerId: CUSTOMER, Total: 10 } });
-      assert.equal(res.status, 201);
+      expectStatus(res, 201);
       return res;
     };
     const get = (path: string, headers: Record<string, string> = {}) =>
@@ -35,10 +36,10 @@ for (const dialect of testDialects()) {
       const created = await create();
       const path = `/api/orders/${created.json.Id}`;
       const full = await get(path);
-      assert.equal(full.status, 200);
+      expectStatus(full, 200);
       const etag = etagOf(full);
       const res = await get(path, { 'if-none-match': etag });
-      assert.equal(res.status, 304);
+      expectStatus(res, 304);
       assert.equal(res.text, '');
       assert.equal(res.headers.get('etag'), etag);
       assert.equal(res.headers.get('cache-control'), full.headers.get('cache-control'));
@@ -85,7 +86,7 @@ for (const dialect of testDialects()) {
       const stale = etagOf(created);
       await call(server.url, 'POST', `${path}/pay`, { token });
       const res = await get(path, { 'if-none-match': stale });
-      assert.equal(res.status, 200);
+      expectStatus(res, 200);
       assert.equal(res.json.Status, 'paid');
       assert.notEqual(etagOf(res), stale);
       for (const value of ['"other"', 'W/"other"', `"a", "b"`, 'not-a-tag']) {
@@ -101,13 +102,13 @@ for (const dialect of testDialects()) {
       assert.ok(lastModified);
       assert.equal(lastModified, formatHttpDate(new Date(full.json.UpdatedAtUtc)));
       const res = await get(path, { 'if-modified-since': lastModified });
-      assert.equal(res.status, 304);
+      expectStatus(res, 304);
       assert.equal(res.text, '');
       assert.equal(res.headers.get('etag'), etagOf(full));
       const later = formatHttpDate(new Date(Date.parse(full.json.UpdatedAtUtc) + 86_400_000));
-      assert.equal((await get(path, { 'if-modified-since': later })).status, 304);
+      expectStatus(await get(path, { 'if-modified-since': later }), 304);
       const earlier = formatHttpDate(new Date(Date.parse(full.json.UpdatedAtUtc) - 86_400_000));
-      assert.equal((await get(path, { 'if-modified-since': earlier })).status, 200);
+      expectStatus(await get(path, { 'if-modified-since': earlier }), 200);
       const both = await get(path, { 'if-modified-since': lastModified, 'if-none-match': '"something-else"' });
       assert.equal(both.status, 200, 'If-None-Match takes precedence over If-Modified-Since (RFC 9110 §13.1.3)');
       assert.equal(both.json.Id, created.json.Id);
@@ -171,7 +172,7 @@ for (const dialect of testDialects()) {
       const path = `/api/orders/${created.json.Id}`;
       const stale = etagOf(created);
       const fresh = await call(server.url, 'PATCH', path, { token, body: { Total: 20 }, contentType: MERGE });
-      assert.equal(fresh.status, 200);
+      expectStatus(fresh, 200);
       const current = etagOf(fresh);
       const attempts: [string, string, unknown, string?][] = [
         ['PUT', path, { CustomerId: CUSTOMER, Currency: 'USD', Total: 30 }],
@@ -212,14 +213,14 @@ for (const dialect of testDialects()) {
         body: { CustomerId: CUSTOMER, Currency: 'USD', Total: 30 },
         headers: { 'if-match': etagOf(a) },
       });
-      assert.equal(put.status, 200);
+      expectStatus(put, 200);
       const patch = await call(server.url, 'PATCH', path, {
         token,
         body: { Total: 31 },
         contentType: MERGE,
         headers: { 'if-match': `"other", ${etagOf(put)}` },
       });
-      assert.equal(patch.status, 200);
+      expectStatus(patch, 200);
       assert.equal(patch.json.Total, 31);
       const variantTag = etagOf(await get(`${path}?fields=Id`));
       const pay = await call(server.url, 'POST', `${path}/pay`, { token, headers: { 'if-match': variantTag } });
@@ -230,7 +231,7 @@ for (const dialect of testDialects()) {
         token,
         headers: { 'if-match': etagOf(b) },
       });
-      assert.equal(del.status, 204);
+      expectStatus(del, 204);
     });
 
     test('concurrent writes with the same If-Match: exactly one succeeds, the others get 412 (no lost update)', async () => {
@@ -316,41 +317,35 @@ for (const dialect of testDialects()) {
         contentType: MERGE,
         headers: { 'if-match': `W/${etagOf(created)}` },
       });
-      assert.equal(res.status, 412);
+      expectStatus(res, 412);
     });
 
     test('If-Match: * succeeds for an existing order: PUT, PATCH, pay, DELETE', async () => {
       const a = await create();
       const path = `/api/orders/${a.json.Id}`;
       const star = { 'if-match': '*' };
-      assert.equal(
-        (
-          await call(server.url, 'PUT', path, {
-            token,
-            body: { CustomerId: CUSTOMER, Currency: 'USD', Total: 40 },
-            headers: star,
-          })
-        ).status,
+      expectStatus(
+        await call(server.url, 'PUT', path, {
+          token,
+          body: { CustomerId: CUSTOMER, Currency: 'USD', Total: 40 },
+          headers: star,
+        }),
         200,
       );
-      assert.equal(
-        (await call(server.url, 'PATCH', path, { token, body: { Total: 41 }, contentType: MERGE, headers: star }))
-          .status,
+      expectStatus(
+        await call(server.url, 'PATCH', path, { token, body: { Total: 41 }, contentType: MERGE, headers: star }),
         200,
       );
-      assert.equal((await call(server.url, 'POST', `${path}/pay`, { token, headers: star })).status, 200);
+      expectStatus(await call(server.url, 'POST', `${path}/pay`, { token, headers: star }), 200);
       const b = await create();
-      assert.equal(
-        (await call(server.url, 'DELETE', `/api/orders/${b.json.Id}`, { token, headers: star })).status,
-        204,
-      );
+      expectStatus(await call(server.url, 'DELETE', `/api/orders/${b.json.Id}`, { token, headers: star }), 204);
     });
 
     test('If-Match on a missing order is 404, not 412: preconditions are ignored when the response would not be 2xx', async () => {
       const created = await create();
       const path = `/api/orders/${created.json.Id}`;
       const etag = etagOf(created);
-      assert.equal((await call(server.url, 'DELETE', path, { token })).status, 204);
+      expectStatus(await call(server.url, 'DELETE', path, { token }), 204);
       const missing = [
         ['PUT', path, { CustomerId: CUSTOMER, Currency: 'USD', Total: 1 }],
         ['PATCH', path, { Total: 1 }, MERGE],
@@ -375,7 +370,7 @@ for (const dialect of testDialects()) {
     test('a stale If-Match on a transition the state forbids is 409, not 412 (the request would fail anyway)', async () => {
       const created = await create();
       const path = `/api/orders/${created.json.Id}`;
-      assert.equal((await call(server.url, 'POST', `${path}/pay`, { token })).status, 200);
+      expectStatus(await call(server.url, 'POST', `${path}/pay`, { token }), 200);
       const forbidden: [string, string, unknown, string?][] = [
         ['POST', `${path}/pay`, undefined],
         ['PUT', path, { CustomerId: CUSTOMER, Total: 11, Currency: 'USD' }], // a paid order's fields cannot change
@@ -422,7 +417,7 @@ for (const dialect of testDialects()) {
         contentType: MERGE,
         headers: { 'if-unmodified-since': lastModified },
       });
-      assert.equal(res.status, 200);
+      expectStatus(res, 200);
       const ignored = await call(server.url, 'PATCH', path, {
         token,
         body: { Total: 4 },
@@ -435,8 +430,8 @@ for (const dialect of testDialects()) {
     test('GET with a stale If-Match is 412; with the current one it is 200', async () => {
       const created = await create();
       const path = `/api/orders/${created.json.Id}`;
-      assert.equal((await get(path, { 'if-match': '"stale"' })).status, 412);
-      assert.equal((await get(path, { 'if-match': etagOf(created) })).status, 200);
+      expectStatus(await get(path, { 'if-match': '"stale"' }), 412);
+      expectStatus(await get(path, { 'if-match': etagOf(created) }), 200);
     });
 
     test('validators are per caller: another customer cannot probe an order with conditional headers', async () => {
@@ -444,7 +439,7 @@ for (const dialect of testDialects()) {
       const path = `/api/orders/${created.json.Id}`;
       const other = await server.issuer.userToken('orders:read orders:write', randomUUID());
       const res = await call(server.url, 'GET', path, { token: other, headers: { 'if-none-match': '*' } });
-      assert.equal(res.status, 404);
+      expectStatus(res, 404);
     });
   });
 }

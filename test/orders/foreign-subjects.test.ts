@@ -6,6 +6,7 @@ import { after, before, describe, test } from 'node:test';
 import { testDialects } from '../helpers/databases.ts';
 import { call, CUSTOMER } from '../helpers/http.ts';
 import { startServer, type TestServer } from '../helpers/server.ts';
+import { expectStatus } from '../helpers/expect.ts';
 
 for (const dialect of testDialects()) {
   describe(`end users whose subject is not a UUID [${dialect}]`, () => {
@@ -20,7 +21,7 @@ for (const dialect of testDialects()) {
         token: client,
         body: { CustomerId: CUSTOMER, Total: 3 },
       });
-      assert.equal(created.status, 201);
+      expectStatus(created, 201);
       orderPath = `/api/orders/${created.json.Id}`;
       alice = await server.issuer.userToken('orders:read orders:write', 'alice@partner-idp');
     });
@@ -33,10 +34,9 @@ for (const dialect of testDialects()) {
     });
 
     test('read or create someone else’s order: 404 and 403, as for any other user', async () => {
-      assert.equal((await call(server.url, 'GET', orderPath, { token: alice })).status, 404);
-      assert.equal(
-        (await call(server.url, 'POST', '/api/orders', { token: alice, body: { CustomerId: CUSTOMER, Total: 1 } }))
-          .status,
+      expectStatus(await call(server.url, 'GET', orderPath, { token: alice }), 404);
+      expectStatus(
+        await call(server.url, 'POST', '/api/orders', { token: alice, body: { CustomerId: CUSTOMER, Total: 1 } }),
         403,
       );
     });

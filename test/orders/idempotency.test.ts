@@ -9,6 +9,7 @@ import { toDbTime } from '../../src/db/codecs.ts';
 import { testDialects } from '../helpers/databases.ts';
 import { call, type CallResult } from '../helpers/http.ts';
 import { startWithClientToken, type TestServer } from '../helpers/server.ts';
+import { expectProblem, expectStatus } from '../helpers/expect.ts';
 
 /**
  * Writes the request bytes exactly as given: fetch and node:http would merge repeated fields into
@@ -60,8 +61,7 @@ function assertRetryAfterIsRemainingLock(
   sentAt: number,
   receivedAt: number,
 ): void {
-  assert.equal(res.status, 409, res.text);
-  assert.equal(problemType(res), 'idempotency-key-in-flight', res.text);
+  expectProblem(res, 409, 'idempotency-key-in-flight');
   const retryAfter = Number(res.headers.get('retry-after'));
   const atMost = Math.max(1, Math.ceil((lockedUntil - sentAt) / 1000));
   const atLeast = Math.max(1, Math.ceil((lockedUntil - receivedAt) / 1000));
@@ -112,7 +112,7 @@ for (const dialect of testDialects()) {
       call(server.url, 'POST', `/api/orders/${id}/pay`, { token, headers: { 'idempotency-key': key } });
     const ordersOf = async (customerId: string): Promise<number[]> => {
       const res = await call(server.url, 'GET', `/api/orders?limit=100&CustomerId=${customerId}`, { token });
-      assert.equal(res.status, 200);
+      expectStatus(res, 200);
       return res.json.Items.map((o: { Id: number }) => o.Id);
     };
     const newKey = () => `key-${randomUUID()}`;
@@ -122,10 +122,10 @@ for (const dialect of testDialects()) {
       const key = newKey();
       const body = { CustomerId: customer, Total: 25.5, Currency: 'EUR' };
       const first = await create(body, key);
-      assert.equal(first.status, 201);
+      expectStatus(first, 201);
       assert.equal(first.headers.get('idempotent-replayed'), null, 'the original response is not marked as a replay');
       const second = await create(body, key);
-      assert.equal(second.status, 201);
+      expectStatus(second, 201);
       assert.equal(second.text, first.text, 'replayed body is byte-for-byte the original');
       assert.equal(second.headers.get('idempotent-replayed'), 'true');
       assert.equal(second.headers.get('location'), first.headers.get('location'));
@@ -138,7 +138,7 @@ for (const dialect of testDialects()) {
       const created = await create({ CustomerId: customer, Total: 3 });
       const key = newKey();
       const first = await pay(created.json.Id, key);
-      assert.equal(first.status, 200);
+      expectStatus(first, 200);
       assert.equal(first.json.Status, 'paid');
       const second = await pay(created.json.Id, key);
       assert.equal(second.status, 200, 'a replay, not the 409 a second pay of a paid order would get');
@@ -158,9 +158,9 @@ for (const dialect of testDialects()) {
       const customer = randomUUID();
       const key = newKey();
       const first = await createRaw(`{"CustomerId":"${customer}","Total":7.25,"Currency":"GBP"}`, key);
-      assert.equal(first.status, 201);
+      expectStatus(first, 201);
       const reordered = await createRaw(`{ "Currency" : "GBP",\n\t"Total": 7.25 ,  "CustomerId": "${customer}" }`, key);
-      assert.equal(reordered.status, 201);
+      expectStatus(reordered, 201);
       assert.equal(reordered.headers.get('idempotent-replayed'), 'true');
       assert.equal(reordered.text, first.text);
       assert.deepEqual(await ordersOf(customer), [first.json.Id]);
@@ -170,9 +170,9 @@ for (const dialect of testDialects()) {
       const customer = randomUUID();
       const key = newKey();
       const first = await create({ CustomerId: customer, Total: 10 }, key);
-      assert.equal(first.status, 201);
+      expectStatus(first, 201);
       const different = await create({ CustomerId: customer, Total: 11 }, key);
-      assert.equal(different.status, 409);
+      expectStatus(different, 409);
       assert.equal(different.headers.get('content-type'), 'application/problem+json; charset=utf-8');
       assert.equal(problemType(different), 'idempotency-key-reused');
       assert.equal(different.headers.get('idempotent-replayed'), null);
@@ -186,9 +186,9 @@ for (const dialect of testDialects()) {
       const customer = randomUUID();
       const key = newKey();
       const created = await create({ CustomerId: customer, Total: 10 }, key);
-      assert.equal(created.status, 201);
+      expectStatus(created, 201);
       const payWithSameKey = await pay(created.json.Id, key);
-      assert.equal(payWithSameKey.status, 409);
+      expectStatus(payWithSameKey, 409);
       assert.equal(problemType(payWithSameKey), 'idempotency-key-reused');
       assert.equal(
         (await call(server.url, 'GET', `/api/orders/${created.json.Id}`, { token })).json.Status,
@@ -197,7 +197,7 @@ for (const dialect of testDialects()) {
       );
       const other = await create({ CustomerId: customer, Total: 4 });
       const payKey = newKey();
-      assert.equal((await pay(other.json.Id, payKey)).status, 200);
+      expectStatus(await pay(other.json.Id, payKey), 200);
       const payOtherOrder = await pay(created.json.Id, payKey);
       assert.equal(payOtherOrder.status, 409, 'a pay key reused for another order is a different request');
       assert.equal(problemType(payOtherOrder), 'idempotency-key-reused');
@@ -210,7 +210,7 @@ for (const dialect of testDialects()) {
       const tokenB = await server.issuer.clientToken('orders:read orders:write', 'client-b');
       const a = await create({ CustomerId: customer, Total: 1 }, key, tokenA);
       const b = await create({ CustomerId: customer, Total: 2 }, key, tokenB);
-      assert.equal(a.status, 201);
+      expectStatus(a, 201);
       assert.equal(b.status, 201, 'a different payload under the same key is fine for another caller');
       assert.equal(b.headers.get('idempotent-replayed'), null);
       assert.notEqual(a.json.Id, b.json.Id);
@@ -287,12 +287,12 @@ for (const dialect of testDialects()) {
       const customer = randomUUID();
       const bare = newKey();
       const quoted = await create({ CustomerId: customer, Total: 2 }, `"${bare}"`);
-      assert.equal(quoted.status, 201);
+      expectStatus(quoted, 201);
       const replay = await create({ CustomerId: customer, Total: 2 }, bare);
       assert.equal(replay.headers.get('idempotent-replayed'), 'true');
       assert.equal(replay.text, quoted.text);
       const reused = await create({ CustomerId: customer, Total: 3 }, `"${bare}"`);
-      assert.equal(reused.status, 409);
+      expectStatus(reused, 409);
       assert.deepEqual(await ordersOf(customer), [quoted.json.Id]);
     });
 
@@ -300,7 +300,7 @@ for (const dialect of testDialects()) {
       const customer = randomUUID();
       const key = newKey();
       const schemaInvalid = await create({ CustomerId: customer, Total: 'twelve' }, key);
-      assert.equal(schemaInvalid.status, 422);
+      expectStatus(schemaInvalid, 422);
       const ruleInvalid = await create({ CustomerId: customer, Total: 1, Currency: 'XYZ' }, key);
       assert.equal(ruleInvalid.status, 422, 'a currency that passes the schema but is not ISO 4217');
       assert.equal(ruleInvalid.headers.get('idempotent-replayed'), null);
@@ -308,7 +308,7 @@ for (const dialect of testDialects()) {
       assert.equal(again.status, 422, 'the failure was not stored for replay');
       assert.equal(again.headers.get('idempotent-replayed'), null);
       const valid = await create({ CustomerId: customer, Total: 12 }, key);
-      assert.equal(valid.status, 201);
+      expectStatus(valid, 201);
       assert.equal(valid.headers.get('idempotent-replayed'), null);
       assert.deepEqual(await ordersOf(customer), [valid.json.Id]);
     });
@@ -319,10 +319,10 @@ for (const dialect of testDialects()) {
       await call(server.url, 'POST', `/api/orders/${created.json.Id}/cancel`, { token });
       const key = newKey();
       const refused = await pay(created.json.Id, key);
-      assert.equal(refused.status, 409);
+      expectStatus(refused, 409);
       assert.equal(refused.json.currentStatus, 'cancelled');
       const again = await pay(created.json.Id, key);
-      assert.equal(again.status, 409);
+      expectStatus(again, 409);
       assert.equal(again.headers.get('idempotent-replayed'), null, 'evaluated again, not replayed');
     });
 
@@ -343,7 +343,7 @@ for (const dialect of testDialects()) {
       }
       assert.deepEqual(await ordersOf(customer), [originals[0]!.json.Id]);
       const after = await create(body, key);
-      assert.equal(after.status, 201);
+      expectStatus(after, 201);
       assert.equal(after.headers.get('idempotent-replayed'), 'true');
       assert.equal(after.text, originals[0]!.text);
     });
@@ -352,12 +352,12 @@ for (const dialect of testDialects()) {
       const customer = randomUUID();
       const key = newKey();
       const first = await create({ CustomerId: customer, Total: 5 }, key);
-      assert.equal(first.status, 201);
+      expectStatus(first, 201);
       assert.equal((await create({ CustomerId: customer, Total: 6 }, key)).status, 409, 'still live before expiry');
       const purged = await purgeExpiredKeys(server.app.database.db, new Date(Date.now() + 61_000));
       assert.ok(purged >= 1, `purged ${purged}`);
       const reused = await create({ CustomerId: customer, Total: 6 }, key);
-      assert.equal(reused.status, 201);
+      expectStatus(reused, 201);
       assert.equal(reused.headers.get('idempotent-replayed'), null);
       assert.notEqual(reused.json.Id, first.json.Id);
       assert.equal((await ordersOf(customer)).length, 2);
@@ -384,7 +384,7 @@ for (const dialect of testDialects()) {
         })
         .execute();
       const res = await create(body, key);
-      assert.equal(res.status, 201);
+      expectStatus(res, 201);
       assert.equal(res.headers.get('idempotent-replayed'), null);
       assert.equal(res.json.CustomerId, customer);
     });
@@ -395,7 +395,7 @@ for (const dialect of testDialects()) {
       const body = { CustomerId: customer, Total: 4.5, Currency: 'USD' };
       await insertInFlightClaim(key, body, -5_000);
       const res = await create(body, key);
-      assert.equal(res.status, 201);
+      expectStatus(res, 201);
       assert.equal(res.headers.get('idempotent-replayed'), null);
       const replay = await create(body, key);
       assert.equal(replay.headers.get('idempotent-replayed'), 'true', 'the taken-over claim stored its result');

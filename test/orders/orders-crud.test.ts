@@ -3,6 +3,7 @@ import { after, before, describe, test } from 'node:test';
 import { testDialects } from '../helpers/databases.ts';
 import { call, CUSTOMER } from '../helpers/http.ts';
 import { startWithClientToken, type TestServer } from '../helpers/server.ts';
+import { expectStatus } from '../helpers/expect.ts';
 
 for (const dialect of testDialects()) {
   describe(`orders CRUD [${dialect}]`, () => {
@@ -15,7 +16,7 @@ for (const dialect of testDialects()) {
 
     test('creates an order with 201, an absolute Location, an ETag and the representation', async () => {
       const res = await create({ CustomerId: CUSTOMER.toUpperCase(), Total: 19.99, Currency: 'EUR' });
-      assert.equal(res.status, 201);
+      expectStatus(res, 201);
       assert.equal(res.headers.get('location'), `${server.url}/api/orders/${res.json.Id}`);
       assert.match(res.headers.get('etag') ?? '', /^"\d+\.1\.[\w-]+"$/);
       assert.equal(res.json.CustomerId, CUSTOMER, 'CustomerId is stored lower-case');
@@ -29,24 +30,24 @@ for (const dialect of testDialects()) {
 
     test('defaults Currency to USD and keeps the exact decimal Total', async () => {
       const res = await create({ CustomerId: CUSTOMER, Total: 0.1 });
-      assert.equal(res.status, 201);
+      expectStatus(res, 201);
       assert.equal(res.json.Currency, 'USD');
       assert.equal(res.text.includes('"Total":0.1,'), true);
       const big = await create({ CustomerId: CUSTOMER, Total: 999999999999.99 });
-      assert.equal(big.status, 201);
+      expectStatus(big, 201);
       assert.equal(big.text.includes('"Total":999999999999.99,'), true);
     });
 
     test('reads an order with GET and HEAD; 404 for a missing one; 400 for a non-integer id', async () => {
       const created = await create({ CustomerId: CUSTOMER, Total: 5, Currency: 'JPY' });
       const got = await call(server.url, 'GET', `/api/orders/${created.json.Id}`, { token });
-      assert.equal(got.status, 200);
+      expectStatus(got, 200);
       assert.deepEqual(got.json, created.json);
       const head = await call(server.url, 'HEAD', `/api/orders/${created.json.Id}`, { token });
-      assert.equal(head.status, 200);
+      expectStatus(head, 200);
       assert.equal(head.text, '');
       assert.equal(head.headers.get('etag'), got.headers.get('etag'));
-      assert.equal((await call(server.url, 'GET', '/api/orders/999999', { token })).status, 404);
+      expectStatus(await call(server.url, 'GET', '/api/orders/999999', { token }), 404);
       for (const bad of ['abc', '0', '-1', '1.5', '99999999999999999999', '%00']) {
         const res = await call(server.url, 'GET', `/api/orders/${bad}`, { token });
         assert.equal(res.status, 400, `id ${bad}`);
@@ -56,7 +57,7 @@ for (const dialect of testDialects()) {
 
     test('rejects invalid bodies with 422 naming every bad field by JSON pointer', async () => {
       const res = await create({ CustomerId: 'not-a-guid', Total: '12', Extra: 1 });
-      assert.equal(res.status, 422);
+      expectStatus(res, 422);
       const pointers = res.json.errors.map((e: { pointer: string }) => e.pointer).sort();
       assert.deepEqual(pointers, ['/CustomerId', '/Extra', '/Total']);
       for (const [body, pointer] of [
@@ -76,7 +77,7 @@ for (const dialect of testDialects()) {
         );
       }
       const kwd = await create({ CustomerId: CUSTOMER, Total: 1.234, Currency: 'KWD' });
-      assert.equal(kwd.status, 201);
+      expectStatus(kwd, 201);
     });
 
     test('refuses numbers that JSON would silently round', async () => {
@@ -84,7 +85,7 @@ for (const dialect of testDialects()) {
         token,
         rawBody: `{"CustomerId":"${CUSTOMER}","Total":19.999999999999999}`,
       });
-      assert.equal(res.status, 422);
+      expectStatus(res, 422);
       assert.equal(res.json.errors[0].pointer, '/Total');
     });
 
@@ -98,7 +99,7 @@ for (const dialect of testDialects()) {
         '/api/orders?limit=2&CustomerId=11111111-1111-4111-8111-111111111111',
         { token },
       );
-      assert.equal(first.status, 200);
+      expectStatus(first, 200);
       assert.deepEqual(
         first.json.Items.map((o: { Id: number }) => o.Id),
         [ids[4], ids[3]],
@@ -113,7 +114,7 @@ for (const dialect of testDialects()) {
         [ids[2], ids[1]],
       );
       const bad = await call(server.url, 'GET', '/api/orders?cursor=garbage', { token });
-      assert.equal(bad.status, 400);
+      expectStatus(bad, 400);
     });
 
     test('filters the list by Status, and a cursor keeps the filter it was issued for', async () => {
@@ -121,7 +122,7 @@ for (const dialect of testDialects()) {
       const ids: number[] = [];
       for (let i = 0; i < 4; i++) ids.push((await create({ CustomerId: customer, Total: i })).json.Id);
       for (const id of [ids[0], ids[2], ids[3]])
-        assert.equal((await call(server.url, 'POST', `/api/orders/${id}/pay`, { token })).status, 200);
+        expectStatus(await call(server.url, 'POST', `/api/orders/${id}/pay`, { token }), 200);
       const first = await call(server.url, 'GET', `/api/orders?Status=paid&CustomerId=${customer}&limit=2`, { token });
       assert.deepEqual(
         first.json.Items.map((o: { Id: number }) => o.Id),
@@ -141,7 +142,7 @@ for (const dialect of testDialects()) {
       );
       const mixed = await call(server.url, 'GET', `${next}&Status=pending`, { token });
       assert.equal(mixed.status, 400, 'a cursor cannot be reused with other filters');
-      assert.equal((await call(server.url, 'GET', '/api/orders?Status=lost', { token })).status, 400);
+      expectStatus(await call(server.url, 'GET', '/api/orders?Status=lost', { token }), 400);
     });
 
     test('replaces with PUT from the GET representation, idempotently; a different Id is 422', async () => {
@@ -149,21 +150,21 @@ for (const dialect of testDialects()) {
       const path = `/api/orders/${created.json.Id}`;
       const replacement = { ...created.json, Total: 12.5, Currency: 'GBP' };
       const first = await call(server.url, 'PUT', path, { token, body: replacement });
-      assert.equal(first.status, 200);
+      expectStatus(first, 200);
       assert.equal(first.json.Total, 12.5);
       assert.equal(first.json.Currency, 'GBP');
       const again = await call(server.url, 'PUT', path, { token, body: replacement });
-      assert.equal(again.status, 200);
+      expectStatus(again, 200);
       assert.equal(again.headers.get('etag'), first.headers.get('etag'), 'a repeated PUT changes nothing');
       const wrongId = await call(server.url, 'PUT', path, { token, body: { ...replacement, Id: created.json.Id + 1 } });
-      assert.equal(wrongId.status, 422);
+      expectStatus(wrongId, 422);
       assert.equal(wrongId.json.errors[0].pointer, '/Id');
       const minimal = await call(server.url, 'PUT', path, {
         token,
         body: { ...replacement, Total: 13 },
         headers: { prefer: 'return=minimal' },
       });
-      assert.equal(minimal.status, 204);
+      expectStatus(minimal, 204);
       assert.equal(minimal.text, '');
       assert.ok(minimal.headers.get('etag'));
     });
@@ -176,7 +177,7 @@ for (const dialect of testDialects()) {
         body: { Total: 11 },
         contentType: 'application/merge-patch+json',
       });
-      assert.equal(merge.status, 200);
+      expectStatus(merge, 200);
       assert.equal(merge.json.Total, 11);
       const failedTest = await call(server.url, 'PATCH', path, {
         token,
@@ -186,7 +187,7 @@ for (const dialect of testDialects()) {
         ],
         contentType: 'application/json-patch+json',
       });
-      assert.equal(failedTest.status, 409);
+      expectStatus(failedTest, 409);
       assert.equal((await call(server.url, 'GET', path, { token })).json.Total, 11, 'a failed test op applies nothing');
       const jsonPatch = await call(server.url, 'PATCH', path, {
         token,
@@ -196,7 +197,7 @@ for (const dialect of testDialects()) {
         ],
         contentType: 'application/json-patch+json',
       });
-      assert.equal(jsonPatch.status, 200);
+      expectStatus(jsonPatch, 200);
       assert.equal(jsonPatch.json.Total, 12);
       for (const contentType of ['application/json', 'text/plain']) {
         const res = await call(server.url, 'PATCH', path, { token, rawBody: '{"Total":1}', contentType });
@@ -208,27 +209,27 @@ for (const dialect of testDialects()) {
         body: { Status: 'paid' },
         contentType: 'application/merge-patch+json',
       });
-      assert.equal(pay.status, 200);
+      expectStatus(pay, 200);
       assert.equal(pay.json.Status, 'paid');
       const back = await call(server.url, 'PATCH', path, {
         token,
         body: { Status: 'pending' },
         contentType: 'application/merge-patch+json',
       });
-      assert.equal(back.status, 409);
+      expectStatus(back, 409);
       assert.equal(back.json.currentStatus, 'paid');
     });
 
     test('deletes pending and cancelled orders (204, then 404); a paid order is 409', async () => {
       const pending = await create({ CustomerId: CUSTOMER, Total: 1 });
       const path = `/api/orders/${pending.json.Id}`;
-      assert.equal((await call(server.url, 'DELETE', path, { token })).status, 204);
-      assert.equal((await call(server.url, 'DELETE', path, { token })).status, 404);
-      assert.equal((await call(server.url, 'GET', path, { token })).status, 404);
+      expectStatus(await call(server.url, 'DELETE', path, { token }), 204);
+      expectStatus(await call(server.url, 'DELETE', path, { token }), 404);
+      expectStatus(await call(server.url, 'GET', path, { token }), 404);
       const paid = await create({ CustomerId: CUSTOMER, Total: 1 });
       await call(server.url, 'POST', `/api/orders/${paid.json.Id}/pay`, { token });
       const refused = await call(server.url, 'DELETE', `/api/orders/${paid.json.Id}`, { token });
-      assert.equal(refused.status, 409);
+      expectStatus(refused, 409);
       assert.equal(refused.json.currentStatus, 'paid');
     });
   });

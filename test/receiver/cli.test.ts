@@ -12,6 +12,7 @@ import { startAuthServer } from '../helpers/auth-server.ts';
 import { call, CUSTOMER } from '../helpers/http.ts';
 import { tokenRequest } from '../helpers/oauth-requests.ts';
 import { waitUntil } from '../helpers/webhook-receiver.ts';
+import { expectStatus } from '../helpers/expect.ts';
 
 const BIN = new URL('../../bin/signet.js', import.meta.url).pathname;
 const SECRET = `whsec_${Buffer.alloc(32, 5).toString('base64')}`;
@@ -109,7 +110,7 @@ describe('signet receiver', () => {
     assert.deepEqual(await accepted.json(), { Received: true });
 
     const forged = await fetch(url, delivery(body, signBody(body, 'whsec_someone-else'), 'dlv_cli_2'));
-    assert.equal(forged.status, 401);
+    await expectStatus(forged, 401);
     assert.match(forged.headers.get('content-type') ?? '', /application\/problem\+json/);
     const again = await fetch(url, delivery(body, signBody(body, SECRET)));
     assert.equal(again.status, 200, 'a repeated delivery id is acknowledged');
@@ -129,7 +130,7 @@ describe('signet receiver', () => {
 
     // Signed with the previous secret (rotation): accepted too.
     const rotatedBody = body.replace('evt_cli_1', 'evt_cli_3');
-    assert.equal((await fetch(url, delivery(rotatedBody, signBody(rotatedBody, OLD_SECRET), 'dlv_cli_3'))).status, 200);
+    await expectStatus(await fetch(url, delivery(rotatedBody, signBody(rotatedBody, OLD_SECRET), 'dlv_cli_3')), 200);
     await waitUntil(
       () => readFileSync(out, 'utf8').trim().split('\n').length === 2,
       20_000,
@@ -221,13 +222,13 @@ describe('signet receiver', () => {
           token: String(issued.body.access_token),
           body: { CustomerId: CUSTOMER, Total: total },
         });
-        assert.equal(created.status, 201);
+        expectStatus(created, 201);
         orderIds.push(Number(created.json.Id));
       }
       const paid = await call(producer.url, 'POST', `/api/orders/${orderIds[0]}/pay`, {
         token: String(issued.body.access_token),
       });
-      assert.equal(paid.status, 200);
+      expectStatus(paid, 200);
       const reader = await producer.createClient({
         grantTypes: ['client_credentials'],
         redirectUris: [],

@@ -15,6 +15,7 @@ import { createTestDatabase, testDialects, type TestDatabase, type TestDialect }
 import { call, CUSTOMER } from '../helpers/http.ts';
 import { tokenRequest } from '../helpers/oauth-requests.ts';
 import { LOCAL_WEBHOOKS_ENV, waitUntil, WEBHOOK_SCOPES } from '../helpers/webhook-receiver.ts';
+import { expectStatus } from '../helpers/expect.ts';
 
 type Receiver = Awaited<ReturnType<typeof startStandaloneReceiver>>;
 
@@ -106,10 +107,10 @@ for (const dialect of testDialects()) {
     async function orderActivity(server: AuthTestServer, token: string): Promise<void> {
       const a = await call(server.url, 'POST', '/api/orders', { token, body: { CustomerId: CUSTOMER, Total: 10 } });
       assert.equal(a.status, 201, a.text);
-      assert.equal((await call(server.url, 'POST', `/api/orders/${a.json.Id}/pay`, { token })).status, 200);
+      expectStatus(await call(server.url, 'POST', `/api/orders/${a.json.Id}/pay`, { token }), 200);
       const b = await call(server.url, 'POST', '/api/orders', { token, body: { CustomerId: CUSTOMER, Total: 20 } });
       assert.equal(b.status, 201, b.text);
-      assert.equal((await call(server.url, 'DELETE', `/api/orders/${b.json.Id}`, { token })).status, 204);
+      expectStatus(await call(server.url, 'DELETE', `/api/orders/${b.json.Id}`, { token }), 204);
     }
 
     const secret = `whsec_${Buffer.alloc(32, 9).toString('base64')}`;
@@ -180,7 +181,7 @@ for (const dialect of testDialects()) {
 
       // One event while up, then an outage during which four more are produced.
       const early = await call(server.url, 'POST', '/api/orders', { token, body: { CustomerId: CUSTOMER, Total: 1 } });
-      assert.equal(early.status, 201);
+      expectStatus(early, 201);
       await waitUntil(
         () => seen.events.length === 1,
         WAIT_MS,
@@ -233,14 +234,14 @@ for (const dialect of testDialects()) {
 
       // Events before this endpoint existed (the earlier test's) are in /api/events too.
       const before = await call(server.url, 'GET', '/api/events?limit=100', { token });
-      assert.equal(before.status, 200);
+      expectStatus(before, 200);
       const earlierEventIds = (before.json.Items as { Id: string }[]).map((e) => e.Id);
 
       const delivered = await call(server.url, 'POST', '/api/orders', {
         token,
         body: { CustomerId: CUSTOMER, Total: 5 },
       });
-      assert.equal(delivered.status, 201);
+      expectStatus(delivered, 201);
       await waitUntil(
         () => seen.events.length === 1,
         WAIT_MS,

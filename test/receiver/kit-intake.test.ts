@@ -18,6 +18,7 @@ import {
   type Delivery,
   type RunningReceiver,
 } from './kit-helpers.ts';
+import { expectProblem, expectStatus } from '../helpers/expect.ts';
 
 const SIX_MINUTES = 6 * 60_000;
 
@@ -259,11 +260,8 @@ function postRawHeaders(url: string, body: string, headers: [string, string][]):
 }
 
 function assertProblem(answer: Answer, expected: Case): void {
-  assert.equal(answer.status, expected.status, expected.name);
-  assert.match(answer.contentType ?? '', /^application\/problem\+json/, expected.name);
-  const body = answer.json ?? {};
+  const body = expectProblem(answer, expected.status, String(expected.problem), expected.name);
   assert.equal(body.status, expected.status, expected.name);
-  assert.ok(String(body.type).endsWith(`/${expected.problem}`), `${expected.name}: type ${String(body.type)}`);
   assert.equal(typeof body.title, 'string', expected.name);
   assert.equal(typeof body.detail, 'string', expected.name);
   if (expected.detail) assert.match(String(body.detail), expected.detail, expected.name);
@@ -302,7 +300,7 @@ for (const dialect of testDialects()) {
       test('accepts a signed delivery, answers 200 {"Received": true} and hands the event to the handler once', async () => {
         const d = delivery();
         const answer = await post(url(), d.body, d.headers);
-        assert.equal(answer.status, 200);
+        expectStatus(answer, 200);
         assert.deepEqual(answer.json, { Received: true });
         await waitUntil(
           () => seen.count(d.eventId) === 1,
@@ -326,7 +324,7 @@ for (const dialect of testDialects()) {
         }
         // A later accepted delivery proves the worker ran past anything a rejection could have queued.
         const sentinel = delivery();
-        assert.equal((await post(url(), sentinel.body, sentinel.headers)).status, 200);
+        expectStatus(await post(url(), sentinel.body, sentinel.headers), 200);
         await waitUntil(
           () => seen.count(sentinel.eventId) === 1,
           10_000,
@@ -341,6 +339,12 @@ for (const dialect of testDialects()) {
           const d = delivery();
           const answer = await post(url(), d.body, withHeader(d, 'content-type', contentType));
           assert.equal(answer.status, 200, `${contentType}: ${JSON.stringify(answer.json)}`);
+          assert.deepEqual(answer.json, { Received: true }, contentType);
+          // The 200 is an acknowledgement: the event is in the inbox by then, under its ids, with the exact bytes.
+          const stored = (await inbox.list()).filter((e) => e.eventId === d.eventId);
+          assert.equal(stored.length, 1, `${contentType}: the event is in the inbox once`);
+          assert.equal(stored[0]!.deliveryId, d.deliveryId, contentType);
+          assert.equal(stored[0]!.body, d.body, contentType);
         }
       });
 
@@ -363,9 +367,9 @@ for (const dialect of testDialects()) {
       test('the same event under a new delivery id is acknowledged and processed once', async () => {
         const d = delivery();
         const retried = delivery({ eventId: d.eventId });
-        assert.equal((await post(url(), d.body, d.headers)).status, 200);
+        expectStatus(await post(url(), d.body, d.headers), 200);
         const answer = await post(url(), retried.body, retried.headers);
-        assert.equal(answer.status, 200);
+        expectStatus(answer, 200);
         assert.deepEqual(answer.json, { Received: true, Duplicate: true });
         const sentinel = delivery();
         await post(url(), sentinel.body, sentinel.headers);
@@ -390,7 +394,7 @@ for (const dialect of testDialects()) {
 
       test('accepts a delivery signed with an older secret still in rotation, and checks each source with its own secrets', async () => {
         const d = delivery({ secret: 'newer-secret' });
-        assert.equal((await post(url(), d.body, d.headers)).status, 200);
+        expectStatus(await post(url(), d.body, d.headers), 200);
         const billing = delivery({ secret: SECRET });
         assertProblem(await post(url('billing'), billing.body, billing.headers), {
           name: 'secret of another source',
@@ -404,7 +408,7 @@ for (const dialect of testDialects()) {
       if (adapter === 'node') {
         test('answers 404 for other paths as problem+json', async () => {
           const other = await fetch(`${receiver.url}/elsewhere`, { method: 'POST', body: '{}' });
-          assert.equal(other.status, 404);
+          await expectStatus(other, 404);
           assert.match(other.headers.get('content-type') ?? '', /^application\/problem\+json/);
           assert.ok(String(((await other.json()) as { type: string }).type).endsWith('/not-found'));
         });

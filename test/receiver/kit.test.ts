@@ -9,9 +9,10 @@ import { test } from 'node:test';
 import { waitUntil } from '../helpers/webhook-receiver.ts';
 import { startStandaloneReceiver } from '../../src/receiver/index.ts';
 import { delivery, post, SECRET } from './kit-helpers.ts';
+import { expectStatus } from '../helpers/expect.ts';
 
 const RECEIVER_DIR = new URL('../../src/receiver/', import.meta.url);
-// The generic database adapters the kit may share with the producer (contract of issue 5).
+// The generic database adapters the kit may share with the producer (docs/architecture.md, "Dependency direction").
 const ALLOWED_OUTSIDE = new Set(['../db/sqlite-driver.ts', '../db/current-schema-introspector.ts']);
 
 function importSpecifiers(source: string): string[] {
@@ -83,7 +84,7 @@ test('the standalone receiver acknowledges a signed delivery and writes the even
   try {
     const d = delivery({ data: { OrderId: 42 } });
     const answer = await post(`${receiver.url}/webhooks/orders`, d.body, d.headers);
-    assert.equal(answer.status, 200);
+    expectStatus(answer, 200);
     assert.deepEqual(answer.json, { Received: true });
     await waitUntil(
       () => written.endsWith('\n'),

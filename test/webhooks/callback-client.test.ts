@@ -1,5 +1,5 @@
 // What one attempt's outcome is, as the receiver's answer arrives over real HTTP: the status line decides
-// (contract "Events" 2: any 2xx confirms receipt); a body that is slow or cut off afterwards is only a
+// (README, "What a delivery looks like": any 2xx acknowledges); a body that is slow or cut off afterwards is only a
 // shorter excerpt, never a failed attempt that would send the delivery again.
 import assert from 'node:assert/strict';
 import { createServer, type Server, type ServerResponse } from 'node:http';

@@ -24,6 +24,7 @@ import {
   WEBHOOK_SCOPES,
   type TestReceiver,
 } from '../helpers/webhook-receiver.ts';
+import { expectStatus } from '../helpers/expect.ts';
 
 /** Three attempts 0 s, ~100 ms, ~100 ms apart; the shortest allowed timeout; disable after the minimum of 60 s. */
 const ENV = {
@@ -181,7 +182,7 @@ for (const dialect of testDialects()) {
         const r = await receiver();
         const created = await registerEndpoint(acme, token, r.url, ['webhook.ping']);
         const res = await call(acme.url, 'POST', `/api/webhooks/${created.json.Id}/ping`, { token });
-        assert.equal(res.status, 202);
+        expectStatus(res, 202);
         const [got] = await r.waitFor(1);
         const { headers, body } = got!;
         assert.equal(
@@ -540,7 +541,7 @@ for (const dialect of testDialects()) {
         assert.equal((await delivery(d)).Attempts.length, 0, `${d} has not finished an attempt yet`);
       assert.deepEqual(fast.received.map((d) => d.headers['x-service-delivery']).sort(), [...sent].sort());
       // Stop delivering to A: deleting it removes its deliveries; closing the receiver ends the hung requests.
-      assert.equal((await call(server.url, 'DELETE', `/api/webhooks/${a.id}`, { token })).status, 204);
+      expectStatus(await call(server.url, 'DELETE', `/api/webhooks/${a.id}`, { token }), 204);
     });
 
     test('two endpoints on one host are independent: requests to one never wait in a connection queue behind the other', async () => {
@@ -563,7 +564,7 @@ for (const dialect of testDialects()) {
         'sent at once, not timed out in a queue',
       );
       for (const d of held) assert.equal((await delivery(d)).Attempts.length, 0, `${d} is still hanging`);
-      assert.equal((await call(server.url, 'DELETE', `/api/webhooks/${slow.id}`, { token })).status, 204);
+      expectStatus(await call(server.url, 'DELETE', `/api/webhooks/${slow.id}`, { token }), 204);
     });
   });
 
@@ -577,7 +578,7 @@ for (const dialect of testDialects()) {
         const token = await server.issuer.clientToken(WEBHOOK_SCOPES);
         const created = await registerEndpoint(server, token, r.url, ['webhook.ping']);
         const res = await call(server.url, 'POST', `/api/webhooks/${created.json.Id}/ping`, { token });
-        assert.equal(res.status, 202);
+        expectStatus(res, 202);
         const deliveryId = res.json.Id as string;
         await waitUntil(
           () => r.received.length === 1,

@@ -26,6 +26,7 @@ import {
   waitUntil,
   WEBHOOK_SCOPES,
 } from '../helpers/webhook-receiver.ts';
+import { expectStatus } from '../helpers/expect.ts';
 
 const BIN = new URL('../../bin/signet.js', import.meta.url).pathname;
 
@@ -286,11 +287,10 @@ for (const dialect of testDialects()) {
         };
         const register = async (url: string) => {
           const res = await request('POST', '/api/webhooks', { Url: url, Events: ['webhook.ping'] });
-          assert.equal(res.status, 201);
+          expectStatus(res, 201);
           return res.json.Id;
         };
-        const ping = async (id: string) =>
-          assert.equal((await request('POST', `/api/webhooks/${id}/ping`)).status, 202);
+        const ping = async (id: string) => expectStatus(await request('POST', `/api/webhooks/${id}/ping`), 202);
         const a = await register(slow[0]!.state.url);
         const b = await register(slow[1]!.state.url);
         const c = await register(fast.url);

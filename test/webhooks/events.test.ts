@@ -20,6 +20,7 @@ import {
   type ReceivedDelivery,
   type TestReceiver,
 } from '../helpers/webhook-receiver.ts';
+import { expectStatus } from '../helpers/expect.ts';
 
 const MERGE = 'application/merge-patch+json';
 const OTHER_CUSTOMER = '9b2c1f00-7d3e-4a51-8c6f-1e2d3c4b5a69';
@@ -146,14 +147,14 @@ for (const dialect of testDialects()) {
         body: { Total: 12.5 },
         contentType: MERGE,
       });
-      assert.equal(updated.status, 200);
+      expectStatus(updated, 200);
       const states: Record<string, CallResult> = { 'order.updated': updated };
       states['order.paid'] = await act(a, 'pay');
       states['order.shipped'] = await act(a, 'ship');
       states['order.delivered'] = await act(a, 'deliver');
       const b = (await createOrder(OTHER_CUSTOMER, 3)).json.Id as number;
       const cancelled = await act(b, 'cancel');
-      assert.equal((await call(server.url, 'DELETE', `/api/orders/${b}`, { token })).status, 204);
+      expectStatus(await call(server.url, 'DELETE', `/api/orders/${b}`, { token }), 204);
 
       const expected: [number, string][] = [
         [a, 'order.created'],
@@ -223,14 +224,12 @@ for (const dialect of testDialects()) {
       await act(paid, 'pay');
       const pending = await createOrder();
       const staleTag = pending.headers.get('etag')!;
-      assert.equal(
-        (
-          await call(server.url, 'PATCH', `/api/orders/${pending.json.Id}`, {
-            token,
-            body: { Total: 11 },
-            contentType: MERGE,
-          })
-        ).status,
+      expectStatus(
+        await call(server.url, 'PATCH', `/api/orders/${pending.json.Id}`, {
+          token,
+          body: { Total: 11 },
+          contentType: MERGE,
+        }),
         200,
       );
       const start = await syncedCursor();
@@ -240,11 +239,10 @@ for (const dialect of testDialects()) {
         409,
         'paying a paid order',
       );
-      assert.equal((await call(server.url, 'POST', `/api/orders/${paid}/cancel`, { token })).status, 409);
-      assert.equal((await call(server.url, 'DELETE', `/api/orders/${paid}`, { token })).status, 409);
-      assert.equal(
-        (await call(server.url, 'PATCH', `/api/orders/${paid}`, { token, body: { Total: 99 }, contentType: MERGE }))
-          .status,
+      expectStatus(await call(server.url, 'POST', `/api/orders/${paid}/cancel`, { token }), 409);
+      expectStatus(await call(server.url, 'DELETE', `/api/orders/${paid}`, { token }), 409);
+      expectStatus(
+        await call(server.url, 'PATCH', `/api/orders/${paid}`, { token, body: { Total: 99 }, contentType: MERGE }),
         409,
       );
       const stale = await call(server.url, 'PATCH', `/api/orders/${pending.json.Id}`, {
@@ -254,26 +252,22 @@ for (const dialect of testDialects()) {
         headers: { 'if-match': staleTag },
       });
       assert.equal(stale.status, 412, 'a stale If-Match');
-      assert.equal(
-        (
-          await call(server.url, 'POST', `/api/orders/${pending.json.Id}/pay`, {
-            token,
-            headers: { 'if-match': staleTag },
-          })
-        ).status,
+      expectStatus(
+        await call(server.url, 'POST', `/api/orders/${pending.json.Id}/pay`, {
+          token,
+          headers: { 'if-match': staleTag },
+        }),
         412,
       );
-      assert.equal(
-        (
-          await call(server.url, 'DELETE', `/api/orders/${pending.json.Id}`, {
-            token,
-            headers: { 'if-match': staleTag },
-          })
-        ).status,
+      expectStatus(
+        await call(server.url, 'DELETE', `/api/orders/${pending.json.Id}`, {
+          token,
+          headers: { 'if-match': staleTag },
+        }),
         412,
       );
-      assert.equal(
-        (await call(server.url, 'POST', '/api/orders', { token, body: { CustomerId: CUSTOMER, Total: -1 } })).status,
+      expectStatus(
+        await call(server.url, 'POST', '/api/orders', { token, body: { CustomerId: CUSTOMER, Total: -1 } }),
         422,
       );
       const unchanged = await call(server.url, 'PATCH', `/api/orders/${pending.json.Id}`, {
@@ -291,8 +285,8 @@ for (const dialect of testDialects()) {
         body,
         headers: { 'idempotency-key': key },
       });
-      assert.equal(first.status, 201);
-      assert.equal(replay.status, 201);
+      expectStatus(first, 201);
+      expectStatus(replay, 201);
       assert.equal(replay.headers.get('idempotent-replayed'), 'true');
       assert.equal(replay.json.Id, first.json.Id);
 
@@ -326,7 +320,7 @@ for (const dialect of testDialects()) {
       assert.deepEqual(event!._links, { self: { href: `${server.url}/api/events/${event!.Id}`, method: 'GET' } });
 
       const one = await call(server.url, 'GET', `/api/events/${event!.Id}`, { token });
-      assert.equal(one.status, 200);
+      expectStatus(one, 200);
       assert.deepEqual(one.json, event, 'GET /api/events/{id} shows the listed event');
 
       const delivery = (await receivedFor([event!.Id])).get(event!.Id)!;
@@ -357,7 +351,7 @@ for (const dialect of testDialects()) {
       let last: CallResult;
       for (;;) {
         last = await call(server.url, 'GET', path, { token });
-        assert.equal(last.status, 200);
+        expectStatus(last, 200);
         assert.equal(last.headers.get('cache-control'), 'private, no-cache');
         seen.push(...last.json.Items);
         sizes.push(last.json.Items.length);
@@ -470,10 +464,10 @@ for (const dialect of testDialects()) {
       await createOrder();
       const [event] = await eventsAfter(start, (items) => items.length >= 1);
       const res = await call(server.url, 'GET', `/api/events/${event!.Id}`, { token });
-      assert.equal(res.status, 200);
+      expectStatus(res, 200);
       assert.equal(res.json.Id, event!.Id);
       const unknown = await call(server.url, 'GET', `/api/events/evt_${'0'.repeat(32)}`, { token });
-      assert.equal(unknown.status, 404);
+      expectStatus(unknown, 404);
       assert.equal(problemType(unknown), 'not-found');
       for (const id of ['evt_123', `EVT_${'0'.repeat(32)}`, `evt_${'G'.repeat(32)}`, '42', `dlv_${'0'.repeat(32)}`]) {
         const bad = await call(server.url, 'GET', `/api/events/${id}`, { token });
@@ -481,15 +475,15 @@ for (const dialect of testDialects()) {
         assert.equal(problemType(bad), 'invalid-parameter');
       }
       const noScope = await server.issuer.clientToken('orders:read');
-      assert.equal((await call(server.url, 'GET', `/api/events/${event!.Id}`, { token: noScope })).status, 403);
-      assert.equal((await call(server.url, 'GET', '/api/events', { token: noScope })).status, 403);
-      assert.equal((await call(server.url, 'GET', '/api/events')).status, 401);
+      expectStatus(await call(server.url, 'GET', `/api/events/${event!.Id}`, { token: noScope }), 403);
+      expectStatus(await call(server.url, 'GET', '/api/events', { token: noScope }), 403);
+      expectStatus(await call(server.url, 'GET', '/api/events'), 401);
     });
 
     test("clients see order events but not another client's endpoint events; an end user sees only their own orders' events", async () => {
       const start = await syncedCursor();
       const pinged = await call(server.url, 'POST', `/api/webhooks/${endpointId}/ping`, { token });
-      assert.equal(pinged.status, 202);
+      expectStatus(pinged, 202);
       const pingEvent = pinged.json.EventId as string;
       const mine = (await createOrder(CUSTOMER)).json.Id as number;
       const theirs = (await createOrder(OTHER_CUSTOMER)).json.Id as number;
@@ -526,8 +520,8 @@ for (const dialect of testDialects()) {
         ],
         'order events, no pings of other clients',
       );
-      assert.equal((await call(server.url, 'GET', `/api/events/${pingEvent}`, { token: other })).status, 404);
-      assert.equal((await call(server.url, 'GET', `/api/events/${forOther[0]!.Id}`, { token: other })).status, 200);
+      expectStatus(await call(server.url, 'GET', `/api/events/${pingEvent}`, { token: other }), 404);
+      expectStatus(await call(server.url, 'GET', `/api/events/${forOther[0]!.Id}`, { token: other }), 200);
 
       const user = await server.issuer.userToken('events:read', CUSTOMER);
       const forUser = (await readAll(start, user)).items;
@@ -544,7 +538,7 @@ for (const dialect of testDialects()) {
       );
       for (const id of [forOther[1]!.Id, pingEvent, spaPing])
         assert.equal((await call(server.url, 'GET', `/api/events/${id}`, { token: user })).status, 404, id);
-      assert.equal((await call(server.url, 'GET', `/api/events/${forUser[0]!.Id}`, { token: user })).status, 200);
+      expectStatus(await call(server.url, 'GET', `/api/events/${forUser[0]!.Id}`, { token: user }), 200);
       assert.equal(
         (
           await call(server.url, 'GET', '/api/events', {

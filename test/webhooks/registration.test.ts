@@ -18,6 +18,7 @@ import {
   type ReceivedDelivery,
   type TestReceiver,
 } from '../helpers/webhook-receiver.ts';
+import { expectProblem, expectStatus } from '../helpers/expect.ts';
 
 const MERGE = 'application/merge-patch+json';
 const SECRET_FORMAT = /^whsec_[A-Za-z0-9+/]{43}=$/;
@@ -50,9 +51,8 @@ function problemType(res: CallResult): string {
 }
 
 function assertValidation(res: CallResult, pointer: string, label: string): void {
-  assert.equal(res.status, 422, `${label}: ${res.text}`);
+  expectProblem(res, 422, 'validation-error', label);
   assert.equal(res.headers.get('content-type'), 'application/problem+json; charset=utf-8', label);
-  assert.equal(problemType(res), 'validation-error', label);
   const pointers = (res.json.errors as { pointer: string }[]).map((e) => e.pointer);
   assert.ok(
     pointers.includes(pointer),
@@ -156,7 +156,7 @@ for (const dialect of testDialects()) {
     test('GET and the list never return the secret', async () => {
       const created = await registerEndpoint(server, token, `${receiver.url}/no-secret`, ['order.created']);
       const one = await call(server.url, 'GET', `/api/webhooks/${created.json.Id}`, { token });
-      assert.equal(one.status, 200);
+      expectStatus(one, 200);
       assert.equal(one.json.Id, created.json.Id);
       assert.equal(one.json.Url, `${receiver.url}/no-secret`);
       assert.ok(!('Secret' in one.json), one.text);
@@ -165,7 +165,7 @@ for (const dialect of testDialects()) {
       assert.deepEqual(one.json, withoutSecret, 'GET shows what the POST showed, minus the secret');
 
       const list = await call(server.url, 'GET', '/api/webhooks', { token });
-      assert.equal(list.status, 200);
+      expectStatus(list, 200);
       const listed = (list.json.Items as { Id: string }[]).find((e) => e.Id === created.json.Id);
       assert.ok(listed, 'the endpoint is listed');
       for (const item of list.json.Items) assert.ok(!('Secret' in item), JSON.stringify(item));
@@ -354,7 +354,7 @@ for (const dialect of testDialects()) {
 
     test('a body that is not JSON is a 400 problem', async () => {
       const res = await call(server.url, 'POST', '/api/webhooks', { token, rawBody: '{"Url": ' });
-      assert.equal(res.status, 400);
+      expectStatus(res, 400);
       assert.equal(problemType(res), 'malformed-body');
       const none = await call(server.url, 'POST', '/api/webhooks', { token });
       assert.equal(none.status, 400, none.text);
@@ -395,7 +395,7 @@ for (const dialect of testDialects()) {
       for (const host of ['127.0.0.1', '[::1]', 'localhost']) {
         const res = await register({ Url: `http://${host}:9/hook`, Events: ['order.created'] });
         assert.equal(res.status, 201, `${host}: ${res.text}`);
-        assert.equal((await call(server.url, 'DELETE', `/api/webhooks/${res.json.Id}`, { token })).status, 204);
+        expectStatus(await call(server.url, 'DELETE', `/api/webhooks/${res.json.Id}`, { token }), 204);
       }
       for (const host of ['169.254.169.254', '10.0.0.1', '[fd00:ec2::254]'])
         assertValidation(await register({ Url: `https://${host}/hook`, Events: ['*'] }), '/Url', host);
@@ -468,7 +468,7 @@ for (const dialect of testDialects()) {
         assert.equal(problemType(res), 'not-found');
       }
       const list = await call(server.url, 'GET', '/api/webhooks', { token: other });
-      assert.equal(list.status, 200);
+      expectStatus(list, 200);
       assert.deepEqual(list.json.Items, []);
 
       const mine = await call(server.url, 'GET', `/api/webhooks/${id}`, { token });
@@ -512,8 +512,8 @@ for (const dialect of testDialects()) {
         403,
         'refused before the body is judged',
       );
-      assert.equal((await call(server.url, 'GET', '/api/webhooks', { token: user })).status, 403);
-      assert.equal((await call(server.url, 'GET', `/api/webhooks/${id}`, { token: user })).status, 403);
+      expectStatus(await call(server.url, 'GET', '/api/webhooks', { token: user }), 403);
+      expectStatus(await call(server.url, 'GET', `/api/webhooks/${id}`, { token: user }), 403);
       assert.equal(
         (await call(server.url, 'GET', `/api/webhooks/${id}`, { token })).status,
         200,
@@ -543,19 +543,19 @@ for (const dialect of testDialects()) {
       assert.equal((await patch({ Description: null })).json.Description, '', 'null removes the description');
 
       const disabled = await patch({ Enabled: false });
-      assert.equal(disabled.status, 200);
+      expectStatus(disabled, 200);
       assert.equal(disabled.json.Enabled, false);
       assert.equal(disabled.json.DisabledReason, 'manual');
       assert.equal(disabled.json._links.ping, undefined, 'a disabled endpoint offers no ping');
       const refusedPing = await call(server.url, 'POST', `/api/webhooks/${id}/ping`, { token });
-      assert.equal(refusedPing.status, 409);
+      expectStatus(refusedPing, 409);
       assert.equal(problemType(refusedPing), 'webhook-state');
 
       const whileDisabled = await call(server.url, 'POST', '/api/orders', {
         token,
         body: { CustomerId: CUSTOMER, Total: 1 },
       });
-      assert.equal(whileDisabled.status, 201);
+      expectStatus(whileDisabled, 201);
       const deliveriesWhileDisabled = await call(server.url, 'GET', `/api/webhooks/${id}/deliveries`, { token });
       assert.deepEqual(deliveriesWhileDisabled.json.Items, [], 'no delivery is even queued for a disabled endpoint');
 
@@ -589,7 +589,7 @@ for (const dialect of testDialects()) {
       assert.equal(unknownMember.status, 422, 'the secret changes only by rotation');
       assert.equal(problemType(unknownMember), 'validation-error');
       assert.equal((await patch({})).status, 422, 'an empty patch changes nothing and says so');
-      assert.equal((await patch({ Enabled: 'yes' })).status, 422);
+      expectStatus(await patch({ Enabled: 'yes' }), 422);
     });
 
     test('DELETE answers 204, then the endpoint is gone (404) and receives nothing more', async () => {
@@ -598,11 +598,11 @@ for (const dialect of testDialects()) {
       const pinged = await ping(id);
       await waitUntil(() => receiver.at('/deleted').length === 1, 10_000);
       const deleted = await call(server.url, 'DELETE', `/api/webhooks/${id}`, { token });
-      assert.equal(deleted.status, 204);
+      expectStatus(deleted, 204);
       assert.equal(deleted.text, '');
-      assert.equal((await call(server.url, 'GET', `/api/webhooks/${id}`, { token })).status, 404);
-      assert.equal((await call(server.url, 'DELETE', `/api/webhooks/${id}`, { token })).status, 404);
-      assert.equal((await call(server.url, 'POST', `/api/webhooks/${id}/ping`, { token })).status, 404);
+      expectStatus(await call(server.url, 'GET', `/api/webhooks/${id}`, { token }), 404);
+      expectStatus(await call(server.url, 'DELETE', `/api/webhooks/${id}`, { token }), 404);
+      expectStatus(await call(server.url, 'POST', `/api/webhooks/${id}/ping`, { token }), 404);
       assert.equal(
         (await call(server.url, 'GET', `/api/webhooks/deliveries/${pinged.json.Id}`, { token })).status,
         404,
@@ -613,6 +613,25 @@ for (const dialect of testDialects()) {
           (e: { Id: string }) => e.Id === id,
         ),
       );
+
+      // Receives nothing more: an order event it subscribed to ('*') goes to a witness endpoint instead.
+      // Deliveries go out in the order they were queued, so once the witness has that event and a ping
+      // queued after it, anything queued for the deleted endpoint would have arrived as well.
+      const witness = await registerEndpoint(server, token, `${receiver.url}/deleted-witness`, ['*']);
+      const order = await call(server.url, 'POST', '/api/orders', { token, body: { CustomerId: CUSTOMER, Total: 3 } });
+      expectStatus(order, 201);
+      await waitUntil(
+        () => receiver.at('/deleted-witness').some((d) => JSON.parse(d.body).Data?.Id === order.json.Id),
+        10_000,
+        () => 'the order event never reached the witness endpoint',
+      );
+      await pingAndReceive(witness.json.Id as string);
+      assert.deepEqual(
+        receiver.at('/deleted').map((d) => d.headers['x-service-delivery']),
+        [pinged.json.Id],
+        'only the ping from before the DELETE reached the deleted endpoint',
+      );
+      expectStatus(await call(server.url, 'DELETE', `/api/webhooks/${witness.json.Id}`, { token }), 204);
     });
 
     test('a malformed endpoint or delivery id is a 400 problem', async () => {
@@ -682,8 +701,8 @@ for (const dialect of testDialects()) {
         '/Secret',
         'an invalid chosen secret',
       );
-      assert.equal(
-        (await call(server.url, 'POST', `/api/webhooks/${id}/rotate-secret`, { token, body: { Other: 1 } })).status,
+      expectStatus(
+        await call(server.url, 'POST', `/api/webhooks/${id}/rotate-secret`, { token, body: { Other: 1 } }),
         422,
       );
     });
@@ -719,7 +738,7 @@ for (const dialect of testDialects()) {
           token: t,
           body: {},
         });
-        assert.equal(rotated.status, 200);
+        expectStatus(rotated, 200);
         assert.equal(
           (await call(noOverlap.url, 'GET', `/api/webhooks/${created.json.Id}`, { token: t })).json
             .PreviousSecretExpiresAtUtc,
@@ -727,7 +746,7 @@ for (const dialect of testDialects()) {
           'no overlap to show',
         );
         const pinged = await call(noOverlap.url, 'POST', `/api/webhooks/${created.json.Id}/ping`, { token: t });
-        assert.equal(pinged.status, 202);
+        expectStatus(pinged, 202);
         await waitUntil(() => receiver.at('/no-overlap').length === 1, 10_000);
         const [delivery] = receiver.at('/no-overlap');
         assert.equal(headerOf(delivery!, 'webhook-signature').split(' ').length, 1);
@@ -825,10 +844,7 @@ for (const dialect of testDialects()) {
       assert.equal(refused.status, 409, refused.text);
       assert.equal(problemType(refused), 'limit-reached');
       assert.equal((await register(body)).status, 201, 'the limit is per client');
-      assert.equal(
-        (await call(server.url, 'DELETE', `/api/webhooks/${created[0]!.json.Id}`, { token: busy })).status,
-        204,
-      );
+      expectStatus(await call(server.url, 'DELETE', `/api/webhooks/${created[0]!.json.Id}`, { token: busy }), 204);
       assert.equal((await register(body, busy)).status, 201, 'deleting one makes room');
     });
   });

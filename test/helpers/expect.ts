@@ -1,0 +1,94 @@
+// Shared status and problem+json assertions that print the response body when they fail, so a red
+// test says `expected 201, got 422: {"type":…,"detail":"Total must be…"}` and not only `422 !== 201`.
+import assert from 'node:assert/strict';
+
+/**
+ * Any response shape the tests use: CallResult (text, json), RawResponse (body, json), TokenResult
+ * (body as parsed JSON), the receiver kit's Answer (json, contentType).
+ */
+export interface ResponseLike {
+  status: number;
+  text?: string;
+  body?: unknown;
+  json?: unknown;
+  headers?: Headers | Record<string, string | string[] | undefined>;
+  contentType?: string | null;
+}
+
+const MAX_SHOWN = 2000;
+
+/** The body as sent (text) when the shape keeps it, else its parsed JSON; cut short when long. */
+function shown(response: ResponseLike): string {
+  let text: string;
+  if (typeof response.text === 'string') text = response.text;
+  else if (typeof response.body === 'string') text = response.body;
+  else if (response.body !== undefined) text = JSON.stringify(response.body);
+  else if (response.json !== undefined) text = JSON.stringify(response.json);
+  else text = '(no body)';
+  return text.length > MAX_SHOWN ? `${text.slice(0, MAX_SHOWN)}… (${text.length} characters)` : text;
+}
+
+function contentTypeOf(response: ResponseLike): string | null | undefined {
+  if (response.contentType !== undefined) return response.contentType;
+  const headers = response.headers;
+  if (headers === undefined) return undefined;
+  if (headers instanceof Headers) return headers.get('content-type');
+  const value = headers['content-type'];
+  return Array.isArray(value) ? value.join(', ') : value;
+}
+
+/** The parsed body: `json` when the shape parsed it, else `body` when it is an object, else the text parsed. */
+function parsed(response: ResponseLike): Record<string, unknown> | undefined {
+  if (response.json !== undefined) return response.json as Record<string, unknown>;
+  if (response.body !== undefined && typeof response.body === 'object') return response.body as Record<string, unknown>;
+  const text = typeof response.text === 'string' ? response.text : response.body;
+  if (typeof text !== 'string' || text === '') return undefined;
+  try {
+    return JSON.parse(text) as Record<string, unknown>;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Asserts the HTTP status; on failure the message carries the response body. A raw fetch Response is
+ * read (a clone, so the caller can still read it) only when the status differs: await that form.
+ */
+export function expectStatus(response: Response, status: number, what?: string): Promise<void>;
+export function expectStatus(response: ResponseLike, status: number, what?: string): void;
+export function expectStatus(response: Response | ResponseLike, status: number, what?: string): Promise<void> | void {
+  if (response instanceof Response) {
+    if (response.status === status) return Promise.resolve();
+    const read = response.bodyUsed ? Promise.resolve('(body already read)') : response.clone().text();
+    return read.then((text) => expectStatus({ status: response.status, text }, status, what));
+  }
+  const label = what ? `${what}: ` : '';
+  assert.equal(response.status, status, `${label}expected HTTP ${status}, got ${response.status}: ${shown(response)}`);
+}
+
+/**
+ * Asserts a problem+json answer (RFC 9457): the status, the media type, and a `type` ending in
+ * `/problems/<type>`. Returns the problem body for further checks.
+ */
+export function expectProblem(
+  response: ResponseLike,
+  status: number,
+  type: string,
+  what?: string,
+): Record<string, unknown> {
+  expectStatus(response, status, what);
+  const label = what ? `${what}: ` : '';
+  const contentType = contentTypeOf(response);
+  assert.match(
+    contentType ?? '',
+    /^application\/problem\+json(;|$)/,
+    `${label}content-type ${String(contentType)}: ${shown(response)}`,
+  );
+  const body = parsed(response);
+  assert.ok(body, `${label}a problem body: ${shown(response)}`);
+  assert.ok(
+    typeof body.type === 'string' && body.type.endsWith(`/problems/${type}`),
+    `${label}expected problem type …/problems/${type}, got ${String(body.type)}: ${shown(response)}`,
+  );
+  return body;
+}
