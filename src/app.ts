@@ -29,7 +29,10 @@ import { ordersRoutes } from './orders/orders.routes.ts';
 import { registerWebhooks } from './webhooks/plugin.ts';
 import { registerAuthServer } from './auth-server/plugin.ts';
 import type { ProviderHolder } from './auth-server/provider-holder.ts';
-import { resourceDefinitions, ORDERS_SCOPES } from './auth-server/scopes.ts';
+import type { ResourceDefinition } from './auth-server/scopes.ts';
+import type { FeatureContribution } from './http/feature.ts';
+import { ORDERS_FEATURE, ORDERS_SCOPES } from './orders/orders.feature.ts';
+import { webhooksFeature, WEBHOOKS_SCOPES } from './webhooks/webhooks.feature.ts';
 import { registerResourceMetadata, resourceMetadataUrl } from './http/resource-metadata.ts';
 
 declare module 'fastify' {
@@ -41,6 +44,19 @@ declare module 'fastify' {
 }
 
 const PURGE_INTERVAL_MS = 10 * 60 * 1000;
+
+/** Every scope of the resource API, from the features that require them → the words the consent page shows. */
+export const API_SCOPES: Readonly<Record<string, string>> = { ...ORDERS_SCOPES, ...WEBHOOKS_SCOPES };
+
+/** What each feature brings to the shared layers (http/feature.ts): problem types, OpenAPI prose, PATCH media types. */
+function features(config: Readonly<Config>): FeatureContribution[] {
+  return [ORDERS_FEATURE, webhooksFeature(config.webhookHeaderName)];
+}
+
+/** The resource servers (RFC 8707) tokens are issued for: the API, with every scope of its features. */
+function resourceDefinitions(apiResource: string): ResourceDefinition[] {
+  return [{ uri: apiResource, scopes: Object.keys(API_SCOPES) }];
+}
 const REDIS_CONNECT_WAIT_MS = 3000;
 
 /**
@@ -105,6 +121,8 @@ async function assembleApp(
   options: { logger?: boolean },
 ): Promise<FastifyInstance> {
   await migrateToLatest(database);
+  const composed = features(config);
+  const patchMediaTypes = composed.flatMap((f) => f.patchMediaTypes ?? []);
   const trust = compileTrust(config.trustProxy);
   const app = Fastify({
     logger:
@@ -124,7 +142,7 @@ async function assembleApp(
   capConnections(app.server, config.maxConnections, app.log);
   app.decorate('database', database);
   app.setValidatorCompiler(validatorCompiler);
-  registerErrorHandler(app); // first, or plugins keep Fastify's default error format
+  registerErrorHandler(app, patchMediaTypes); // first, or plugins keep Fastify's default error format
   registerNotFound(app);
   registerOrigin(app, {
     trustProxy: config.trustProxy,
@@ -134,7 +152,7 @@ async function assembleApp(
   registerShutdownResponses(app); // right after the request id, before every other onRequest hook
   registerHostCheck(app);
   registerEarlyResponseClose(app);
-  registerJsonBody(app);
+  registerJsonBody(app, patchMediaTypes);
   registerSecurityHeaders(app, { https: Boolean(config.publicUrl?.startsWith('https://')) });
   await registerCors(app, config);
   registerOverloadGuard(app, config.maxEventLoopDelayMs);
@@ -175,10 +193,10 @@ async function assembleApp(
   registerResourceMetadata(app, {
     resource: config.apiResource,
     authorizationServers: [config.authIssuer],
-    scopes: ORDERS_SCOPES,
+    scopes: Object.keys(API_SCOPES),
   });
 
-  await registerOpenApi(app, { webhookHeaderName: config.webhookHeaderName });
+  await registerOpenApi(app, composed);
   registerHealth(app, database, { redis: redis && (() => redisHealth(redis)) });
   const orderEvents = await registerWebhooks(app, config, database);
   await app.register(ordersRoutes, {
@@ -211,6 +229,7 @@ function registerAuthServerFor(
     db: database.db,
     issuer: config.oauthIssuer,
     resources: resourceDefinitions(config.apiResource),
+    scopeDescriptions: API_SCOPES,
     accessTokenTtlSeconds: config.accessTokenTtlSeconds,
     accessTokenAlg: config.accessTokenAlg,
     refreshTokenTtlSeconds: config.refreshTokenTtlSeconds,

@@ -20,6 +20,7 @@ interface InteractionOptions {
   db: Kysely<Database>;
   loginMaxFailures: number;
   basePath: string;
+  scopeDescriptions: Readonly<Record<string, string>>;
 }
 
 const UID = {
@@ -149,7 +150,7 @@ export async function interactionRoutes(app: FastifyInstance, options: Interacti
         abortAction: paths(details.uid).abort,
         csrf: csrfFor(details.uid),
         clientName: client.name,
-        scopes: scopes.map(describeScope),
+        scopes: scopes.map((scope) => describeScope(scope, options.scopeDescriptions)),
       });
       await sendPage(reply, 200, page, redirectOrigins(details));
     },

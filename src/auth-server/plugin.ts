@@ -17,6 +17,8 @@ export interface AuthServerOptions extends ProviderSettings {
   db: Kysely<Database>;
   keyEncryptionKey: Buffer | undefined;
   loginMaxFailures: number;
+  /** The resource API's scopes → the words the consent page shows (declared by the features). */
+  scopeDescriptions: Readonly<Record<string, string>>;
 }
 
 const PURGE_INTERVAL_MS = 10 * 60 * 1000;
@@ -51,6 +53,7 @@ export async function registerAuthServer(app: FastifyInstance, options: AuthServ
     db,
     loginMaxFailures: options.loginMaxFailures,
     basePath: mount,
+    scopeDescriptions: options.scopeDescriptions,
   });
   registerAuthorizationServerMetadata(app, mount);
 

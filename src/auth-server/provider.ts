@@ -1,5 +1,5 @@
 // oidc-provider configured for Signet: we choose its policies, storage, accounts and pages; the protocol
-// is the library's. Every choice the contract leaves open is stated here with its reason.
+// is the library's. Every choice the RFCs leave open is stated here with its reason (README, "Authorization server").
 import { timingSafeEqual } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import Provider, { errors, type Configuration } from 'oidc-provider';
@@ -11,7 +11,7 @@ import { ClientAdapter, KyselyAdapter } from './oidc-adapter.ts';
 import { pageHeaders, renderErrorPage, renderLogoutPage, renderLoggedOutPage } from './pages.ts';
 import { registerRequestShaping } from './request-shaping.ts';
 import { registerResponseShaping, requestIdOf, type ProviderRoutes } from './response-shaping.ts';
-import { SCOPE_DESCRIPTIONS, type ResourceDefinition } from './scopes.ts';
+import { OIDC_SCOPE_DESCRIPTIONS, type ResourceDefinition } from './scopes.ts';
 
 export interface ProviderSettings {
   issuer: string;
@@ -53,11 +53,11 @@ export function createProvider(db: Kysely<Database>, keys: KeyMaterial, settings
       short: { signed: true, httpOnly: true, sameSite: 'lax', secure: settings.secureCookies },
     },
     claims: { openid: ['sub'], email: ['email'], profile: ['name'] },
-    scopes: Object.keys(SCOPE_DESCRIPTIONS),
-    // ID tokens carry the granted profile claims (the contract lists sub, email, name in the ID token),
+    scopes: [...Object.keys(OIDC_SCOPE_DESCRIPTIONS), ...apiScopes],
+    // ID tokens carry the granted profile claims (the README lists sub, email, name in the ID token),
     // not only the userinfo response.
     conformIdTokenClaims: false,
-    responseTypes: ['code'], // no implicit or hybrid flow (contract, Authentication 4; RFC 9700 §2.1.2)
+    responseTypes: ['code'], // no implicit or hybrid flow (README, "Authorization server"; RFC 9700 §2.1.2)
     clientAuthMethods: ['client_secret_basic', 'client_secret_post', 'none'],
     pkce: { required: () => true }, // every client, confidential ones too (RFC 9700 §2.1.1); S256 only
     routes: ROUTES,
@@ -72,7 +72,7 @@ export function createProvider(db: Kysely<Database>, keys: KeyMaterial, settings
       Grant: Math.max(settings.refreshTokenTtlSeconds, settings.sessionTtlSeconds),
     },
     // Refresh tokens for every client allowed the grant, without asking for offline_access; rotated on
-    // every use (contract, Authentication 7); they outlive the browser session.
+    // every use (README, "Authorization server", Refresh); they outlive the browser session.
     issueRefreshToken: async (_ctx, client) => client.grantTypeAllowed('refresh_token'),
     rotateRefreshToken: true,
     expiresWithSession: async () => false,

@@ -1,10 +1,10 @@
-// Requests in the contract's exact shapes, made standard before oidc-provider sees them:
-// - GET /authorize without code_challenge_method: S256, the only method we support (the contract sends
+// Requests in the exact shapes the README shows ("Authorization server"), made standard before oidc-provider sees them:
+// - GET /authorize without code_challenge_method: S256, the only method we support (clients may send
 //   none; RFC 7636 §4.3's `plain` default is refused as RFC 9700 §2.1.1 recommends).
-// - scope `<resource_uri>/.default` (contract, client credentials) and, in the code flow, a request that
+// - scope `<resource_uri>/.default` (client credentials, see the README) and, in the code flow, a request that
 //   names no API scope: every scope the client is registered for on that resource (RFC 8707 `resource`).
 // - client credentials without a scope: the same `.default` (RFC 6749 §3.3 default scope).
-// - POST /token with a `code` and no `grant_type` (the contract's code exchange): authorization_code.
+// - POST /token with a `code` and no `grant_type` (the code exchange the README shows): authorization_code.
 // - a token request with no client authentication at all: 401 invalid_client (RFC 6749 §5.2).
 // - a client-credentials scope naming no known resource or scope: invalid_scope (RFC 6749 §5.2), not a
 //   token without scopes.

@@ -4,6 +4,7 @@ import { randomUUID } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import { toDbTime } from '../db/codecs.ts';
 import type { Database, UsersTable } from '../db/schema.ts';
+import { isUuid } from '../http/validation.ts';
 import { hashPassword } from './passwords.ts';
 
 export interface User {
@@ -51,7 +52,7 @@ export async function findUserByEmail(
 }
 
 export async function findUserById(db: Kysely<Database>, id: string): Promise<User | undefined> {
-  if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(id)) return undefined; // never a PostgreSQL uuid cast error
+  if (!isUuid(id)) return undefined; // never a PostgreSQL uuid cast error
   const row = await db.selectFrom('users').selectAll().where('id', '=', id.toLowerCase()).executeTakeFirst();
   return row ? toUser(row) : undefined;
 }

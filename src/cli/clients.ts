@@ -10,7 +10,7 @@ import {
   type GrantType,
   type NewClient,
 } from '../auth-server/clients.repository.ts';
-import { ORDERS_SCOPES } from '../auth-server/scopes.ts';
+import { API_SCOPES } from '../app.ts';
 import { listOption, output, UsageError, withDatabase } from './admin.ts';
 
 export const CLIENT_USAGE = `usage:
@@ -143,9 +143,9 @@ export function validateNewClient(client: NewClient): NewClient {
     throw new UsageError('--redirect-uri only applies to clients with the authorization_code grant');
   for (const uri of client.redirectUris) validateRedirectUri(uri);
   for (const scope of client.scopes)
-    if (!ORDERS_SCOPES.includes(scope))
+    if (!Object.hasOwn(API_SCOPES, scope))
       throw new UsageError(
-        `unknown scope ${scope}: use ${ORDERS_SCOPES.join(', ')} (openid, profile and email are allowed to every client with authorization_code)`,
+        `unknown scope ${scope}: use ${Object.keys(API_SCOPES).join(', ')} (openid, profile and email are allowed to every client with authorization_code)`,
       );
   for (const origin of client.corsOrigins) {
     const url = URL.parse(origin);

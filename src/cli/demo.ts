@@ -1,4 +1,4 @@
-// `signet demo` (and `npm run demo`): the whole contract end to end on this machine, in under a minute,
+// `signet demo` (and `npm run demo`): the whole service end to end on this machine, in under a minute,
 // on a throw-away SQLite database. Signet runs in process with a compressed retry schedule; a receiver
 // built from the consumer kit (src/receiver) verifies and processes every delivery. Each step prints what
 // it checked; any surprise (an unexpected status, a missing or duplicated event, a timeout) stops the demo

@@ -4,9 +4,9 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import { clip, Problem, pointerSegment, type FieldError } from './problems.ts';
 import { publicBaseUrl } from './origin.ts';
 import { isDatabaseOutage } from './outage.ts';
+import { validationProblem } from './validation.ts';
 
 export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
-const PATCH_TYPES = 'application/merge-patch+json, application/json-patch+json';
 /** Seconds a client should wait after a database outage before retrying (the /readyz hint too). */
 export const OUTAGE_RETRY_AFTER = '5';
 /** Pointers listed in a validation problem's detail; `errors` has them all. */
@@ -94,6 +94,7 @@ function validationDetail(errors: FieldError[]): string {
 function fromFastifyError(
   error: FastifyError & { validation?: AjvError[]; validationContext?: string },
   request: FastifyRequest,
+  patchTypes: string,
 ): Problem {
   if (error.validation && error.validationContext === 'body' && request.body === undefined) {
     return new Problem('malformedBody', 'a JSON body is required (Content-Type: application/json)');
@@ -101,7 +102,7 @@ function fromFastifyError(
   if (error.validation) {
     const errors = fieldErrors(error.validation);
     if (error.validationContext === 'body') {
-      return new Problem('validation', validationDetail(errors), { errors });
+      return validationProblem(errors, validationDetail(errors));
     }
     return new Problem(
       'invalidParameter',
@@ -114,9 +115,9 @@ function fromFastifyError(
   }
   switch (error.code) {
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
-      if (request.method === 'PATCH') {
-        return new Problem('unsupportedMediaType', `PATCH takes ${PATCH_TYPES}`, {
-          headers: { 'accept-patch': PATCH_TYPES },
+      if (request.method === 'PATCH' && patchTypes) {
+        return new Problem('unsupportedMediaType', `PATCH takes ${patchTypes}`, {
+          headers: { 'accept-patch': patchTypes },
         });
       }
       return new Problem('unsupportedMediaType', 'send the body as application/json');
@@ -140,9 +141,11 @@ function fromFastifyError(
   return new Problem('internal', 'an unexpected error occurred; quote the requestId when reporting it');
 }
 
-export function registerErrorHandler(app: FastifyInstance): void {
+/** `patchMediaTypes`: the PATCH document types the features accept (http/feature.ts), for a 415's Accept-Patch. */
+export function registerErrorHandler(app: FastifyInstance, patchMediaTypes: readonly string[]): void {
+  const patchTypes = patchMediaTypes.join(', ');
   app.setErrorHandler((error: FastifyError, request, reply) => {
-    const problem = error instanceof Problem ? error : fromFastifyError(error, request);
+    const problem = error instanceof Problem ? error : fromFastifyError(error, request, patchTypes);
     if (problem.status >= 500) request.log.error({ err: error }, 'request failed');
     else if (!(error instanceof Problem)) request.log.debug({ err: error }, 'request rejected');
     return sendProblem(request, reply, problem);

@@ -3,13 +3,10 @@
 //   19.999999999999999 to 20, so any number that does not survive the parse is refused (422);
 // - `__proto__`/`constructor` keys are refused outright (prototype pollution via later merges);
 // - nesting is bounded, so a small body cannot exhaust the stack of the parse or of later walks;
-// - the patch media types are bodies of PATCH only (RFC 5789 §2; the contract: bodies are application/json);
+// - the patch media types are bodies of PATCH only (RFC 5789 §2; README "HTTP semantics": bodies are application/json);
 // - errors become problem+json from the one catalogue.
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { clip, Problem, pointerSegment } from './problems.ts';
-
-export const JSON_MEDIA_TYPES = ['application/json', 'application/merge-patch+json', 'application/json-patch+json'];
-const PATCH_MEDIA_TYPES = JSON_MEDIA_TYPES.slice(1);
 
 /** Deepest nesting of arrays and objects accepted; our documents need a handful of levels. */
 export const MAX_NESTING = 64;
@@ -132,18 +129,21 @@ function parse(_request: FastifyRequest, body: string, done: (err: Error | null,
   }
 }
 
-export function registerJsonBody(app: FastifyInstance): void {
+/** `patchMediaTypes`: the PATCH document types the features accept (http/feature.ts), JSON too. */
+export function registerJsonBody(app: FastifyInstance, patchMediaTypes: readonly string[]): void {
   // Only JSON media types are bodies here: Fastify's built-in text/plain parser would hand the route a
   // string (a 422 from schema validation) where the right answer is 415 Unsupported Media Type.
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('application/json', { parseAs: 'string' }, parse);
   // A patch document is not the resource: read as plain JSON by a POST or PUT it would create or
   // replace the wrong thing, so outside PATCH these types are 415 (RFC 9110 §15.5.16).
-  app.addContentTypeParser(PATCH_MEDIA_TYPES, { parseAs: 'string' }, (request, body: string, done) => {
+  if (patchMediaTypes.length === 0) return;
+  const patchTypes = [...patchMediaTypes];
+  app.addContentTypeParser(patchTypes, { parseAs: 'string' }, (request, body: string, done) => {
     if (request.method === 'PATCH') return parse(request, body, done);
     const type =
-      PATCH_MEDIA_TYPES.find((t) => request.headers['content-type']?.trim().toLowerCase().startsWith(t)) ??
-      PATCH_MEDIA_TYPES.join(' or ');
+      patchTypes.find((t) => request.headers['content-type']?.trim().toLowerCase().startsWith(t)) ??
+      patchTypes.join(' or ');
     done(
       new Problem(
         'unsupportedMediaType',

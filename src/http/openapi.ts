@@ -3,25 +3,24 @@
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { FastifyInstance } from 'fastify';
-import { PROBLEM_TYPES } from './problems.ts';
-import { openApiWebhooks, WEBHOOKS_DESCRIPTION } from '../webhooks/api/webhooks.openapi.ts';
+import type { FeatureContribution } from './feature.ts';
+import { PROBLEM_TYPES, type ProblemType } from './problems.ts';
 
-const DESCRIPTION = `Orders API of Signet. Every /api call needs \`Authorization: Bearer <access token>\` (RFC 6750, RFC 9068 JWT).
-
-**Order states**: \`pending\` →pay→ \`paid\` →ship→ \`shipped\` →deliver→ \`delivered\`; \`pending\` →cancel→ \`cancelled\`.
-Only \`pending\` orders can change CustomerId/Total/Currency; only \`pending\` and \`cancelled\` orders can be deleted (409 otherwise).
-Transitions: \`POST /api/orders/{id}/{pay|cancel|ship|deliver}\`, or PATCH of \`Status\`.
+/** The description: what every operation shares, then each feature's own section. */
+function description(features: readonly FeatureContribution[]): string {
+  // Generic types first, then each feature's; by status, as a reader looks them up.
+  const types: ProblemType[] = [
+    ...Object.values(PROBLEM_TYPES),
+    ...features.flatMap((f) => Object.values(f.problemTypes)),
+  ].sort((a, b) => a.status - b.status);
+  const shared = `Orders API of Signet. Every /api call needs \`Authorization: Bearer <access token>\` (RFC 6750, RFC 9068 JWT).
 
 **Errors** are \`application/problem+json\` (RFC 9457) with \`type\`, \`title\`, \`status\`, \`detail\`, \`instance\`, \`requestId\` and, for validation, \`errors[]\` of \`{pointer, detail}\`.
-Types: ${Object.values(PROBLEM_TYPES)
-  .map((t) => `\`${t.slug}\` (${t.status})`)
-  .join(', ')}.
+Types: ${types.map((t) => `\`${t.slug}\` (${t.status})`).join(', ')}.
 
-**Idempotency-Key** on POST: same key + same body → the stored response again with \`Idempotent-Replayed: true\`; different body → 409; still in flight → 409 with Retry-After. Keys expire after 24 h (configurable).
-
-**Conditional requests**: strong ETags and Last-Modified on orders; If-None-Match/If-Modified-Since → 304; If-Match/If-Unmodified-Since on writes → 412 when stale.
-
-${WEBHOOKS_DESCRIPTION}`;
+**Idempotency-Key** on POST: same key + same body → the stored response again with \`Idempotent-Replayed: true\`; different body → 409; still in flight → 409 with Retry-After. Keys expire after 24 h (configurable).`;
+  return [shared, ...features.map((f) => f.openApi.description)].join('\n\n');
+}
 
 /** RFC 9457 problem details, as every error of the service is sent (src/http/errors.ts). */
 const PROBLEM_SCHEMA = {
@@ -57,15 +56,15 @@ const ERROR_RESPONSES = {
   },
 };
 
-export async function registerOpenApi(app: FastifyInstance, options: { webhookHeaderName: string }): Promise<void> {
+export async function registerOpenApi(app: FastifyInstance, features: readonly FeatureContribution[]): Promise<void> {
   await app.register(swagger, {
     openapi: {
       openapi: '3.1.0',
-      info: { title: 'Signet API', version: '0.1.0', description: DESCRIPTION },
+      info: { title: 'Signet API', version: '0.1.0', description: description(features) },
       components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' } } },
-      tags: [{ name: 'orders' }, { name: 'webhooks' }, { name: 'events' }, { name: 'operations' }],
+      tags: [...features.flatMap((f) => f.openApi.tags), 'operations'].map((name) => ({ name })),
       // Plain JSON in the OpenAPI 3.1 shape; the plugin types know paths but not webhooks in detail.
-      webhooks: openApiWebhooks(options.webhookHeaderName) as never,
+      webhooks: Object.assign({}, ...features.map((f) => f.openApi.webhooks ?? {})) as never,
     },
     transform: ({ schema, url, route }) => {
       const scope = (route.config as { scope?: string } | undefined)?.scope;

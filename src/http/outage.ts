@@ -1,6 +1,7 @@
 // Errors that mean "the database cannot be reached right now", as opposed to a fault in a query or in
-// our code. They become 503 with Retry-After (RFC 9110 §15.6.4, §10.2.3): the contract's "temporary
-// outage", which clients and gateways retry, where a 500 would say the request itself broke something.
+// our code. They become 503 with Retry-After (RFC 9110 §15.6.4, §10.2.3): a temporary outage
+// (README, "Failure behaviour"), which clients and gateways retry, where a 500 would say the request
+// itself broke something.
 
 /** Socket-level failures reaching PostgreSQL (Node system error codes). */
 const NETWORK_CODES = new Set([

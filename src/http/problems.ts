@@ -1,5 +1,7 @@
-// The one catalogue of error types (RFC 9457). Every error the service answers is one of these,
-// so clients can branch on `type` and read `detail` (and `errors` for validation).
+// The catalogue of error types (RFC 9457). Every error the service answers is one of these, so clients
+// can branch on `type` and read `detail` (and `errors` for validation). The generic types live here; a
+// feature declares its own (orders.errors.ts, webhooks.errors.ts) and contributes them when the app
+// composes it (http/feature.ts), so the OpenAPI description still lists every type.
 
 export interface ProblemType {
   slug: string;
@@ -7,7 +9,7 @@ export interface ProblemType {
   title: string;
 }
 
-function problemType(slug: string, status: number, title: string): ProblemType {
+export function problemType(slug: string, status: number, title: string): ProblemType {
   return { slug, status, title };
 }
 
@@ -15,7 +17,6 @@ export const PROBLEM_TYPES = {
   badRequest: problemType('bad-request', 400, 'Bad request'),
   malformedBody: problemType('malformed-body', 400, 'The request body is not valid JSON'),
   invalidParameter: problemType('invalid-parameter', 400, 'A path or query parameter is invalid'),
-  invalidPatch: problemType('invalid-patch', 400, 'The patch document is malformed'),
   unauthorized: problemType('unauthorized', 401, 'Authentication required'),
   invalidToken: problemType('invalid-token', 401, 'The access token is not valid'),
   insufficientScope: problemType('insufficient-scope', 403, 'The access token lacks a required scope'),
@@ -23,7 +24,6 @@ export const PROBLEM_TYPES = {
   notFound: problemType('not-found', 404, 'Not found'),
   methodNotAllowed: problemType('method-not-allowed', 405, 'Method not allowed'),
   requestTimeout: problemType('request-timeout', 408, 'The request was not received in time'),
-  invalidTransition: problemType('invalid-state', 409, 'The order is not in a state that allows this'),
   idempotencyKeyReused: problemType(
     'idempotency-key-reused',
     409,
@@ -34,13 +34,6 @@ export const PROBLEM_TYPES = {
     409,
     'A request with this Idempotency-Key is still being processed',
   ),
-  webhookState: problemType(
-    'webhook-state',
-    409,
-    'The webhook endpoint or delivery is not in a state that allows this',
-  ),
-  limitReached: problemType('limit-reached', 409, 'A limit on this resource was reached'),
-  patchConflict: problemType('patch-conflict', 409, 'The patch cannot be applied to the current representation'),
   preconditionFailed: problemType('precondition-failed', 412, 'A precondition failed'),
   payloadTooLarge: problemType('payload-too-large', 413, 'The request body is too large'),
   uriTooLong: problemType('uri-too-long', 414, 'The request target is too long'),
@@ -76,15 +69,17 @@ export class Problem extends Error {
   readonly detail: string;
   readonly options: ProblemOptions;
 
-  constructor(key: ProblemKey, detail: string, options: ProblemOptions = {}) {
+  /** `type` is a generic key, or a feature's own ProblemType (see orders.errors.ts). */
+  constructor(type: ProblemKey | ProblemType, detail: string, options: ProblemOptions = {}) {
+    const resolved = typeof type === 'string' ? PROBLEM_TYPES[type] : type;
     // A 4xx is the client's doing: its stack would never be read, and capturing it costs microseconds
     // on paths (401, 404, 409) that can be hammered.
     const stackLimit = Error.stackTraceLimit;
-    if (PROBLEM_TYPES[key].status < 500) Error.stackTraceLimit = 0;
+    if (resolved.status < 500) Error.stackTraceLimit = 0;
     super(detail);
     Error.stackTraceLimit = stackLimit;
     this.name = 'Problem';
-    this.type = PROBLEM_TYPES[key];
+    this.type = resolved;
     this.detail = detail;
     this.options = options;
   }

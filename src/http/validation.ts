@@ -4,6 +4,7 @@
 import { Ajv, type ValidateFunction } from 'ajv';
 import addFormatsModule from 'ajv-formats';
 import type { FastifySchemaCompiler } from 'fastify';
+import { Problem, type FieldError } from './problems.ts';
 
 // ajv-formats is CommonJS; its default export arrives wrapped under ESM.
 const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
@@ -25,4 +26,27 @@ export const validatorCompiler: FastifySchemaCompiler<unknown> = ({ schema, http
 /** For documents validated after a transformation (a patched order), with the body rules. */
 export function compileBodyValidator<T>(schema: object): ValidateFunction<T> {
   return bodyAjv.compile<T>(schema);
+}
+
+/**
+ * 8-4-4-4-12 hex digits, either case. Not ajv's `uuid` format: it also accepts a `urn:uuid:` prefix,
+ * which SQLite would store as is and PostgreSQL's uuid column refuses (a 500).
+ */
+export const UUID_PATTERN = '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$';
+const UUID = new RegExp(UUID_PATTERN);
+
+/** Whether `value` may be bound to a uuid column (PostgreSQL refuses anything else with an error). */
+export function isUuid(value: string): boolean {
+  return UUID.test(value);
+}
+
+/**
+ * The 422 for field errors found after schema validation, every one listed in `errors`. The default
+ * detail reads "Total: …; Currency: …".
+ */
+export function validationProblem(
+  errors: FieldError[],
+  detail = errors.map((e) => `${e.pointer.slice(1)}: ${e.detail}`).join('; '),
+): Problem {
+  return new Problem('validation', detail, { errors });
 }

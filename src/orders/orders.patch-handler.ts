@@ -1,14 +1,11 @@
 // PATCH /api/orders/{id}: picks the patch format from Content-Type, applies it to the order's
-// current writable representation, validates the result like a PUT body and hands it to the service.
+// current writable representation and validates the result like a PUT body; the route hands it to the service.
 // JSON Patch is atomic (all operations or none) and honours `test` (RFC 6902 §4.6).
-import type { OrderEventSink } from './orders.events.ts';
 import type { FastifyRequest } from 'fastify';
-import type { Executor } from '../db/database.ts';
 import { fieldErrors } from '../http/errors.ts';
 import { Problem } from '../http/problems.ts';
-import type { Principal } from '../http/token-verifier.ts';
-import { compileBodyValidator } from '../http/validation.ts';
-import { fromMinorUnits } from './orders.money.ts';
+import { ORDER_PROBLEMS } from './orders.errors.ts';
+import { compileBodyValidator, validationProblem } from '../http/validation.ts';
 import {
   applyJsonPatch,
   applyMergePatch,
@@ -18,39 +15,22 @@ import {
 } from './orders.patch-documents.ts';
 import type { OrderRecord } from './orders.repository.ts';
 import { ReplaceOrderBody } from './orders.schemas.ts';
-import * as service from './orders.service.ts';
-import { preconditionsOf } from './orders.responses.ts';
+import { orderMembers } from './orders.representation.ts';
+import type { NextState, Replacement } from './orders.service.ts';
 
-const validatePatched = compileBodyValidator<service.Replacement>(ReplaceOrderBody);
+const validatePatched = compileBodyValidator<Replacement>(ReplaceOrderBody);
 export const ACCEPT_PATCH = PATCH_MEDIA_TYPES.join(', ');
-
-function writableView(order: OrderRecord): Record<string, unknown> {
-  return {
-    Id: order.id,
-    CustomerId: order.customerId,
-    Total: fromMinorUnits(order.totalMinor, order.currency),
-    Currency: order.currency,
-    Status: order.status,
-    CreatedAtUtc: order.createdAt.toISOString(),
-    UpdatedAtUtc: order.updatedAt.toISOString(),
-  };
-}
 
 function patched(result: PatchResult): Record<string, unknown> {
   if (result.ok) return result.document;
   const errors = result.pointer === undefined ? undefined : [{ pointer: result.pointer, detail: result.detail }];
-  if (result.kind === 'invalid-patch') throw new Problem('invalidPatch', result.detail, { errors });
+  if (result.kind === 'invalid-patch') throw new Problem(ORDER_PROBLEMS.invalidPatch, result.detail, { errors });
   // A failed `test` or an unresolvable path: the patch does not fit the current state (RFC 5789 §2.2).
-  throw new Problem('patchConflict', result.detail, { errors });
+  throw new Problem(ORDER_PROBLEMS.patchConflict, result.detail, { errors });
 }
 
-export async function applyJsonPatchToOrder(
-  db: Executor,
-  principal: Principal,
-  id: number,
-  request: FastifyRequest,
-  events: OrderEventSink,
-): Promise<OrderRecord> {
+/** The request's patch as the new state of the order it is applied to; 415 for another media type. */
+export function patchedState(request: FastifyRequest): NextState {
   const mediaType = patchMediaType(request.headers['content-type']);
   if (!mediaType) {
     throw new Problem('unsupportedMediaType', `PATCH takes ${ACCEPT_PATCH}`, {
@@ -60,8 +40,8 @@ export async function applyJsonPatchToOrder(
   // The patch is applied to the very state the service compares and writes over (and again to the
   // new state if a concurrent write wins), so `test` operations and unchanged members always refer
   // to what is actually replaced.
-  const patchedOrder = (order: OrderRecord): service.Replacement => {
-    const view = writableView(order);
+  return (order: OrderRecord): Replacement => {
+    const view = orderMembers(order);
     const document = patched(
       mediaType === 'application/merge-patch+json'
         ? applyMergePatch(view, request.body)
@@ -69,16 +49,8 @@ export async function applyJsonPatchToOrder(
     );
     if (!validatePatched(document)) {
       const errors = fieldErrors(validatePatched.errors ?? []);
-      throw new Problem('validation', `the patched order is not valid: ${errors.map((e) => e.pointer).join(', ')}`, {
-        errors,
-      });
+      throw validationProblem(errors, `the patched order is not valid: ${errors.map((e) => e.pointer).join(', ')}`);
     }
     return document;
   };
-  return service.replaceOrder(db, principal, id, patchedOrder, {
-    statusIsReadOnly: false,
-    check: preconditionsOf(request),
-    now: new Date(),
-    events,
-  });
 }

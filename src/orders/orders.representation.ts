@@ -1,4 +1,4 @@
-// How an order looks on the wire: contract fields in PascalCase, HAL-style `_links` (href + method,
+// How an order looks on the wire: PascalCase members (README, "Orders"), HAL-style `_links` (href + method,
 // absolute URLs) for exactly the actions its state allows, optional `_embedded` related data,
 // sparse `fields`, and the validators (ETag, Last-Modified) of each variant.
 import { createHash } from 'node:crypto';
@@ -44,13 +44,9 @@ export function orderLinks(order: OrderRecord, baseUrl: string): Record<string, 
   return links;
 }
 
-export function toRepresentation(
-  order: OrderRecord,
-  baseUrl: string,
-  variant: Variant,
-  history?: StatusChangeRecord[],
-): Record<string, unknown> {
-  const full: Record<string, unknown> = {
+/** The order's members without `_links`: the document a PATCH applies to (orders.patch-handler.ts). */
+export function orderMembers(order: OrderRecord): Record<string, unknown> {
+  return {
     Id: order.id,
     CustomerId: order.customerId,
     Total: fromMinorUnits(order.totalMinor, order.currency),
@@ -58,8 +54,17 @@ export function toRepresentation(
     Status: order.status,
     CreatedAtUtc: order.createdAt.toISOString(),
     UpdatedAtUtc: order.updatedAt.toISOString(),
-    _links: orderLinks(order, baseUrl),
   };
+}
+
+export function toRepresentation(
+  order: OrderRecord,
+  baseUrl: string,
+  variant: Variant,
+  history?: StatusChangeRecord[],
+): Record<string, unknown> {
+  const full = orderMembers(order);
+  full._links = orderLinks(order, baseUrl);
   const body = variant.fields ? pick(full, variant.fields) : full;
   if (history) body._embedded = { history: history.map((h) => ({ Status: h.status, AtUtc: h.at.toISOString() })) };
   return body;

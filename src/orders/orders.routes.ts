@@ -2,11 +2,13 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { Db } from '../db/database.ts';
-import { decodeCursor, encodeCursor, requireDecimalLimit } from '../http/cursor.ts';
+import { decodeCursor, requireDecimalLimit } from '../http/cursor.ts';
 import { runIdempotent, sendStored, type IdempotencySettings } from '../http/idempotency.ts';
 import { publicBaseUrl } from '../http/origin.ts';
+import { listPage } from '../http/pages.ts';
 import { Problem } from '../http/problems.ts';
 import type { Principal } from '../http/token-verifier.ts';
+import { isUuid } from '../http/validation.ts';
 import {
   DEFAULT_VARIANT,
   minimalResponse,
@@ -16,7 +18,7 @@ import {
   wantsMinimal,
 } from './orders.responses.ts';
 import type { OrderEventSink } from './orders.events.ts';
-import { applyJsonPatchToOrder } from './orders.patch-handler.ts';
+import { patchedState } from './orders.patch-handler.ts';
 import { parseVariant, toRepresentation } from './orders.representation.ts';
 import {
   ActionHeaders,
@@ -32,9 +34,8 @@ import {
   ReadHeaders,
   ReplaceHeaders,
   ReplaceOrderBody,
-  UUID_PATTERN,
 } from './orders.schemas.ts';
-import * as service from './orders.service.ts';
+import { createOrdersService } from './orders.service.ts';
 import { isOrderStatus, ORDER_ACTIONS, type OrderStatus } from './orders.states.ts';
 import { patchValidatorCompiler } from './orders.validation.ts';
 
@@ -57,6 +58,7 @@ function principalOf(request: FastifyRequest): Principal {
 export async function ordersRoutes(fastify: FastifyInstance, options: OrdersRouteOptions): Promise<void> {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
   const { db, idempotency, events } = options;
+  const orders = createOrdersService({ db, events });
 
   app.post(
     '/api/orders',
@@ -72,11 +74,7 @@ export async function ordersRoutes(fastify: FastifyInstance, options: OrdersRout
     },
     async (request, reply) =>
       runIdempotent(request, reply, db, idempotency, async (trx) =>
-        orderResponse(
-          request,
-          await service.createOrder(trx, principalOf(request), request.body, new Date(), events),
-          201,
-        ),
+        orderResponse(request, await orders.create(trx, principalOf(request), request.body), 201),
       ),
   );
 
@@ -95,8 +93,8 @@ export async function ordersRoutes(fastify: FastifyInstance, options: OrdersRout
     },
     async (request, reply) => {
       const variant = parseVariant(request.query.fields, request.query.include);
-      const order = await service.getVisibleOrder(db, principalOf(request), Number(request.params.id));
-      return sendOrderRead(request, reply, order, variant, () => service.getHistory(db, order));
+      const order = await orders.get(principalOf(request), Number(request.params.id));
+      return sendOrderRead(request, reply, order, variant, () => orders.history(order));
     },
   );
 
@@ -116,36 +114,32 @@ export async function ordersRoutes(fastify: FastifyInstance, options: OrdersRout
       const { limit, fields, include } = request.query;
       const variant = parseVariant(fields, include);
       const filter = listFilter(request.query);
-      const { orders, hasMore } = await service.listOrders(db, principalOf(request), { limit, ...filter });
+      const page = await orders.list(principalOf(request), { limit, ...filter });
       const baseUrl = publicBaseUrl(request);
       const items = await Promise.all(
-        orders.map(async (o) =>
+        page.orders.map(async (o) =>
           toRepresentation(
             o,
             baseUrl,
             variant,
-            variant.include.includes('history') ? await service.getHistory(db, o) : undefined,
+            variant.include.includes('history') ? await orders.history(o) : undefined,
           ),
         ),
       );
-      const self = `${baseUrl}${request.url}`;
-      const links: Record<string, { href: string; method: string }> = { self: { href: self, method: 'GET' } };
-      const last = orders.at(-1);
-      if (hasMore && last) {
-        const next = new URL(self);
-        next.searchParams.set(
-          'cursor',
-          encodeCursor({ b: last.id, s: filter.status ?? '', c: filter.customerId ?? '' }),
-        );
-        next.searchParams.delete('Status');
-        next.searchParams.delete('CustomerId');
-        links.next = { href: next.toString(), method: 'GET' };
-        reply.header('link', `<${next.toString()}>; rel="next"`);
-      }
+      const last = page.orders.at(-1);
+      // The cursor stands for the filters, so they leave the next link.
+      const next =
+        page.hasMore && last
+          ? {
+              parameter: 'cursor',
+              cursor: { b: last.id, s: filter.status ?? '', c: filter.customerId ?? '' },
+              drop: ['Status', 'CustomerId'],
+            }
+          : undefined;
       return reply
         .header('cache-control', 'private, no-cache')
         .header('vary', 'Authorization, Origin')
-        .send({ Items: items, _links: links });
+        .send(listPage(request, reply, baseUrl, items, next));
     },
   );
 
@@ -165,11 +159,9 @@ export async function ordersRoutes(fastify: FastifyInstance, options: OrdersRout
     async (request, reply) => {
       const next = request.body;
       const order = await db.transaction().execute((trx) =>
-        service.replaceOrder(trx, principalOf(request), Number(request.params.id), next, {
+        orders.replace(trx, principalOf(request), Number(request.params.id), next, {
           statusIsReadOnly: true,
           check: preconditionsOf(request),
-          now: new Date(),
-          events,
         }),
       );
       return sendStored(
@@ -194,9 +186,14 @@ export async function ordersRoutes(fastify: FastifyInstance, options: OrdersRout
       },
     },
     async (request, reply) => {
-      const order = await db
-        .transaction()
-        .execute((trx) => applyJsonPatchToOrder(trx, principalOf(request), Number(request.params.id), request, events));
+      const principal = principalOf(request);
+      const next = patchedState(request);
+      const order = await db.transaction().execute((trx) =>
+        orders.replace(trx, principal, Number(request.params.id), next, {
+          statusIsReadOnly: false,
+          check: preconditionsOf(request),
+        }),
+      );
       return sendStored(
         reply,
         wantsMinimal(request) ? minimalResponse(request, order) : orderResponse(request, order, 200),
@@ -220,14 +217,7 @@ export async function ordersRoutes(fastify: FastifyInstance, options: OrdersRout
       await db
         .transaction()
         .execute((trx) =>
-          service.deleteOrder(
-            trx,
-            principalOf(request),
-            Number(request.params.id),
-            preconditionsOf(request),
-            new Date(),
-            events,
-          ),
+          orders.remove(trx, principalOf(request), Number(request.params.id), { check: preconditionsOf(request) }),
         );
       return reply.code(204).send(null);
     },
@@ -248,15 +238,9 @@ export async function ordersRoutes(fastify: FastifyInstance, options: OrdersRout
       },
       async (request, reply) =>
         runIdempotent(request, reply, db, idempotency, async (trx) => {
-          const order = await service.transitionOrder(
-            trx,
-            principalOf(request),
-            Number(request.params.id),
-            action,
-            preconditionsOf(request),
-            new Date(),
-            events,
-          );
+          const order = await orders.transition(trx, principalOf(request), Number(request.params.id), action, {
+            check: preconditionsOf(request),
+          });
           return orderResponse(request, order, 200, DEFAULT_VARIANT);
         }),
     );
@@ -268,8 +252,6 @@ interface ListFilter {
   status?: OrderStatus;
   customerId?: string;
 }
-
-const UUID = new RegExp(UUID_PATTERN);
 
 /** The cursor carries the filters it was made for, so a page can never mix two different queries. */
 function listFilter(query: { cursor?: string; Status?: OrderStatus; CustomerId?: string }): ListFilter {
@@ -297,7 +279,7 @@ function fromCursor(cursor: string): ListFilter | null {
   const decoded = decodeCursor(cursor, { b: 'number', s: 'string', c: 'string' });
   if (!decoded) return null;
   const { b, s, c } = decoded as { b: number; s: string; c: string }; // types checked by the shape
-  if (!Number.isSafeInteger(b) || b < 1 || (s !== '' && !isOrderStatus(s)) || (c !== '' && !UUID.test(c))) return null;
+  if (!Number.isSafeInteger(b) || b < 1 || (s !== '' && !isOrderStatus(s)) || (c !== '' && !isUuid(c))) return null;
   return {
     beforeId: b,
     status: s === '' ? undefined : (s as OrderStatus),

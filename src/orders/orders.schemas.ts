@@ -1,6 +1,7 @@
 // One schema per request part: it validates the request, types the handler and feeds the OpenAPI document.
 import Type from 'typebox';
 import type { Static } from 'typebox';
+import { UUID_PATTERN } from '../http/validation.ts';
 import { ORDER_STATUSES, type OrderStatus } from './orders.states.ts';
 
 // An enum, not a union of literals: ajv reports a union (anyOf) with one "must be equal to constant" per
@@ -11,11 +12,6 @@ const Status = Type.Unsafe<OrderStatus>({
   description: 'Order state; see the state machine.',
 });
 
-/**
- * 8-4-4-4-12 hex digits. Not ajv's `uuid` format: it also accepts a `urn:uuid:` prefix, which SQLite
- * would store as is and PostgreSQL's uuid column refuses (a 500).
- */
-export const UUID_PATTERN = '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$';
 const CustomerId = Type.String({
   pattern: UUID_PATTERN,
   description: 'UUID (GUID) of the customer, 8-4-4-4-12 hex digits; stored and returned in lower case.',

@@ -1,8 +1,10 @@
 // Order rules: who may see and change which order, money validation, the state machine, and
 // compare-and-set writes. Knows nothing of HTTP; the caller passes the executor (transaction) and
 // a precondition check built from the request's conditional headers.
-import type { Executor } from '../db/database.ts';
+import type { Db, Executor } from '../db/database.ts';
 import { Problem, type FieldError } from '../http/problems.ts';
+import { isUuid, validationProblem } from '../http/validation.ts';
+import { ORDER_PROBLEMS } from './orders.errors.ts';
 import type { Principal } from '../http/token-verifier.ts';
 import { statusEvent, type OrderEventSink } from './orders.events.ts';
 import { isActiveCurrency, toMinorUnits } from './orders.money.ts';
@@ -16,7 +18,6 @@ import {
   type OrderAction,
   type OrderStatus,
 } from './orders.states.ts';
-import { UUID_PATTERN } from './orders.schemas.ts';
 
 /** Throws 412 when the request's preconditions fail; returns true when the write must also match the version. */
 export type PreconditionCheck = (order: OrderRecord) => boolean;
@@ -32,13 +33,13 @@ function canSee(principal: Principal, order: OrderRecord): boolean {
 }
 
 /** Another customer's order answers 404, not 403: its existence is not revealed. */
-export async function getVisibleOrder(db: Executor, principal: Principal, id: number): Promise<OrderRecord> {
+async function getVisibleOrder(db: Executor, principal: Principal, id: number): Promise<OrderRecord> {
   const order = await repo.findOrder(db, id);
   if (!order || !canSee(principal, order)) throw new Problem('notFound', `order ${id} does not exist`);
   return order;
 }
 
-export async function getHistory(db: Executor, order: OrderRecord): Promise<StatusChangeRecord[]> {
+async function getHistory(db: Executor, order: OrderRecord): Promise<StatusChangeRecord[]> {
   return repo.listStatusChanges(db, order.id);
 }
 
@@ -58,15 +59,14 @@ function validateFields(
     if (money.ok) totalMinor = money.minor;
     else errors.push({ pointer: '/Total', detail: money.detail });
   }
-  if (errors.length > 0)
-    throw new Problem('validation', errors.map((e) => `${e.pointer.slice(1)}: ${e.detail}`).join('; '), { errors });
+  if (errors.length > 0) throw validationProblem(errors);
   if (!principal.isClient && customerId !== principal.subject.toLowerCase()) {
     throw new Problem('forbidden', 'an end-user token may only use its own subject as CustomerId');
   }
   return { customerId, totalMinor, currency };
 }
 
-export async function createOrder(
+async function createOrder(
   db: Executor,
   principal: Principal,
   fields: OrderFields,
@@ -81,7 +81,7 @@ export async function createOrder(
 }
 
 function invalidState(order: OrderRecord, attempted: string): Problem {
-  return new Problem('invalidTransition', `order ${order.id} is ${order.status}; cannot ${attempted}`, {
+  return new Problem(ORDER_PROBLEMS.invalidTransition, `order ${order.id} is ${order.status}; cannot ${attempted}`, {
     extensions: { currentStatus: order.status },
   });
 }
@@ -99,7 +99,7 @@ async function explainLostRace(
   throw new Problem('preconditionFailed', `order ${id} changed while this request was processed; fetch it and retry`);
 }
 
-export async function transitionOrder(
+async function transitionOrder(
   db: Executor,
   principal: Principal,
   id: number,
@@ -141,8 +141,7 @@ function checkReadOnly(order: OrderRecord, sent: ReadOnlyMembers, statusIsReadOn
   if (statusIsReadOnly && sent.Status !== undefined && sent.Status !== order.status) {
     errors.push({ pointer: '/Status', detail: 'read-only in PUT; use the pay/cancel/ship/deliver actions or PATCH' });
   }
-  if (errors.length > 0)
-    throw new Problem('validation', errors.map((e) => `${e.pointer.slice(1)}: ${e.detail}`).join('; '), { errors });
+  if (errors.length > 0) throw validationProblem(errors);
 }
 
 function diff(order: OrderRecord, valid: { customerId: string; totalMinor: number; currency: string }): OrderChanges {
@@ -177,7 +176,7 @@ const MAX_WRITE_ATTEMPTS = 50;
  * unconditional write is applied to the current state instead of failing with a 412 for a
  * precondition it never sent, and a patch is never written back over a change it did not see.
  */
-export async function replaceOrder(
+async function replaceOrder(
   db: Executor,
   principal: Principal,
   id: number,
@@ -226,7 +225,7 @@ export async function replaceOrder(
   }
 }
 
-export async function deleteOrder(
+async function deleteOrder(
   db: Executor,
   principal: Principal,
   id: number,
@@ -250,17 +249,15 @@ export interface ListRequest {
   customerId?: string;
 }
 
-const UUID = new RegExp(UUID_PATTERN);
-
 /** One page plus whether another follows (one extra row is read to know). */
-export async function listOrders(
+async function listOrders(
   db: Executor,
   principal: Principal,
   request: ListRequest,
 ): Promise<{ orders: OrderRecord[]; hasMore: boolean }> {
   // Every CustomerId is a UUID; a subject that is not one (another issuer's user) owns nothing, and
   // PostgreSQL's uuid column would refuse it as a query parameter.
-  if (!principal.isClient && !UUID.test(principal.subject)) return { orders: [], hasMore: false };
+  if (!principal.isClient && !isUuid(principal.subject)) return { orders: [], hasMore: false };
   const customerId = principal.isClient ? request.customerId?.toLowerCase() : principal.subject.toLowerCase();
   const rows = await repo.listOrders(db, {
     customerId,
@@ -270,3 +267,43 @@ export async function listOrders(
   });
   return { orders: rows.slice(0, request.limit), hasMore: rows.length > request.limit };
 }
+
+export interface OrdersDependencies {
+  /** Reads outside a write; writes run on the executor their caller passes (its transaction). */
+  db: Db;
+  /** Where order changes are announced, inside their transaction (the webhook outbox). */
+  events: OrderEventSink;
+  /** The time a write is stamped with. */
+  clock?: () => Date;
+}
+
+export interface WriteOptions {
+  check: PreconditionCheck;
+}
+
+/**
+ * The order rules bound once to their dependencies. Each write takes the executor it runs on: the
+ * caller owns the transaction (an idempotent request stores its response in the same one).
+ */
+export function createOrdersService({ db, events, clock = () => new Date() }: OrdersDependencies) {
+  return {
+    get: (principal: Principal, id: number) => getVisibleOrder(db, principal, id),
+    history: (order: OrderRecord) => getHistory(db, order),
+    list: (principal: Principal, request: ListRequest) => listOrders(db, principal, request),
+    create: (trx: Executor, principal: Principal, fields: OrderFields) =>
+      createOrder(trx, principal, fields, clock(), events),
+    transition: (trx: Executor, principal: Principal, id: number, action: OrderAction, { check }: WriteOptions) =>
+      transitionOrder(trx, principal, id, action, check, clock(), events),
+    replace: (
+      trx: Executor,
+      principal: Principal,
+      id: number,
+      next: NextState,
+      options: WriteOptions & { statusIsReadOnly: boolean },
+    ) => replaceOrder(trx, principal, id, next, { ...options, now: clock(), events }),
+    remove: (trx: Executor, principal: Principal, id: number, { check }: WriteOptions) =>
+      deleteOrder(trx, principal, id, check, clock(), events),
+  };
+}
+
+export type OrdersService = ReturnType<typeof createOrdersService>;

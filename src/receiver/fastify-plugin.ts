@@ -1,6 +1,6 @@
 // Fastify adapter: POST /webhooks/:source with the body kept as the exact bytes received. Fastify's
 // JSON parser is removed in this plugin's scope, because verifying re-serialized JSON is the classic
-// webhook bug (contract "Authentication" 8: the HMAC is over the exact raw body bytes).
+// webhook bug (README, "What a delivery looks like": the HMAC is over the exact body bytes).
 // Not wrapped in fastify-plugin on purpose: the parser and error handler stay inside this scope.
 import type { FastifyError, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import {
@@ -36,7 +36,7 @@ function problemFor(error: FastifyError): Problem {
 export const receiverPlugin: FastifyPluginAsync<ReceiverPluginOptions> = async (fastify, options) => {
   const bodyLimit = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
   fastify.removeAllContentTypeParsers();
-  // Any media type: the contract sends JSON, but the signature, not the Content-Type, is what is trusted.
+  // Any media type: the producer sends JSON, but the signature, not the Content-Type, is what is trusted.
   // Even a malformed one (`;;`), which Fastify would refuse before any parser ran.
   fastify.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit }, (_request, body, done) => done(null, body));
   fastify.addHook('onRequest', async (request) => {

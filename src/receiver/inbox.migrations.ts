@@ -28,8 +28,9 @@ function inboxMigration(dialect: InboxDialect): Migration {
         .addColumn('next_attempt_at', time, (c) => c.notNull())
         .addColumn('lease_until', time) // set while a worker holds the entry
         .execute();
-      // Contract "Events" 3: the delivery id is the idempotency key; the event id also dedupes, because
-      // reconciliation and a late webhook can bring the same event under different (or no) delivery ids.
+      // The delivery id is the idempotency key (README, "What a delivery looks like"); the event id also
+      // dedupes, because reconciliation and a late webhook can bring the same event under different (or no)
+      // delivery ids.
       // NULL delivery ids never collide, on SQLite and on PostgreSQL alike.
       await db.schema
         .createIndex('receiver_inbox_delivery_uq')

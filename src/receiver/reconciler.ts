@@ -1,7 +1,7 @@
-// Contract "Events" 5: events are lost when the consumer stays down past the producer's retry window,
-// so the consumer also reads the producer's event list (GET /api/events, in commit order, with an
-// opaque cursor) and enqueues every event it has not seen. The inbox dedupes by event id, so an
-// event that also arrives by webhook is processed once.
+// Reconciliation (README, "Receiving webhooks"): events are lost when the consumer stays down past the
+// producer's retry window, so the consumer also reads the producer's event list (GET /api/events, in
+// commit order, with an opaque cursor) and enqueues every event it has not seen. The inbox dedupes by
+// event id, so an event that also arrives by webhook is processed once.
 import { request } from 'undici';
 import type { Inbox } from './inbox.ts';
 import { TokenSource } from './token-source.ts';

@@ -1,6 +1,8 @@
 // The delivery log and manual re-sends, for the endpoint's owner only.
 import type { Executor } from '../../db/database.ts';
 import { Problem } from '../../http/problems.ts';
+import { validationProblem } from '../../http/validation.ts';
+import { WEBHOOK_PROBLEMS } from './webhooks.errors.ts';
 import * as repo from '../store/deliveries.repository.ts';
 import type { DeliveryRecord, DeliveryState } from '../store/deliveries.repository.ts';
 import { findEndpoint, type EndpointRecord } from '../store/endpoints.repository.ts';
@@ -8,7 +10,7 @@ import { getOwnedEndpoint } from './endpoints.service.ts';
 import type { Outbox } from '../outbox/events.outbox.ts';
 
 /** A delivery of another client's endpoint answers 404, like the endpoint itself. */
-export async function getOwnedDelivery(
+async function getOwnedDelivery(
   db: Executor,
   owner: string,
   id: string,
@@ -21,16 +23,12 @@ export async function getOwnedDelivery(
 }
 
 /** The same delivery (same X-Service-Delivery, so receivers can dedupe) goes out again, with a fresh retry schedule. */
-export async function redeliver(
-  db: Executor,
-  outbox: Outbox,
-  owner: string,
-  id: string,
-  now: Date,
-): Promise<DeliveryRecord> {
+async function redeliver(db: Executor, outbox: Outbox, owner: string, id: string, now: Date): Promise<DeliveryRecord> {
   const { endpoint } = await getOwnedDelivery(db, owner, id);
-  if (!endpoint.enabled) throw new Problem('webhookState', `endpoint ${endpoint.id} is disabled; enable it first`);
-  if (!(await repo.requeue(db, id, now))) throw new Problem('webhookState', `delivery ${id} is already pending`);
+  if (!endpoint.enabled)
+    throw new Problem(WEBHOOK_PROBLEMS.webhookState, `endpoint ${endpoint.id} is disabled; enable it first`);
+  if (!(await repo.requeue(db, id, now)))
+    throw new Problem(WEBHOOK_PROBLEMS.webhookState, `delivery ${id} is already pending`);
   await outbox.announce(db);
   return (await repo.findDelivery(db, id))!;
 }
@@ -44,7 +42,7 @@ export function isStorableTime(ms: number): boolean {
   return ms >= EARLIEST && ms <= LATEST;
 }
 
-export async function recover(
+async function recover(
   db: Executor,
   outbox: Outbox,
   owner: string,
@@ -54,18 +52,15 @@ export async function recover(
 ): Promise<number> {
   if (!isStorableTime(since.getTime())) {
     const detail = 'must be a time from year 0001 to 9999, without a leap second';
-    throw new Problem('validation', `Since: ${detail}`, { errors: [{ pointer: '/Since', detail }] });
+    throw validationProblem([{ pointer: '/Since', detail }]);
   }
   const endpoint = await getOwnedEndpoint(db, owner, endpointId);
   if (!endpoint.enabled)
     throw new Problem(
-      'webhookState',
+      WEBHOOK_PROBLEMS.webhookState,
       `endpoint ${endpointId} is disabled; enable it with PATCH {"Enabled": true} first`,
     );
-  if (since > now)
-    throw new Problem('validation', 'Since: must not be in the future', {
-      errors: [{ pointer: '/Since', detail: 'must not be in the future' }],
-    });
+  if (since > now) throw validationProblem([{ pointer: '/Since', detail: 'must not be in the future' }]);
   const requeued = await repo.requeueFailedSince(db, endpointId, since, now);
   if (requeued > 0) await outbox.announce(db);
   return requeued;
@@ -78,7 +73,7 @@ export interface DeliveryPage {
   limit: number;
 }
 
-export async function listDeliveries(
+async function listDeliveries(
   db: Executor,
   owner: string,
   page: DeliveryPage,
@@ -87,3 +82,17 @@ export async function listDeliveries(
   const rows = await repo.listDeliveries(db, { ...page, limit: page.limit + 1 });
   return { items: rows.slice(0, page.limit), hasMore: rows.length > page.limit };
 }
+
+/** The delivery log bound once to the database and the outbox; `now` stamps the request. */
+export function createDeliveriesService({ db, outbox }: { db: Executor; outbox: Outbox }) {
+  return {
+    get: (owner: string, id: string) => getOwnedDelivery(db, owner, id),
+    attempts: (delivery: DeliveryRecord) => repo.listAttempts(db, delivery.id),
+    list: (owner: string, page: DeliveryPage) => listDeliveries(db, owner, page),
+    redeliver: (owner: string, id: string, now: Date) => redeliver(db, outbox, owner, id, now),
+    recover: (owner: string, endpointId: string, since: Date, now: Date) =>
+      recover(db, outbox, owner, endpointId, since, now),
+  };
+}
+
+export type DeliveriesService = ReturnType<typeof createDeliveriesService>;

@@ -3,14 +3,12 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { Db } from '../../db/database.ts';
-import { decodeCursor, encodeCursor, requireDecimalLimit } from '../../http/cursor.ts';
+import { decodeCursor, requireDecimalLimit } from '../../http/cursor.ts';
 import { publicBaseUrl } from '../../http/origin.ts';
+import { listPage } from '../../http/pages.ts';
 import { Problem } from '../../http/problems.ts';
-import * as deliveryService from './deliveries.service.ts';
-import { listAttempts } from '../store/deliveries.repository.ts';
-import * as service from './endpoints.service.ts';
-import type { EndpointContext } from './endpoints.service.ts';
-import { listEndpoints } from '../store/endpoints.repository.ts';
+import { createDeliveriesService, isStorableTime } from './deliveries.service.ts';
+import { createEndpointsService, type EndpointContext } from './endpoints.service.ts';
 import { attemptView, deliveryUrl, deliveryView, endpointUrl, endpointView } from './webhooks.representation.ts';
 import * as schemas from './webhooks.schemas.ts';
 
@@ -41,6 +39,8 @@ export function ownerOf(request: FastifyRequest): string {
 export async function endpointRoutes(fastify: FastifyInstance, options: EndpointRouteOptions): Promise<void> {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
   const { db, context } = options;
+  const endpoints = createEndpointsService({ db, context });
+  const deliveries = createDeliveriesService({ db, outbox: context.outbox });
   // Before the body is validated: an end-user token learns 403, not what its body got wrong.
   app.addHook('preValidation', async (request) => void ownerOf(request));
 
@@ -57,7 +57,7 @@ export async function endpointRoutes(fastify: FastifyInstance, options: Endpoint
     },
     async (request, reply) => {
       const now = new Date();
-      const { endpoint, secret } = await service.createEndpoint(db, context, ownerOf(request), request.body, now);
+      const { endpoint, secret } = await endpoints.create(ownerOf(request), request.body, now);
       const baseUrl = publicBaseUrl(request);
       return reply
         .code(201)
@@ -76,9 +76,9 @@ export async function endpointRoutes(fastify: FastifyInstance, options: Endpoint
     async (request) => {
       const baseUrl = publicBaseUrl(request);
       const now = new Date();
-      const endpoints = await listEndpoints(db, ownerOf(request));
+      const owned = await endpoints.list(ownerOf(request));
       return {
-        Items: endpoints.map((e) => endpointView(e, baseUrl, now)),
+        Items: owned.map((e) => endpointView(e, baseUrl, now)),
         _links: { self: { href: `${baseUrl}/api/webhooks`, method: 'GET' } },
       };
     },
@@ -96,11 +96,7 @@ export async function endpointRoutes(fastify: FastifyInstance, options: Endpoint
       },
     },
     async (request) =>
-      endpointView(
-        await service.getOwnedEndpoint(db, ownerOf(request), request.params.id),
-        publicBaseUrl(request),
-        new Date(),
-      ),
+      endpointView(await endpoints.get(ownerOf(request), request.params.id), publicBaseUrl(request), new Date()),
   );
 
   app.patch(
@@ -117,9 +113,7 @@ export async function endpointRoutes(fastify: FastifyInstance, options: Endpoint
     },
     async (request) => {
       const now = new Date();
-      const endpoint = await db
-        .transaction()
-        .execute((trx) => service.changeEndpoint(trx, context, ownerOf(request), request.params.id, request.body, now));
+      const endpoint = await endpoints.change(ownerOf(request), request.params.id, request.body, now);
       return endpointView(endpoint, publicBaseUrl(request), now);
     },
   );
@@ -136,7 +130,7 @@ export async function endpointRoutes(fastify: FastifyInstance, options: Endpoint
       },
     },
     async (request, reply) => {
-      await service.removeEndpoint(db, ownerOf(request), request.params.id);
+      await endpoints.remove(ownerOf(request), request.params.id);
       return reply.code(204).send(null);
     },
   );
@@ -154,10 +148,8 @@ export async function endpointRoutes(fastify: FastifyInstance, options: Endpoint
     },
     async (request, reply) => {
       const owner = ownerOf(request);
-      const recorded = await db
-        .transaction()
-        .execute((trx) => service.ping(trx, context, owner, request.params.id, new Date()));
-      const { delivery } = await deliveryService.getOwnedDelivery(db, owner, recorded.deliveryIds[0]!);
+      const recorded = await endpoints.ping(owner, request.params.id, new Date());
+      const { delivery } = await deliveries.get(owner, recorded.deliveryIds[0]!);
       const baseUrl = publicBaseUrl(request);
       return reply
         .code(202)
@@ -180,9 +172,7 @@ export async function endpointRoutes(fastify: FastifyInstance, options: Endpoint
     },
     async (request, reply) => {
       const chosen = request.body?.Secret;
-      const { secret, previousExpiresAt } = await service.rotateSecret(
-        db,
-        context,
+      const { secret, previousExpiresAt } = await endpoints.rotateSecret(
         ownerOf(request),
         request.params.id,
         chosen,
@@ -208,9 +198,7 @@ export async function endpointRoutes(fastify: FastifyInstance, options: Endpoint
     },
     async (request, reply) =>
       reply.code(202).send({
-        Requeued: await deliveryService.recover(
-          db,
-          context.outbox,
+        Requeued: await deliveries.recover(
           ownerOf(request),
           request.params.id,
           new Date(request.body.Since),
@@ -235,23 +223,23 @@ export async function endpointRoutes(fastify: FastifyInstance, options: Endpoint
     async (request, reply) => {
       const { State, limit, cursor } = request.query;
       const before = cursor === undefined ? undefined : decodeDeliveryCursor(cursor);
-      const page = await deliveryService.listDeliveries(db, ownerOf(request), {
+      const page = await deliveries.list(ownerOf(request), {
         endpointId: request.params.id,
         state: State,
         before,
         limit,
       });
       const baseUrl = publicBaseUrl(request);
-      const self = `${baseUrl}${request.url}`;
-      const links: Record<string, { href: string; method: string }> = { self: { href: self, method: 'GET' } };
       const last = page.items.at(-1);
-      if (page.hasMore && last) {
-        const next = new URL(self);
-        next.searchParams.set('cursor', encodeCursor({ t: last.createdAt.getTime(), i: last.id }));
-        links.next = { href: next.toString(), method: 'GET' };
-        reply.header('link', `<${next.toString()}>; rel="next"`);
-      }
-      return { Items: page.items.map((d) => deliveryView(d, baseUrl)), _links: links };
+      const next =
+        page.hasMore && last ? { parameter: 'cursor', cursor: { t: last.createdAt.getTime(), i: last.id } } : undefined;
+      return listPage(
+        request,
+        reply,
+        baseUrl,
+        page.items.map((d) => deliveryView(d, baseUrl)),
+        next,
+      );
     },
   );
 
@@ -267,8 +255,8 @@ export async function endpointRoutes(fastify: FastifyInstance, options: Endpoint
       },
     },
     async (request) => {
-      const { delivery } = await deliveryService.getOwnedDelivery(db, ownerOf(request), request.params.id);
-      const attempts = await listAttempts(db, delivery.id);
+      const { delivery } = await deliveries.get(ownerOf(request), request.params.id);
+      const attempts = await deliveries.attempts(delivery);
       return { ...deliveryView(delivery, publicBaseUrl(request)), Attempts: attempts.map(attemptView) };
     },
   );
@@ -289,7 +277,7 @@ export async function endpointRoutes(fastify: FastifyInstance, options: Endpoint
         .code(202)
         .send(
           deliveryView(
-            await deliveryService.redeliver(db, context.outbox, ownerOf(request), request.params.id, new Date()),
+            await deliveries.redeliver(ownerOf(request), request.params.id, new Date()),
             publicBaseUrl(request),
           ),
         ),
@@ -302,12 +290,7 @@ const DELIVERY_ID = new RegExp(schemas.DELIVERY_ID);
 function decodeDeliveryCursor(cursor: string): { createdAt: Date; id: string } {
   const decoded = decodeCursor(cursor, { t: 'number', i: 'string' });
   const t = decoded?.t as number;
-  if (
-    !decoded ||
-    !Number.isInteger(t) ||
-    !deliveryService.isStorableTime(t) ||
-    !DELIVERY_ID.test(decoded.i as string)
-  ) {
+  if (!decoded || !Number.isInteger(t) || !isStorableTime(t) || !DELIVERY_ID.test(decoded.i as string)) {
     throw new Problem('invalidParameter', 'cursor is not one this service issued; start again without it', {
       errors: [{ pointer: '/cursor', detail: 'invalid cursor' }],
     });

@@ -4,6 +4,8 @@
 import { sql } from 'kysely';
 import type { Db, Dialect, Executor } from '../../db/database.ts';
 import { Problem, type FieldError } from '../../http/problems.ts';
+import { validationProblem } from '../../http/validation.ts';
+import { WEBHOOK_PROBLEMS } from './webhooks.errors.ts';
 import * as deliveries from '../store/deliveries.repository.ts';
 import * as repo from '../store/endpoints.repository.ts';
 import type { EndpointRecord } from '../store/endpoints.repository.ts';
@@ -29,10 +31,6 @@ export interface EndpointInput {
   Events: string[];
   Description?: string;
   Secret?: string;
-}
-
-function validationError(errors: FieldError[]): Problem {
-  return new Problem('validation', errors.map((e) => `${e.pointer.slice(1)}: ${e.detail}`).join('; '), { errors });
 }
 
 /** The URL to store (the parser's serialisation, which is what gets called), or undefined after pushing the problem. */
@@ -65,7 +63,7 @@ function checkEvents(events: string[], errors: FieldError[]): string[] {
   return unique;
 }
 
-export async function createEndpoint(
+async function createEndpoint(
   db: Db,
   ctx: EndpointContext,
   owner: string,
@@ -78,7 +76,7 @@ export async function createEndpoint(
   checkDescription(input.Description, errors);
   const secretIssue = input.Secret === undefined ? undefined : secretProblem(input.Secret);
   if (secretIssue) errors.push({ pointer: '/Secret', detail: secretIssue });
-  if (errors.length > 0 || url === undefined) throw validationError(errors);
+  if (errors.length > 0 || url === undefined) throw validationProblem(errors);
   const id = newId('whep');
   const secret = input.Secret ?? generateSecret();
   // Insert, then count with the new row, in one transaction that one owner's registrations take in
@@ -96,7 +94,7 @@ export async function createEndpoint(
     });
     if ((await repo.countEndpoints(trx, owner)) > MAX_ENDPOINTS_PER_OWNER) {
       throw new Problem(
-        'limitReached',
+        WEBHOOK_PROBLEMS.limitReached,
         `a client may register at most ${MAX_ENDPOINTS_PER_OWNER} endpoints; delete one first`,
       );
     }
@@ -132,7 +130,7 @@ export interface EndpointPatch {
   Enabled?: boolean;
 }
 
-export async function changeEndpoint(
+async function changeEndpoint(
   db: Executor,
   ctx: EndpointContext,
   owner: string,
@@ -145,7 +143,7 @@ export async function changeEndpoint(
   const url = patch.Url === undefined ? undefined : checkUrl(patch.Url, ctx.urlRules, errors);
   const eventTypes = patch.Events === undefined ? undefined : checkEvents(patch.Events, errors);
   checkDescription(patch.Description, errors);
-  if (errors.length > 0) throw validationError(errors);
+  if (errors.length > 0) throw validationProblem(errors);
   const changes: repo.EndpointChanges = {
     url,
     eventTypes,
@@ -160,7 +158,7 @@ export async function changeEndpoint(
   return (await repo.updateEndpoint(db, id, changes, now))!;
 }
 
-export async function removeEndpoint(db: Executor, owner: string, id: string): Promise<void> {
+async function removeEndpoint(db: Executor, owner: string, id: string): Promise<void> {
   await getOwnedEndpoint(db, owner, id);
   await repo.deleteEndpoint(db, id);
 }
@@ -169,7 +167,7 @@ export async function removeEndpoint(db: Executor, owner: string, id: string): P
  * The new secret signs at once; the previous one keeps signing (one more `v1,` signature in
  * webhook-signature) until the overlap ends, so receivers can switch without a failed verification.
  */
-export async function rotateSecret(
+async function rotateSecret(
   db: Executor,
   ctx: EndpointContext,
   owner: string,
@@ -179,7 +177,7 @@ export async function rotateSecret(
 ): Promise<{ secret: string; previousExpiresAt: Date }> {
   const endpoint = await getOwnedEndpoint(db, owner, id);
   const issue = chosen === undefined ? undefined : secretProblem(chosen);
-  if (issue) throw validationError([{ pointer: '/Secret', detail: issue }]);
+  if (issue) throw validationProblem([{ pointer: '/Secret', detail: issue }]);
   // One previous secret at a time: a second rotation during the overlap would silently end the first
   // one's (consumers still on the oldest secret would fail), so it waits for the overlap to run out.
   const overlapEnds = endpoint.previousSecretExpiresAt;
@@ -198,22 +196,16 @@ export async function rotateSecret(
 
 function overlapRunning(id: string, until: Date): Problem {
   return new Problem(
-    'webhookState',
+    WEBHOOK_PROBLEMS.webhookState,
     `webhook endpoint ${id} is in a secret rotation's overlap until ${until.toISOString()}: both secrets sign until then; rotate again after it`,
   );
 }
 
-export async function ping(
-  db: Executor,
-  ctx: EndpointContext,
-  owner: string,
-  id: string,
-  now: Date,
-): Promise<RecordedEvent> {
+async function ping(db: Executor, ctx: EndpointContext, owner: string, id: string, now: Date): Promise<RecordedEvent> {
   const endpoint = await getOwnedEndpoint(db, owner, id);
   if (!endpoint.enabled)
     throw new Problem(
-      'webhookState',
+      WEBHOOK_PROBLEMS.webhookState,
       `webhook endpoint ${id} is disabled; enable it with PATCH {"Enabled": true} first`,
     );
   return ctx.outbox.record(db, {
@@ -224,3 +216,21 @@ export async function ping(
     endpointIds: [id],
   });
 }
+
+/** The endpoint rules bound once to the database and the webhook context; `now` stamps the request. */
+export function createEndpointsService({ db, context }: { db: Db; context: EndpointContext }) {
+  return {
+    list: (owner: string) => repo.listEndpoints(db, owner),
+    get: (owner: string, id: string) => getOwnedEndpoint(db, owner, id),
+    create: (owner: string, input: EndpointInput, now: Date) => createEndpoint(db, context, owner, input, now),
+    change: (owner: string, id: string, patch: EndpointPatch, now: Date) =>
+      db.transaction().execute((trx) => changeEndpoint(trx, context, owner, id, patch, now)),
+    remove: (owner: string, id: string) => removeEndpoint(db, owner, id),
+    rotateSecret: (owner: string, id: string, chosen: string | undefined, now: Date) =>
+      rotateSecret(db, context, owner, id, chosen, now),
+    ping: (owner: string, id: string, now: Date) =>
+      db.transaction().execute((trx) => ping(trx, context, owner, id, now)),
+  };
+}
+
+export type EndpointsService = ReturnType<typeof createEndpointsService>;

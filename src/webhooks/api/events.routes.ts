@@ -1,10 +1,11 @@
-// The event list API, for reconciliation (contract, Events 5): every retained event in commit order,
+// The event list API, for reconciliation (README, "The event list"): every retained event in commit order,
 // read with an opaque cursor that can be stored and resumed at any later time.
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { Db, Dialect } from '../../db/database.ts';
 import { decodeCursor, encodeCursor, requireDecimalLimit } from '../../http/cursor.ts';
 import { publicBaseUrl } from '../../http/origin.ts';
+import { listPage } from '../../http/pages.ts';
 import { Problem } from '../../http/problems.ts';
 import { ALL_EVENTS, isEventType } from '../outbox/events.catalogue.ts';
 import { findEvent, listEvents, START, type EventPosition, type EventReader } from '../store/events.repository.ts';
@@ -79,17 +80,18 @@ export async function eventRoutes(fastify: FastifyInstance, options: { db: Db; d
       const last = items.at(-1)?.position ?? after;
       const nextCursor = encodeCursor({ t: last.tx, s: last.seq });
       const baseUrl = publicBaseUrl(request);
-      const self = `${baseUrl}${request.url}`;
-      const links: Record<string, { href: string; method: string }> = { self: { href: self, method: 'GET' } };
-      if (rows.length > limit) {
-        const next = new URL(self);
-        next.searchParams.set('after', nextCursor);
-        links.next = { href: next.toString(), method: 'GET' };
-        reply.header('link', `<${next.toString()}>; rel="next"`);
-      }
+      const next = rows.length > limit ? { parameter: 'after', cursor: nextCursor } : undefined;
+      const page = listPage(
+        request,
+        reply,
+        baseUrl,
+        items.map((e) => eventView(e, baseUrl)),
+        next,
+      );
+      // NextCursor is there on every page, even the last: a reader stores it and resumes from it later.
       return reply
         .header('cache-control', 'private, no-cache')
-        .send({ Items: items.map((e) => eventView(e, baseUrl)), NextCursor: nextCursor, _links: links });
+        .send({ Items: page.Items, NextCursor: nextCursor, _links: page._links });
     },
   );
 

@@ -15,7 +15,7 @@ export interface EventEnvelope {
 
 /**
  * `{"Id","Type","OccurredAtUtc","Timestamp","Data"}`. The timestamp is the attempt's, inside the signed
- * bytes (contract, Authentication 9), so a retry hours later is still fresh; OccurredAtUtc never changes.
+ * bytes (README, "What a delivery looks like"), so a retry hours later is still fresh; OccurredAtUtc never changes.
  */
 export function deliveryBody(event: EventEnvelope, attemptAt: Date): string {
   const timestamp = new Date(Math.floor(attemptAt.getTime() / 1000) * 1000).toISOString();

@@ -1,5 +1,5 @@
-// Every event type Signet emits, with what it means. The contract leaves kinds and payloads open
-// ("Events" items 6 and 8); these are ours, documented in the README and the OpenAPI document.
+// Every event type Signet emits, with what it means. Kinds and payloads are ours, documented in the
+// README ("Events") and the OpenAPI document.
 import { randomBytes } from 'node:crypto';
 
 export const EVENT_DESCRIPTIONS = {
