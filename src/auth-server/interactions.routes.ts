@@ -76,6 +76,21 @@ export async function interactionRoutes(app: FastifyInstance, options: Interacti
     return undefined;
   }
 
+  /** load(), for a form post: the form must carry this interaction's CSRF token, or the answer is a 403 page. */
+  async function loadPosted(
+    request: FastifyRequest<{ Params: { uid: string }; Body: Record<string, unknown> }>,
+    reply: FastifyReply,
+  ): Promise<Interaction | undefined> {
+    const details = await load(request, reply);
+    if (!details || csrfValid(details.uid, request.body?.csrf)) return details;
+    await sendPage(
+      reply,
+      403,
+      renderErrorPage('invalid_request', 'The form could not be verified. Reload the page and try again.'),
+    );
+    return undefined;
+  }
+
   /** What the pages need to know about the client: its display name and whether it is first-party. */
   async function clientInfo(details: Interaction): Promise<{ name: string; firstParty: boolean }> {
     const client = await holder.provider.Client.find(String(details.params.client_id));
@@ -160,15 +175,9 @@ export async function interactionRoutes(app: FastifyInstance, options: Interacti
     '/interaction/:uid/login',
     { schema: { params: UID, hide: true } },
     async (request, reply) => {
-      const details = await load(request, reply);
+      const details = await loadPosted(request, reply);
       if (!details) return;
       const body = request.body ?? {};
-      if (!csrfValid(details.uid, body.csrf))
-        return sendPage(
-          reply,
-          403,
-          renderErrorPage('invalid_request', 'The form could not be verified. Reload the page and try again.'),
-        );
       if (details.prompt.name !== 'login')
         return sendPage(reply, 400, renderErrorPage('invalid_request', 'This step of sign-in is already done.'));
       const email = typeof body.email === 'string' ? body.email.trim() : '';
@@ -206,14 +215,8 @@ export async function interactionRoutes(app: FastifyInstance, options: Interacti
     '/interaction/:uid/confirm',
     { schema: { params: UID, hide: true } },
     async (request, reply) => {
-      const details = await load(request, reply);
+      const details = await loadPosted(request, reply);
       if (!details) return;
-      if (!csrfValid(details.uid, request.body?.csrf))
-        return sendPage(
-          reply,
-          403,
-          renderErrorPage('invalid_request', 'The form could not be verified. Reload the page and try again.'),
-        );
       if (details.prompt.name !== 'consent' || !details.session?.accountId)
         return sendPage(reply, 400, renderErrorPage('invalid_request', 'Sign in first.'));
       const grantId = await saveConsent(holder, details);
@@ -225,14 +228,8 @@ export async function interactionRoutes(app: FastifyInstance, options: Interacti
     '/interaction/:uid/abort',
     { schema: { params: UID, hide: true } },
     async (request, reply) => {
-      const details = await load(request, reply);
+      const details = await loadPosted(request, reply);
       if (!details) return;
-      if (!csrfValid(details.uid, request.body?.csrf))
-        return sendPage(
-          reply,
-          403,
-          renderErrorPage('invalid_request', 'The form could not be verified. Reload the page and try again.'),
-        );
       await finish(request, reply, { error: 'access_denied', error_description: 'the user denied the request' });
     },
   );
