@@ -44,7 +44,7 @@ export default tseslint.config(
 /** One no-restricted-imports entry per layer: the modules it may not import, as patterns on the specifier. */
 function layerRules() {
   const up = (...names) => `(^|/)(${names.join('|')})/`;
-  const top = '(^|/)(app|main)\\.ts$|(^|/)cli/';
+  const top = '(^|/)(app|main)\\.ts$|(^|/)(cli|admin)/';
   const layer = (files, message, ...regexes) => ({
     files,
     rules: { 'no-restricted-imports': ['error', { patterns: regexes.map((regex) => ({ regex, message })) }] },
@@ -53,13 +53,13 @@ function layerRules() {
     layer(
       ['src/config/**'],
       'config is the bottom layer',
-      up('db', 'http', 'receiver', 'orders', 'webhooks', 'auth-server'),
+      up('db', 'audit', 'metrics', 'http', 'receiver', 'orders', 'webhooks', 'auth-server'),
       top,
     ),
     layer(
       ['src/db/**'],
       'db sits below http and the features',
-      up('http', 'receiver', 'orders', 'webhooks', 'auth-server'),
+      up('audit', 'metrics', 'http', 'receiver', 'orders', 'webhooks', 'auth-server'),
       top,
     ),
     layer(
@@ -86,6 +86,23 @@ function layerRules() {
       up('receiver', 'auth-server'),
       '(^|/)orders/(?!orders\\.(events|representation)\\.ts$)',
       top,
+    ),
+    layer(
+      ['src/audit/**'],
+      'the audit trail sits beside db: every feature records into it, it knows none of them',
+      up('http', 'receiver', 'orders', 'webhooks', 'auth-server'),
+      top,
+    ),
+    layer(
+      ['src/metrics/**'],
+      'the metrics sit beside db: features and http record into them, they know none of them',
+      up('http', 'audit', 'receiver', 'orders', 'webhooks', 'auth-server'),
+      top,
+    ),
+    layer(
+      ['src/admin/**'],
+      'the admin API composes the features like the CLI does, but is composed by app.ts',
+      '(^|/)(app|main)\\.ts$|(^|/)cli/',
     ),
     layer(
       ['src/receiver/**'],

@@ -369,6 +369,9 @@ const specs: InstanceSpec[] = [
   { name: 'sqlite-nocache', dialect: 'sqlite', env: { AUTH_TOKEN_CACHE_SIZE: '0' } },
   // Same app with SQLite's relaxed durability (survives process crashes, not power loss): what fsync costs a POST.
   { name: 'sqlite-normal', dialect: 'sqlite', env: { SQLITE_SYNCHRONOUS: 'NORMAL' } },
+  // Same app without metrics (no request-duration hook, no process metrics): what the metrics cost a GET
+  // (README "Metrics"; the authenticated GET may lose at most 5%).
+  { name: 'sqlite-nometrics', dialect: 'sqlite', env: { METRICS_PORT: 'off' } },
 ];
 if (POSTGRES_URL) specs.push({ name: 'postgres', dialect: 'postgres' });
 
@@ -394,6 +397,12 @@ try {
         id: 'sqlite:post-sync-normal',
         label: 'POST + Idempotency-Key, SQLITE_SYNCHRONOUS=NORMAL',
       })),
+  );
+  const unmetered = await scenariosFor('sqlite', servers.instances['sqlite-nometrics']!, issuer, undefined);
+  scenarios.push(
+    ...unmetered
+      .filter((s) => s.kind === 'get')
+      .map((s) => ({ ...s, id: 'sqlite:get-nometrics', label: 'GET /api/orders/{id} (ES256), METRICS_PORT=off' })),
   );
   if (servers.instances.postgres !== undefined)
     scenarios.push(...(await scenariosFor('postgres', servers.instances.postgres, issuer, undefined)));

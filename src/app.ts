@@ -12,10 +12,17 @@ import { registerHealth } from './http/health.ts';
 import { createRedis, redisHealth } from './http/redis.ts';
 import { purgeExpiredKeys } from './http/idempotency.ts';
 import { registerJsonBody } from './http/json-body.ts';
-import { clientErrorHandler, frameworkErrors, registerHostCheck } from './http/malformed.ts';
+import { clientErrorHandler, frameworkErrors, registerConnectAnswer, registerHostCheck } from './http/malformed.ts';
 import { registerNotFound } from './http/not-found.ts';
 import { registerEarlyResponseClose } from './http/early-response.ts';
 import { registerOverloadGuard } from './http/overload.ts';
+import { registerMetricsListener, registerMetricsRoute, registerRequestDuration } from './http/metrics.ts';
+import { countDatabaseErrors } from './http/outage.ts';
+import { createMetrics, type Metrics } from './metrics/metrics.ts';
+import { deliveryBacklog } from './webhooks/store/backlog.repository.ts';
+import { ADMIN_FEATURE, ADMIN_ROLE, ADMIN_SCOPES } from './admin/admin.feature.ts';
+import { registerAdmin } from './admin/plugin.ts';
+import { startAuditRetention } from './audit/retention.ts';
 import { capConnections } from './http/connections.ts';
 import { registerOpenApi } from './http/openapi.ts';
 import { registerOrigin, requestIdGenerator } from './http/origin.ts';
@@ -28,6 +35,7 @@ import { validatorCompiler } from './http/validation.ts';
 import { ordersRoutes } from './orders/orders.routes.ts';
 import { registerWebhooks } from './webhooks/plugin.ts';
 import { registerAuthServer } from './auth-server/plugin.ts';
+import { signingAlgorithms } from './auth-server/keys.ts';
 import type { ProviderHolder } from './auth-server/provider-holder.ts';
 import type { ResourceDefinition } from './auth-server/scopes.ts';
 import type { FeatureContribution } from './http/feature.ts';
@@ -46,11 +54,11 @@ declare module 'fastify' {
 const PURGE_INTERVAL_MS = 10 * 60 * 1000;
 
 /** Every scope of the resource API, from the features that require them → the words the consent page shows. */
-export const API_SCOPES: Readonly<Record<string, string>> = { ...ORDERS_SCOPES, ...WEBHOOKS_SCOPES };
+export const API_SCOPES: Readonly<Record<string, string>> = { ...ORDERS_SCOPES, ...WEBHOOKS_SCOPES, ...ADMIN_SCOPES };
 
 /** What each feature brings to the shared layers (http/feature.ts): problem types, OpenAPI prose, PATCH media types. */
 function features(config: Readonly<Config>): FeatureContribution[] {
-  return [ORDERS_FEATURE, webhooksFeature(config.webhookHeaderName)];
+  return [ORDERS_FEATURE, webhooksFeature(config.webhookHeaderName), ADMIN_FEATURE];
 }
 
 /** The resource servers (RFC 8707) tokens are issued for: the API, with every scope of its features. */
@@ -141,6 +149,10 @@ async function assembleApp(
   });
   capConnections(app.server, config.maxConnections, app.log);
   app.decorate('database', database);
+  const metrics = createMetrics({ defaultMetrics: config.metricsListener !== 'off' });
+  app.decorate('metrics', metrics);
+  if (config.metricsListener !== 'off') registerRequestDuration(app, metrics);
+  countDatabaseErrors(app, metrics);
   app.setValidatorCompiler(validatorCompiler);
   registerErrorHandler(app, patchMediaTypes); // first, or plugins keep Fastify's default error format
   registerNotFound(app);
@@ -151,6 +163,7 @@ async function assembleApp(
   });
   registerShutdownResponses(app); // right after the request id, before every other onRequest hook
   registerHostCheck(app);
+  registerConnectAnswer(app);
   registerEarlyResponseClose(app);
   registerJsonBody(app, patchMediaTypes);
   registerSecurityHeaders(app, { https: Boolean(config.publicUrl?.startsWith('https://')) });
@@ -161,6 +174,7 @@ async function assembleApp(
   // built-in one, the published keys are read in process rather than fetched over HTTP from ourselves.
   const ownIssuer = authServer && config.authIssuer === config.oauthIssuer;
   app.decorate('authServer', authServer);
+  authServer?.observeTokens((grantType) => metrics.tokenIssued(grantType));
 
   registerBearerAuth(
     app,
@@ -190,15 +204,23 @@ async function assembleApp(
   if (redis) await firstConnection(redis);
   await registerRateLimit(app, { max: config.rateLimitMax, windowSeconds: config.rateLimitWindowSeconds, redis });
   registerScopeCheck(app, { resourceMetadataUrl: resourceMetadataUrl(config.apiResource) });
+  // Before the routes it documents: @fastify/swagger sees only routes added after it (the resource metadata too).
+  await registerOpenApi(app, composed);
   registerResourceMetadata(app, {
     resource: config.apiResource,
     authorizationServers: [config.authIssuer],
     scopes: Object.keys(API_SCOPES),
   });
 
-  await registerOpenApi(app, composed);
-  registerHealth(app, database, { redis: redis && (() => redisHealth(redis)) });
+  registerHealth(
+    app,
+    database,
+    { redis: redis && (() => redisHealth(redis)) },
+    { signingKeys: authServer && (async () => signingKeysState(authServer, config.accessTokenAlg)) },
+  );
   const orderEvents = await registerWebhooks(app, config, database);
+  exposeMetrics(app, config, metrics);
+  await registerAdmin(app, { config, database, authServer, apiScopes: Object.keys(API_SCOPES) });
   await app.register(ordersRoutes, {
     db: database.db,
     events: orderEvents,
@@ -212,12 +234,33 @@ async function assembleApp(
   const purge = setInterval(() => {
     purgeExpiredKeys(database.db, new Date()).catch((err) => app.log.warn({ err }, 'idempotency key purge failed'));
   }, PURGE_INTERVAL_MS).unref();
+  const auditRetention = startAuditRetention(database.db, config.auditRetentionMs, (err) =>
+    app.log.warn({ err }, 'audit trail retention purge failed'),
+  );
   app.addHook('onClose', async () => {
     clearInterval(purge);
+    await auditRetention.stop();
     redis?.disconnect();
     await database.db.destroy();
   });
   return app;
+}
+
+/** README, "Metrics": the webhook numbers, then /metrics where METRICS_PORT says. */
+function exposeMetrics(app: FastifyInstance, config: Readonly<Config>, metrics: Metrics): void {
+  app.webhooks.dispatcher?.observeAttempts((result) => metrics.webhookAttempt(result));
+  metrics.watchDeliveryBacklog(
+    () => deliveryBacklog(app.database.db, new Date()),
+    (err) => app.log.warn({ err }, 'the webhook backlog could not be read for the metrics'),
+  );
+  if (config.metricsListener === 'main') registerMetricsRoute(app, metrics);
+  else if (config.metricsListener !== 'off') registerMetricsListener(app, metrics, config.host, config.metricsListener);
+}
+
+/** Readiness (README, "Health"): the authorization server holds a key for every algorithm it signs with. */
+function signingKeysState(holder: ProviderHolder, accessTokenAlg: string): 'ok' | 'missing' {
+  const loaded = new Set(holder.keys.jwks.keys.map((key) => key.alg));
+  return signingAlgorithms(accessTokenAlg).every((alg) => loaded.has(alg)) ? 'ok' : 'missing';
 }
 
 function registerAuthServerFor(
@@ -230,6 +273,8 @@ function registerAuthServerFor(
     issuer: config.oauthIssuer,
     resources: resourceDefinitions(config.apiResource),
     scopeDescriptions: API_SCOPES,
+    // The admin scopes go to users holding the admin role only (README, "Roles").
+    scopeRoles: Object.fromEntries(Object.keys(ADMIN_SCOPES).map((scope) => [scope, ADMIN_ROLE])),
     accessTokenTtlSeconds: config.accessTokenTtlSeconds,
     accessTokenAlg: config.accessTokenAlg,
     refreshTokenTtlSeconds: config.refreshTokenTtlSeconds,
@@ -237,6 +282,7 @@ function registerAuthServerFor(
     secureCookies: config.oauthIssuer.startsWith('https://'),
     keyEncryptionKey: config.keyEncryptionKey,
     loginMaxFailures: config.loginMaxFailures,
+    dynamicRegistration: config.dynamicRegistration,
   });
 }
 

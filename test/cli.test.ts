@@ -1,13 +1,14 @@
 import assert from 'node:assert/strict';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { once } from 'node:events';
 import { existsSync, mkdtempSync } from 'node:fs';
 import { createServer, request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
+import { expectStatus } from './helpers/expect.ts';
+import { COMMAND_TIMEOUT_MS, exitOf, listenOnLoopback, outcome, withDeadline } from './helpers/deadline.ts';
 import { createTestIssuer, TEST_ISSUER, TEST_RESOURCE } from './helpers/tokens.ts';
-import { CUSTOMER } from './helpers/http.ts';
+import { CALL_TIMEOUT_MS, CUSTOMER } from './helpers/http.ts';
 
 const BIN = new URL('../bin/signet.js', import.meta.url).pathname;
 
@@ -15,30 +16,49 @@ function run(args: string[], env: Record<string, string> = {}) {
   return spawnSync(process.execPath, [BIN, ...args], {
     env: { ...process.env, LOG_LEVEL: 'silent', ...env },
     encoding: 'utf8',
+    timeout: COMMAND_TIMEOUT_MS,
   });
 }
 
-/** Collects a child's stdout and resolves once a line matches. */
+/** How long a line the server logs for a request it has answered, or its start-up line, may take. */
+const LOG_LINE_TIMEOUT_MS = 20_000;
+
+/**
+ * Collects a child's stdout and stderr. `waitFor` resolves once the output matches; it fails with the
+ * output so far when the child exits first or nothing matches within its deadline.
+ */
 function outputWatcher(child: ChildProcess) {
   let output = '';
-  const waiters: { pattern: RegExp; resolve: (m: RegExpExecArray) => void }[] = [];
-  child.stdout?.on('data', (chunk: Buffer) => {
+  const waiters = new Set<() => void>();
+  const append = (chunk: Buffer): void => {
     output += chunk.toString();
-    for (const w of [...waiters]) {
-      const match = w.pattern.exec(output);
-      if (match) {
-        waiters.splice(waiters.indexOf(w), 1);
-        w.resolve(match);
-      }
-    }
+    for (const check of [...waiters]) check();
+  };
+  child.stdout?.on('data', append);
+  child.stderr?.on('data', append);
+  // 'close', not 'exit': only then has all the output been read, so nothing more can match.
+  let closed = false;
+  child.once('close', () => {
+    closed = true;
+    for (const check of [...waiters]) check();
   });
-  return (pattern: RegExp) =>
-    new Promise<RegExpExecArray>((resolve, reject) => {
-      const match = pattern.exec(output);
-      if (match) return resolve(match);
-      waiters.push({ pattern, resolve });
-      child.once('exit', (code) => reject(new Error(`exited with ${code} before ${pattern}: ${output}`)));
+  const waitFor = (pattern: RegExp, timeoutMs = LOG_LINE_TIMEOUT_MS) => {
+    let check = (): void => undefined;
+    const found = new Promise<RegExpExecArray>((resolve, reject) => {
+      check = () => {
+        const match = pattern.exec(output);
+        if (match) resolve(match);
+        else if (closed)
+          reject(new Error(`exited with ${child.exitCode ?? child.signalCode} before ${pattern}; output:\n${output}`));
+      };
+      check();
     });
+    waiters.add(check);
+    return withDeadline(found, timeoutMs, () => `no ${pattern} in the output:\n${output}`).finally(() =>
+      waiters.delete(check),
+    );
+  };
+  return { waitFor, output: () => output };
 }
 
 describe('signet command', () => {
@@ -46,48 +66,52 @@ describe('signet command', () => {
     const dir = mkdtempSync(join(tmpdir(), 'signet-cli-'));
     const env = { DATABASE_URL: `sqlite:${join(dir, 'nested', 'signet.db')}` };
     const first = run(['migrate'], env);
-    assert.equal(first.status, 0, first.stderr);
+    assert.equal(first.status, 0, outcome(first));
     assert.match(first.stdout, /applied: 0001-orders/);
     assert.ok(existsSync(join(dir, 'nested', 'signet.db')));
     const second = run(['migrate'], env);
-    assert.match(second.stdout, /up to date/);
+    assert.match(second.stdout, /up to date/, outcome(second));
   });
 
   test('refuses to start on invalid configuration, naming the variable', () => {
     const result = run(['serve'], { PORT: 'x' });
-    assert.equal(result.status, 1);
+    assert.equal(result.status, 1, outcome(result));
     assert.match(result.stderr, /invalid configuration: PORT:/);
   });
 
   test('unknown commands print usage and exit 2', () => {
     const result = run(['frobnicate']);
-    assert.equal(result.status, 2);
+    assert.equal(result.status, 2, outcome(result));
     assert.match(result.stderr, /usage: signet/);
   });
 
-  test('serve logs JSON lines carrying the request id it answers with, never the bearer token', async () => {
+  test('serve logs JSON lines carrying the request id it answers with, never the bearer token', async (t) => {
     const dir = mkdtempSync(join(tmpdir(), 'signet-cli-'));
     const child = spawn(process.execPath, [BIN, 'serve'], {
       env: { ...process.env, PORT: '0', LOG_LEVEL: 'info', DATABASE_URL: `sqlite:${join(dir, 'signet.db')}` },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
-    const waitFor = outputWatcher(child);
+    t.after(() => child.kill('SIGKILL')); // a no-op once it has exited
+    const { waitFor, output } = outputWatcher(child);
     const port = Number((await waitFor(/listening at http:\/\/127\.0\.0\.1:(\d+)/))[1]);
     const secret = 'not-a-jwt-but-still-a-secret-0123456789';
     const response = await fetch(`http://127.0.0.1:${port}/api/orders/1`, {
       headers: { authorization: `Bearer ${secret}` },
+      signal: AbortSignal.timeout(CALL_TIMEOUT_MS),
     });
+    // The log line awaited below is the 401's: any other answer (a 503 from the overload guard) would never log one.
+    await expectStatus(response, 401);
     const requestId = response.headers.get('x-request-id') ?? '';
     assert.match(requestId, /^[0-9a-f-]{36}$/);
     const line = (await waitFor(new RegExp(`\\{[^\\n]*"reqId":"${requestId}"[^\\n]*"statusCode":401[^\\n]*\\}`)))[0];
     assert.equal(JSON.parse(line).reqId, requestId);
     child.kill('SIGTERM');
-    await new Promise((resolve) => child.once('exit', resolve));
+    await exitOf(child, 30_000, output);
     const all = await waitFor(/shutting down/).then((m) => m.input);
     assert.ok(!all.includes(secret), 'the token must not appear in the logs');
   });
 
-  test('serve finishes an in-flight request on SIGTERM, then exits cleanly', async () => {
+  test('serve finishes an in-flight request on SIGTERM, then exits cleanly', async (t) => {
     const dir = mkdtempSync(join(tmpdir(), 'signet-cli-'));
     const issuer = await createTestIssuer();
     const child = spawn(process.execPath, [BIN, 'serve'], {
@@ -102,7 +126,8 @@ describe('signet command', () => {
       },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
-    const waitFor = outputWatcher(child);
+    t.after(() => child.kill('SIGKILL')); // a no-op once it has exited
+    const { waitFor, output } = outputWatcher(child);
     const port = Number((await waitFor(/listening at http:\/\/127\.0\.0\.1:(\d+)/))[1]);
     const token = await issuer.clientToken('orders:write');
     const body = JSON.stringify({ CustomerId: CUSTOMER, Total: 3 });
@@ -113,10 +138,14 @@ describe('signet command', () => {
       path: '/api/orders',
       headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', 'content-length': body.length },
     });
-    const response = new Promise<number>((resolve, reject) => {
+    t.after(() => req.destroy());
+    const response = new Promise<{ status: number; body: string }>((resolve, reject) => {
       req.on('response', (res) => {
-        res.resume();
-        resolve(res.statusCode ?? 0);
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (chunk: string) => (text += chunk));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text }));
+        res.on('error', reject);
       });
       req.on('error', reject);
     });
@@ -127,15 +156,19 @@ describe('signet command', () => {
     child.kill('SIGTERM');
     await waitFor(/"msg":"shutting down"/);
     req.end(body.slice(10));
-    assert.equal(await response, 201);
-    const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
-    assert.equal(code, 0);
+    const answer = await withDeadline(
+      response,
+      CALL_TIMEOUT_MS,
+      () => `the in-flight POST's answer; output:\n${output()}`,
+    );
+    assert.equal(answer.status, 201, `${answer.body}\noutput:\n${output()}`);
+    const code = await exitOf(child, 30_000, output);
+    assert.equal(code, 0, output());
   });
 
   test('serve exits non-zero with a clear message when its port is already taken', { timeout: 60_000 }, async (t) => {
     const holder = createServer();
-    await new Promise<void>((resolve) => holder.listen(0, '127.0.0.1', resolve));
-    const { port } = holder.address() as { port: number };
+    const port = await listenOnLoopback(holder);
     const dir = mkdtempSync(join(tmpdir(), 'signet-cli-'));
     const child = spawn(process.execPath, [BIN, 'serve'], {
       env: {
@@ -152,7 +185,7 @@ describe('signet command', () => {
     });
     let stderr = '';
     child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-    const [code] = await once(child, 'exit');
+    const code = await exitOf(child, 30_000, () => stderr);
     assert.equal(code, 1, stderr);
     assert.match(stderr, new RegExp(`signet: cannot listen on 127\\.0\\.0\\.1:${port}: the address is already in use`));
   });

@@ -1,9 +1,11 @@
-// OAuth clients: created and managed by the CLI, read by oidc-provider through ClientAdapter.
+// OAuth clients: created and managed through clients.service.ts (the CLI and the admin API) or by dynamic
+// registration (RFC 7591, through ClientAdapter), read by oidc-provider through ClientAdapter.
 // A confidential client's secret is 256 random bits shown once; only its SHA-256 is stored. A fast hash
 // is right here: guessing a 256-bit value is hopeless, so a slow KDF would only tax every token request.
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import { toDbTime } from '../db/codecs.ts';
+import type { Executor } from '../db/database.ts';
 import type { Database, OAuthClientsTable } from '../db/schema.ts';
 
 export type ClientType = 'confidential' | 'public';
@@ -20,9 +22,15 @@ export interface NewClient {
   scopes: string[];
   corsOrigins: string[];
   firstParty: boolean;
+  /** Where RP-initiated logout may return the browser (OpenID Connect RP-Initiated Logout 1.0 §3.1). */
+  postLogoutRedirectUris?: string[];
+  /** May introspect every access token, not only its own (README, "Authorization server", Introspection). */
+  resourceServer?: boolean;
 }
 
 export interface ClientRecord extends NewClient {
+  postLogoutRedirectUris: string[];
+  resourceServer: boolean;
   clientId: string;
   createdAt: string;
   secretRotatedAt: string | null;
@@ -32,16 +40,21 @@ export function hashClientSecret(secret: string): string {
   return createHash('sha256').update(secret).digest('hex');
 }
 
-function newSecret(): string {
+export function newClientSecret(): string {
   return `scs_${randomBytes(32).toString('base64url')}`;
 }
 
+export function newClientId(): string {
+  return `cl_${randomUUID().replaceAll('-', '')}`;
+}
+
 export async function createClient(
-  db: Kysely<Database>,
+  db: Executor,
   client: NewClient,
+  given: { clientId?: string; clientSecret?: string } = {},
 ): Promise<{ record: ClientRecord; clientSecret: string | undefined }> {
-  const clientId = `cl_${randomUUID().replaceAll('-', '')}`;
-  const clientSecret = client.type === 'confidential' ? newSecret() : undefined;
+  const clientId = given.clientId ?? newClientId();
+  const clientSecret = client.type === 'confidential' ? (given.clientSecret ?? newClientSecret()) : undefined;
   await db
     .insertInto('oauth_clients')
     .values({
@@ -54,6 +67,8 @@ export async function createClient(
       scopes: client.scopes.join(' '),
       cors_origins: JSON.stringify(client.corsOrigins),
       first_party: client.firstParty ? 1 : 0,
+      post_logout_redirect_uris: JSON.stringify(client.postLogoutRedirectUris ?? []),
+      resource_server: client.resourceServer ? 1 : 0,
       created_at: toDbTime(new Date()),
       secret_rotated_at: null,
     })
@@ -63,7 +78,7 @@ export async function createClient(
   return { record, clientSecret };
 }
 
-export async function findClient(db: Kysely<Database>, clientId: string): Promise<ClientRecord | undefined> {
+export async function findClient(db: Executor, clientId: string): Promise<ClientRecord | undefined> {
   const row = await db.selectFrom('oauth_clients').selectAll().where('id', '=', clientId).executeTakeFirst();
   return row ? toRecord(row) : undefined;
 }
@@ -73,18 +88,79 @@ export async function listClients(db: Kysely<Database>): Promise<ClientRecord[]>
   return rows.map(toRecord);
 }
 
-export async function deleteClient(db: Kysely<Database>, clientId: string): Promise<boolean> {
-  return db.transaction().execute(async (trx) => {
-    // Tokens and grants of the client go with it (RFC 7009 §2.1 spirit: nothing it was issued stays usable).
-    await trx.deleteFrom('oidc_payloads').where('client_id', '=', clientId).execute();
-    const result = await trx.deleteFrom('oauth_clients').where('id', '=', clientId).executeTakeFirst();
-    return Number(result.numDeletedRows) === 1;
-  });
+export interface ClientPageQuery {
+  limit: number;
+  /** The last client of the previous page (created_at, id order). */
+  after?: { createdAt: string; id: string } | undefined;
+}
+
+export async function listClientsPage(
+  db: Executor,
+  query: ClientPageQuery,
+): Promise<{ clients: ClientRecord[]; more: boolean }> {
+  let select = db.selectFrom('oauth_clients').selectAll();
+  const after = query.after;
+  if (after) {
+    const at = toDbTime(new Date(after.createdAt));
+    select = select.where((eb) =>
+      eb.or([eb('created_at', '>', at), eb.and([eb('created_at', '=', at), eb('id', '>', after.id)])]),
+    );
+  }
+  const rows = await select
+    .orderBy('created_at')
+    .orderBy('id')
+    .limit(query.limit + 1)
+    .execute();
+  return { clients: rows.slice(0, query.limit).map(toRecord), more: rows.length > query.limit };
+}
+
+/** What an update may change; type and grant types are fixed at creation. */
+export type ClientChanges = Partial<
+  Pick<NewClient, 'name' | 'redirectUris' | 'postLogoutRedirectUris' | 'scopes' | 'corsOrigins' | 'firstParty'>
+>;
+
+/**
+ * Takes the client's row lock before a read-check-write (If-Match) reads it, so a concurrent change waits
+ * and then reads what this one committed: no lost update. A no-op UPDATE: SQLite has no FOR UPDATE.
+ */
+export async function lockClient(trx: Executor, clientId: string): Promise<void> {
+  await trx
+    .updateTable('oauth_clients')
+    .set((eb) => ({ name: eb.ref('name') }))
+    .where('id', '=', clientId)
+    .execute();
+}
+
+export async function updateClientRow(db: Executor, clientId: string, changes: ClientChanges): Promise<void> {
+  const set: Partial<OAuthClientsTable> = {};
+  if (changes.name !== undefined) set.name = changes.name;
+  if (changes.redirectUris !== undefined) set.redirect_uris = JSON.stringify(changes.redirectUris);
+  if (changes.postLogoutRedirectUris !== undefined)
+    set.post_logout_redirect_uris = JSON.stringify(changes.postLogoutRedirectUris);
+  if (changes.scopes !== undefined) set.scopes = changes.scopes.join(' ');
+  if (changes.corsOrigins !== undefined) set.cors_origins = JSON.stringify(changes.corsOrigins);
+  if (changes.firstParty !== undefined) set.first_party = changes.firstParty ? 1 : 0;
+  if (Object.keys(set).length === 0) return;
+  await db.updateTable('oauth_clients').set(set).where('id', '=', clientId).execute();
+}
+
+/** The client with every grant and token issued to it; run it in the caller's transaction. */
+export async function deleteClient(db: Executor, clientId: string): Promise<boolean> {
+  // Tokens and grants of the client go with it (RFC 7009 §2.1 spirit: nothing it was issued stays usable).
+  await db.deleteFrom('oidc_payloads').where('client_id', '=', clientId).execute();
+  const result = await db.deleteFrom('oauth_clients').where('id', '=', clientId).executeTakeFirst();
+  return Number(result.numDeletedRows) === 1;
+}
+
+/** The stored hash of a confidential client's secret (ClientAdapter keeps it across RFC 7592 updates). */
+export async function findSecretHash(db: Executor, clientId: string): Promise<string | null | undefined> {
+  const row = await db.selectFrom('oauth_clients').select('secret_hash').where('id', '=', clientId).executeTakeFirst();
+  return row?.secret_hash;
 }
 
 /** A new secret replaces the old one at once; returns undefined for unknown or public clients. */
-export async function rotateClientSecret(db: Kysely<Database>, clientId: string): Promise<string | undefined> {
-  const secret = newSecret();
+export async function rotateClientSecret(db: Executor, clientId: string): Promise<string | undefined> {
+  const secret = newClientSecret();
   const result = await db
     .updateTable('oauth_clients')
     .set({ secret_hash: hashClientSecret(secret), secret_rotated_at: toDbTime(new Date()) })
@@ -103,7 +179,10 @@ export async function findClientMetadata(
   return row ? toMetadata(toRecord(row), row.secret_hash ?? undefined) : undefined;
 }
 
-function toMetadata(client: ClientRecord, secretHashValue: string | undefined): Record<string, unknown> {
+export function toMetadata(
+  client: NewClient & { clientId: string },
+  secretHashValue: string | undefined,
+): Record<string, unknown> {
   const signsUsersIn = client.grantTypes.includes('authorization_code');
   return {
     client_id: client.clientId,
@@ -111,13 +190,14 @@ function toMetadata(client: ClientRecord, secretHashValue: string | undefined): 
     // The stored value is the secret's hash; compareClientSecret (provider.ts) hashes what is presented.
     ...(secretHashValue ? { client_secret: secretHashValue } : {}),
     token_endpoint_auth_method: client.type === 'confidential' ? 'client_secret_basic' : 'none',
-    require_auth_time: true, // ID tokens carry auth_time (OIDC Core §2)
     grant_types: client.grantTypes,
     response_types: signsUsersIn ? ['code'] : [],
     redirect_uris: client.redirectUris,
+    post_logout_redirect_uris: client.postLogoutRedirectUris ?? [],
     scope: [...new Set([...(signsUsersIn ? OIDC_SCOPES : []), ...client.scopes])].join(' '),
     cors_origins: client.corsOrigins,
     first_party: client.firstParty,
+    resource_server: client.resourceServer ?? false,
   };
 }
 
@@ -131,6 +211,8 @@ function toRecord(row: OAuthClientsTable): ClientRecord {
     scopes: row.scopes.split(' ').filter(Boolean),
     corsOrigins: JSON.parse(row.cors_origins) as string[],
     firstParty: Boolean(row.first_party),
+    postLogoutRedirectUris: JSON.parse(row.post_logout_redirect_uris) as string[],
+    resourceServer: Boolean(row.resource_server),
     createdAt: new Date(row.created_at).toISOString(),
     secretRotatedAt: row.secret_rotated_at === null ? null : new Date(row.secret_rotated_at).toISOString(),
   };

@@ -11,7 +11,9 @@ import { loginWaitMs, recordLoginFailure, recordLoginSuccess, throttleKeys } fro
 import { pageHeaders, renderConsentPage, renderErrorPage, renderLoginPage } from './pages.ts';
 import type { ProviderHolder } from './provider-holder.ts';
 import { describeScope } from './scopes.ts';
-import { findUserByEmail } from './users.repository.ts';
+import { recordConsent, recordSignIn, requestWhere } from './audit-events.ts';
+import { scopesAllowedFor, type ScopeRoles } from './roles.ts';
+import { findUserByEmail, findUserById } from './users.repository.ts';
 
 type Interaction = Awaited<ReturnType<ProviderHolder['provider']['interactionDetails']>>;
 
@@ -21,6 +23,8 @@ interface InteractionOptions {
   loginMaxFailures: number;
   basePath: string;
   scopeDescriptions: Readonly<Record<string, string>>;
+  /** Scopes only users holding a role are granted (roles.ts): the consent leaves the others out. */
+  scopeRoles?: ScopeRoles;
 }
 
 const UID = {
@@ -31,6 +35,10 @@ const UID = {
 
 export async function interactionRoutes(app: FastifyInstance, options: InteractionOptions): Promise<void> {
   const { holder, db } = options;
+  const scopeRoles = options.scopeRoles ?? {};
+  /** The roles of the signed-in user: what the role-gated scopes are granted by. */
+  const rolesOf = async (details: Interaction): Promise<string[]> =>
+    (await findUserById(db, String(details.session?.accountId ?? '')))?.roles ?? [];
   app.addContentTypeParser(
     'application/x-www-form-urlencoded',
     { parseAs: 'string', bodyLimit: 8192 },
@@ -147,6 +155,18 @@ export async function interactionRoutes(app: FastifyInstance, options: Interacti
     await reply.code(303).header('cache-control', 'no-store').redirect(location, 303);
   }
 
+  /** consent.granted for the grant just saved (audit-events.ts: written after the save, not with it). */
+  async function auditConsent(
+    request: FastifyRequest,
+    details: Interaction,
+    grantId: string,
+    automatic: boolean,
+  ): Promise<void> {
+    const accountId = String(details.session?.accountId ?? '');
+    const consent = { accountId, clientId: clientIdOf(details), grantId, automatic };
+    await recordConsent(db, holder.provider, requestWhere(request), consent);
+  }
+
   app.get<{ Params: { uid: string } }>(
     '/interaction/:uid',
     { schema: { params: UID, hide: true } },
@@ -157,9 +177,12 @@ export async function interactionRoutes(app: FastifyInstance, options: Interacti
       const client = await clientInfo(details);
       if (details.prompt.name === 'consent' && client.firstParty) {
         // First-party clients (registered with --first-party) skip the consent page: the grant is what they asked.
-        return finish(request, reply, { consent: { grantId: await saveConsent(holder, details) } });
+        const grantId = await saveConsent(holder, details, await rolesOf(details), scopeRoles);
+        await auditConsent(request, details, grantId, true);
+        return finish(request, reply, { consent: { grantId } });
       }
-      const scopes = requestedScopes(details);
+      // A scope the user's roles do not allow is not offered: saveConsent would not grant it.
+      const scopes = scopesAllowedFor(requestedScopes(details), await rolesOf(details), scopeRoles);
       const page = renderConsentPage({
         action: paths(details.uid).confirm,
         abortAction: paths(details.uid).abort,
@@ -191,6 +214,7 @@ export async function interactionRoutes(app: FastifyInstance, options: Interacti
       const waitMs = await loginWaitMs(db, keys);
       if (waitMs > 0) {
         const seconds = Math.ceil(waitMs / 1000);
+        request.server.metrics.signIn('throttled');
         return showLogin(
           reply,
           details,
@@ -202,11 +226,23 @@ export async function interactionRoutes(app: FastifyInstance, options: Interacti
       }
       const user = await findUserByEmail(db, email);
       const valid = await verifyPassword(password, user?.passwordHash ?? (await decoyHash()));
-      if (!user || !valid) {
-        await recordLoginFailure(db, keys, { maxFailures: options.loginMaxFailures });
+      // A disabled user gets the same answer as a wrong password: the page does not tell an attacker
+      // which accounts exist or were disabled (README, "Roles" / the admin API's disable).
+      if (!user || !valid || user.disabledAt !== null) {
+        const failure = !user ? 'unknown_account' : !valid ? 'wrong_password' : 'account_disabled';
+        // The throttle's count and the audit entry commit together (README, "The audit trail").
+        await db.transaction().execute(async (trx) => {
+          await recordLoginFailure(trx, keys, { maxFailures: options.loginMaxFailures });
+          await recordSignIn(trx, requestWhere(request), { userId: user?.id, clientId: clientIdOf(details), failure });
+        });
+        request.server.metrics.signIn('failure');
         return showLogin(reply, details, 401, 'The e-mail address or the password is not right.', email);
       }
-      await recordLoginSuccess(db, keys);
+      await db.transaction().execute(async (trx) => {
+        await recordLoginSuccess(trx, keys);
+        await recordSignIn(trx, requestWhere(request), { userId: user.id, clientId: clientIdOf(details) });
+      });
+      request.server.metrics.signIn('success');
       await finish(request, reply, { login: { accountId: user.id, amr: ['pwd'] } });
     },
   );
@@ -219,7 +255,8 @@ export async function interactionRoutes(app: FastifyInstance, options: Interacti
       if (!details) return;
       if (details.prompt.name !== 'consent' || !details.session?.accountId)
         return sendPage(reply, 400, renderErrorPage('invalid_request', 'Sign in first.'));
-      const grantId = await saveConsent(holder, details);
+      const grantId = await saveConsent(holder, details, await rolesOf(details), scopeRoles);
+      await auditConsent(request, details, grantId, false);
       await finish(request, reply, { consent: { grantId } });
     },
   );
@@ -235,6 +272,10 @@ export async function interactionRoutes(app: FastifyInstance, options: Interacti
   );
 }
 
+function clientIdOf(details: Interaction): string {
+  return String(details.params.client_id);
+}
+
 /** Everything the consent prompt asks for: OIDC scopes and per-resource scopes not yet granted. */
 function requestedScopes(details: Interaction): string[] {
   const missing = details.prompt.details as {
@@ -246,7 +287,17 @@ function requestedScopes(details: Interaction): string[] {
   ];
 }
 
-async function saveConsent(holder: ProviderHolder, details: Interaction): Promise<string> {
+/**
+ * Grants what the prompt found missing. A role-gated scope the user's roles do not allow is recorded as
+ * rejected (oidc-provider then stops asking for it) instead of granted; provider.ts also drops it at the
+ * token endpoint, so a grant from before a role was removed cannot carry it into a token either.
+ */
+async function saveConsent(
+  holder: ProviderHolder,
+  details: Interaction,
+  roles: readonly string[],
+  scopeRoles: ScopeRoles,
+): Promise<string> {
   const { Grant } = holder.provider;
   const accountId = details.session?.accountId as string;
   const clientId = String(details.params.client_id);
@@ -258,7 +309,11 @@ async function saveConsent(holder: ProviderHolder, details: Interaction): Promis
   };
   if (missing.missingOIDCScope) grant.addOIDCScope(missing.missingOIDCScope.join(' '));
   if (missing.missingOIDCClaims) grant.addOIDCClaims(missing.missingOIDCClaims);
-  for (const [resource, scopes] of Object.entries(missing.missingResourceScopes ?? {}))
-    grant.addResourceScope(resource, scopes.join(' '));
+  for (const [resource, scopes] of Object.entries(missing.missingResourceScopes ?? {})) {
+    const allowed = scopesAllowedFor(scopes, roles, scopeRoles);
+    const withheld = scopes.filter((scope) => !allowed.includes(scope));
+    if (allowed.length > 0) grant.addResourceScope(resource, allowed.join(' '));
+    if (withheld.length > 0) grant.rejectResourceScope(resource, withheld.join(' '));
+  }
   return grant.save();
 }

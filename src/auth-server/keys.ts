@@ -5,7 +5,8 @@
 import { randomBytes } from 'node:crypto';
 import { calculateJwkThumbprint, exportJWK, generateKeyPair, type JWK } from 'jose';
 import type { Kysely } from 'kysely';
-import { toDbTime } from '../db/codecs.ts';
+import { recordAudit, type AuditEntry } from '../audit/audit.ts';
+import { fromDbTime, toDbTime } from '../db/codecs.ts';
 import { isSealed, seal, unseal } from '../db/sealed.ts';
 import type { Database } from '../db/schema.ts';
 
@@ -36,23 +37,62 @@ export async function ensureKeys(db: Kysely<Database>, algorithms: string[], kek
   if (!has('cookie', 'HS256')) await insertCookieKey(db, kek);
 }
 
-/** Retires every current key and creates fresh ones, in one transaction. */
+/**
+ * Retires every current key and creates fresh ones, in one transaction with its audit entry. The one
+ * rotation of `signet keys rotate` and POST /api/admin/keys/rotate, so the two cannot drift apart.
+ */
 export async function rotateKeys(
   db: Kysely<Database>,
   algorithms: string[],
   kek: Buffer | undefined,
+  by: Pick<AuditEntry, 'actor' | 'requestId' | 'sourceAddress'>,
 ): Promise<string[]> {
   return db.transaction().execute(async (trx) => {
-    await trx
+    const retired = await trx
       .updateTable('signing_keys')
       .set({ retired_at: toDbTime(new Date()) })
       .where('retired_at', 'is', null)
+      .returning('kid')
       .execute();
     const kids: string[] = [];
     for (const alg of algorithms) kids.push(await insertJwsKey(trx, alg, kek));
     await insertCookieKey(trx, kek);
+    await recordAudit(trx, {
+      ...by,
+      action: 'keys.rotated',
+      target: { type: 'signing_keys', id: kids.join(' ') },
+      // Key ids are public (they are in the JWKS); the cookie keys' ids are left out all the same.
+      details: { kids, retired: retired.map((r) => r.kid).filter((kid) => !kid.startsWith('ck_')) },
+    });
     return kids;
   });
+}
+
+/** A key as an operator sees it: never its material. */
+export interface KeyInfo {
+  kid: string;
+  use: 'jws' | 'cookie';
+  alg: string;
+  createdAt: Date;
+  retiredAt: Date | null;
+}
+
+/** Every stored key, current ones first, then retired ones newest first (the order loadKeys uses). */
+export async function listKeys(db: Kysely<Database>): Promise<KeyInfo[]> {
+  const rows = await db.selectFrom('signing_keys').select(['kid', 'use', 'alg', 'created_at', 'retired_at']).execute();
+  const keys = rows.map((r) => ({
+    kid: r.kid,
+    use: r.use as KeyInfo['use'],
+    alg: r.alg,
+    createdAt: fromDbTime(r.created_at),
+    retiredAt: r.retired_at === null ? null : fromDbTime(r.retired_at),
+  }));
+  return keys.sort(
+    (a, b) =>
+      Number(a.retiredAt !== null) - Number(b.retiredAt !== null) ||
+      b.createdAt.getTime() - a.createdAt.getTime() ||
+      a.kid.localeCompare(b.kid),
+  );
 }
 
 export async function loadKeys(

@@ -1,6 +1,6 @@
 // oidc-provider's storage adapter over Kysely: one table for every model it persists (sessions,
 // interactions, grants, authorization codes, refresh tokens …), on SQLite and PostgreSQL alike.
-// Clients are not stored here: they live in oauth_clients (see clients.repository.ts).
+// Clients are not stored here: they live in oauth_clients (see clients.repository.ts and ClientAdapter).
 //
 // Codes and opaque tokens are bearer credentials whose value is the row id (oidc-provider looks them up
 // by the value presented). They are stored under its SHA-256, and their payload without `jti` (the
@@ -10,6 +10,7 @@ import { createHash } from 'node:crypto';
 import { errors, type Adapter, type AdapterPayload } from 'oidc-provider';
 import type { Kysely } from 'kysely';
 import { toDbTime } from '../db/codecs.ts';
+import type { Executor } from '../db/database.ts';
 import type { Database } from '../db/schema.ts';
 import { findClientMetadata } from './clients.repository.ts';
 
@@ -25,6 +26,9 @@ export const HASHED_MODELS: ReadonlySet<string> = new Set([
   'RefreshToken',
   'AccessToken',
   'ClientCredentials',
+  // Dynamic registration's bearer values (RFC 7591 §3, RFC 7592 §3): never stored before registration existed.
+  'InitialAccessToken',
+  'RegistrationAccessToken',
 ]);
 
 export function hashTokenId(id: string): string {
@@ -32,9 +36,19 @@ export function hashTokenId(id: string): string {
 }
 
 /** Grant-bound models: revoking a grant deletes every row that carries its id. */
-export async function revokeGrant(db: Kysely<Database>, grantId: string): Promise<void> {
+export async function revokeGrant(db: Executor, grantId: string): Promise<void> {
   await db.deleteFrom('oidc_payloads').where('grant_id', '=', grantId).execute();
   await db.deleteFrom('oidc_payloads').where('model', '=', 'Grant').where('id', '=', grantId).execute();
+}
+
+/**
+ * Everything held for one account: its sessions, grants, codes and refresh tokens (each row carries
+ * the `accountId` of its payload). Used when a user is disabled or deleted: the next request with one
+ * of them finds nothing, so it fails at once (RFC 6749 §5.2 invalid_grant for a refresh token).
+ */
+export async function revokeAccount(db: Executor, accountId: string): Promise<number> {
+  const result = await db.deleteFrom('oidc_payloads').where('account_id', '=', accountId).executeTakeFirst();
+  return Number(result.numDeletedRows);
 }
 
 export async function purgeExpiredPayloads(db: Kysely<Database>, now: Date): Promise<number> {
@@ -149,17 +163,30 @@ function withoutJti(payload: AdapterPayload): AdapterPayload {
   return rest;
 }
 
-/** Read-only: clients are managed by the CLI (`signet client …`), never by the protocol. */
+/** What dynamic registration (registration.ts) does when oidc-provider stores or removes a client. */
+export interface ClientStore {
+  upsert(clientId: string, metadata: Record<string, unknown>): Promise<void>;
+  destroy(clientId: string): Promise<void>;
+}
+
+/**
+ * Clients live in oauth_clients, managed with `signet client` and the admin API (clients.service.ts).
+ * oidc-provider writes here only for dynamic registration (RFC 7591/7592), when it is on: `store`
+ * then keeps the client as an ordinary row, with its secret hashed. Without it, nothing is written.
+ */
 export class ClientAdapter implements Adapter {
   readonly #db: Kysely<Database>;
-  constructor(db: Kysely<Database>) {
+  readonly #store: ClientStore | undefined;
+  constructor(db: Kysely<Database>, store?: ClientStore) {
     this.#db = db;
+    this.#store = store;
   }
   async find(id: string): Promise<AdapterPayload | undefined> {
     return (await findClientMetadata(this.#db, id)) as AdapterPayload | undefined;
   }
-  async upsert(): Promise<void> {
-    throw new Error('clients are managed with `signet client`');
+  async upsert(id: string, payload: AdapterPayload): Promise<void> {
+    if (!this.#store) throw new Error('clients are managed with `signet client` (dynamic registration is off)');
+    await this.#store.upsert(id, payload as Record<string, unknown>);
   }
   async findByUid(): Promise<undefined> {
     return undefined;
@@ -168,6 +195,8 @@ export class ClientAdapter implements Adapter {
     return undefined;
   }
   async consume(): Promise<void> {}
-  async destroy(): Promise<void> {}
+  async destroy(id: string): Promise<void> {
+    await this.#store?.destroy(id);
+  }
   async revokeByGrantId(): Promise<void> {}
 }

@@ -54,6 +54,7 @@ export async function registerAuthServer(app: FastifyInstance, options: AuthServ
     loginMaxFailures: options.loginMaxFailures,
     basePath: mount,
     scopeDescriptions: options.scopeDescriptions,
+    scopeRoles: options.scopeRoles,
   });
   registerAuthorizationServerMetadata(app, mount);
 

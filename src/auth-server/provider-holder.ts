@@ -6,6 +6,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { Kysely } from 'kysely';
 import type Provider from 'oidc-provider';
 import type { Database } from '../db/schema.ts';
+import { auditProviderEvents } from './audit-events.ts';
 import { loadKeys, publicJwks, type KeyMaterial } from './keys.ts';
 import { createProvider, type ProviderSettings } from './provider.ts';
 
@@ -22,6 +23,8 @@ export class ProviderHolder {
   readonly #settings: ProviderSettings;
   readonly #kek: Buffer | undefined;
   readonly #log: FastifyBaseLogger | undefined;
+  /** Told of each token endpoint success, by grant type (app.ts wires the metrics, README "Metrics"). */
+  #onTokenIssued: ((grantType: unknown) => void) | undefined;
 
   private constructor(
     db: Kysely<Database>,
@@ -61,7 +64,19 @@ export class ProviderHolder {
         this.#log?.error({ err, reqId: ctx.req.id, method: ctx.method, path: ctx.path }, 'authorization server error');
       },
     );
+    // Revoked grants and refresh-token reuse go to the audit trail (README, "The audit trail").
+    auditProviderEvents(provider, this.#db, (err) => this.#log?.error({ err }, 'audit trail entry not written'));
+    // 'grant.success': the token endpoint issued tokens (oidc-provider lib/actions/token.js), for any
+    // grant type; the listener looks the observer up when it fires, so a rebuilt provider reports too.
+    provider.on('grant.success', (ctx: { oidc: { params?: { grant_type?: unknown } } }) =>
+      this.#onTokenIssued?.(ctx.oidc.params?.grant_type),
+    );
     return provider;
+  }
+
+  /** Reports every successful token endpoint response with its grant_type. */
+  observeTokens(observer: (grantType: unknown) => void): void {
+    this.#onTokenIssued = observer;
   }
 
   get provider(): Provider {

@@ -4,14 +4,18 @@ import { timingSafeEqual } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import Provider, { errors, type Configuration } from 'oidc-provider';
 import type { Database } from '../db/schema.ts';
-import { findAccount } from './accounts.ts';
+import { findAccount, type SignetAccount } from './accounts.ts';
+import { mayIntrospect, recordIssuedJwt, registerJwtIntrospection } from './introspection.ts';
 import { hashClientSecret } from './clients.repository.ts';
-import type { KeyMaterial } from './keys.ts';
+import { publicJwks, type KeyMaterial } from './keys.ts';
 import { ClientAdapter, KyselyAdapter } from './oidc-adapter.ts';
 import { pageHeaders, renderErrorPage, renderLogoutPage, renderLoggedOutPage } from './pages.ts';
+import { registrationFeatures, registrationStore, RegistrationLedger } from './registration.ts';
 import { registerRequestShaping } from './request-shaping.ts';
+import { scopesAllowedFor, type ScopeRoles } from './roles.ts';
 import { registerResponseShaping, requestIdOf, type ProviderRoutes } from './response-shaping.ts';
-import { OIDC_SCOPE_DESCRIPTIONS, type ResourceDefinition } from './scopes.ts';
+import { OIDC_SCOPE_CLAIMS, OIDC_SCOPE_DESCRIPTIONS, USERINFO_SCOPES, type ResourceDefinition } from './scopes.ts';
+import { registerJwtUserinfo } from './userinfo.ts';
 
 export interface ProviderSettings {
   issuer: string;
@@ -21,6 +25,10 @@ export interface ProviderSettings {
   refreshTokenTtlSeconds: number;
   sessionTtlSeconds: number;
   secureCookies: boolean;
+  /** Scopes granted to a user only when they hold a role (roles.ts); client-credentials tokens are not gated. */
+  scopeRoles?: ScopeRoles;
+  /** RFC 7591/7592 with an initial access token (DYNAMIC_REGISTRATION; registration.ts). Off by default. */
+  dynamicRegistration?: boolean;
 }
 
 const ROUTES: ProviderRoutes = {
@@ -32,6 +40,8 @@ const ROUTES: ProviderRoutes = {
   introspection: '/introspect',
   end_session: '/session/end',
 };
+/** RFC 7591 §3; its RFC 7592 client configuration endpoint is `/reg/{client_id}`. */
+export const REGISTRATION_ROUTE = '/reg';
 const AUTHORIZATION_CODE_TTL = 60; // RFC 6749 §4.1.2: short-lived, 10 minutes at most
 const ID_TOKEN_TTL = 3600;
 const INTERACTION_TTL = 600;
@@ -43,8 +53,11 @@ export function interactionPath(issuer: string, uid: string): string {
 export function createProvider(db: Kysely<Database>, keys: KeyMaterial, settings: ProviderSettings): Provider {
   const resourceFor = (uri: string): ResourceDefinition | undefined => settings.resources.find((r) => r.uri === uri);
   const apiScopes = new Set(settings.resources.flatMap((r) => r.scopes));
+  const scopeRoles = settings.scopeRoles ?? {};
+  const ledger = new RegistrationLedger();
+  const clientStore = settings.dynamicRegistration ? registrationStore(db, ledger) : undefined;
   const configuration: Configuration = {
-    adapter: (name: string) => (name === 'Client' ? new ClientAdapter(db) : new KyselyAdapter(db, name)),
+    adapter: (name: string) => (name === 'Client' ? new ClientAdapter(db, clientStore) : new KyselyAdapter(db, name)),
     findAccount: (_ctx, sub) => findAccount(db, sub),
     jwks: keys.jwks as Configuration['jwks'],
     cookies: {
@@ -52,7 +65,9 @@ export function createProvider(db: Kysely<Database>, keys: KeyMaterial, settings
       long: { signed: true, httpOnly: true, sameSite: 'lax', secure: settings.secureCookies },
       short: { signed: true, httpOnly: true, sameSite: 'lax', secure: settings.secureCookies },
     },
-    claims: { openid: ['sub'], email: ['email'], profile: ['name'] },
+    // auth_time with openid: every ID token carries it (OIDC Core §2) without the client metadata
+    // require_auth_time, which would refuse every request without openid (plain OAuth 2.0 clients).
+    claims: { ...OIDC_SCOPE_CLAIMS, openid: [...OIDC_SCOPE_CLAIMS.openid!, 'auth_time'] },
     scopes: [...Object.keys(OIDC_SCOPE_DESCRIPTIONS), ...apiScopes],
     // ID tokens carry the granted profile claims (the README lists sub, email, name in the ID token),
     // not only the userinfo response.
@@ -60,7 +75,7 @@ export function createProvider(db: Kysely<Database>, keys: KeyMaterial, settings
     responseTypes: ['code'], // no implicit or hybrid flow (README, "Authorization server"; RFC 9700 §2.1.2)
     clientAuthMethods: ['client_secret_basic', 'client_secret_post', 'none'],
     pkce: { required: () => true }, // every client, confidential ones too (RFC 9700 §2.1.1); S256 only
-    routes: ROUTES,
+    routes: { ...ROUTES, registration: REGISTRATION_ROUTE },
     ttl: {
       AccessToken: settings.accessTokenTtlSeconds,
       ClientCredentials: settings.accessTokenTtlSeconds,
@@ -76,7 +91,7 @@ export function createProvider(db: Kysely<Database>, keys: KeyMaterial, settings
     issueRefreshToken: async (_ctx, client) => client.grantTypeAllowed('refresh_token'),
     rotateRefreshToken: true,
     expiresWithSession: async () => false,
-    extraClientMetadata: { properties: ['cors_origins', 'first_party'] },
+    extraClientMetadata: { properties: ['cors_origins', 'first_party', 'resource_server'] },
     clientBasedCORS: (_ctx, origin, client) =>
       ((client as unknown as { cors_origins?: string[] }).cors_origins ?? []).includes(origin),
     interactions: { url: (_ctx, interaction) => interactionPath(settings.issuer, interaction.uid) },
@@ -88,6 +103,8 @@ export function createProvider(db: Kysely<Database>, keys: KeyMaterial, settings
         out.error === 'server_error' ? requestIdOf(ctx) : undefined,
       );
     },
+    // Each JWT access token leaves a record of its grant, for introspection (introspection.ts).
+    formats: { customizers: { jwt: recordIssuedJwt(db) } },
     features: {
       devInteractions: { enabled: false },
       // Off: the API does not enforce DPoP proofs, so a DPoP-bound token would be no safer than a bearer
@@ -95,6 +112,8 @@ export function createProvider(db: Kysely<Database>, keys: KeyMaterial, settings
       dPoP: { enabled: false },
       pushedAuthorizationRequests: { enabled: false },
       clientCredentials: { enabled: true },
+      // Off unless DYNAMIC_REGISTRATION=true: then an admin's initial access token is required (RFC 7591 §3).
+      ...(settings.dynamicRegistration ? registrationFeatures([...apiScopes], ledger) : {}),
       // RFC 7009 §2.1: a client revokes only tokens issued to it.
       revocation: {
         enabled: true,
@@ -104,12 +123,13 @@ export function createProvider(db: Kysely<Database>, keys: KeyMaterial, settings
           throw new errors.InvalidRequest('the token was not issued to this client');
         },
       },
-      // RFC 7662 §2.1: confidential clients only, and (no separate resource servers here) only for
-      // tokens issued to them; anything else is `{"active": false}`, which reveals nothing.
+      // RFC 7662 §2.1: confidential clients only, for tokens issued to them, or any token for a client
+      // registered as a resource server; anything else is `{"active": false}` (§2.2), which reveals nothing.
+      // JWT access tokens are answered by introspection.ts, with the same rule.
       introspection: {
         enabled: true,
         allowedPolicy: async (_ctx, client, token) =>
-          client.clientAuthMethod !== 'none' && token.clientId === client.clientId,
+          mayIntrospect(client as unknown as Parameters<typeof mayIntrospect>[0], token.clientId),
       },
       userinfo: { enabled: true },
       rpInitiatedLogout: {
@@ -137,11 +157,22 @@ export function createProvider(db: Kysely<Database>, keys: KeyMaterial, settings
           );
         },
         useGrantedResource: () => true,
-        getResourceServerInfo: (_ctx, uri) => {
+        getResourceServerInfo: (ctx, uri, client) => {
           const resource = resourceFor(uri);
           if (!resource) throw new errors.InvalidTarget(`unknown resource ${uri}`);
+          // Only what the client is registered for today: a scope an admin took away from the client
+          // (PATCH /api/admin/clients) never reaches a new token, even from a grant or refresh token
+          // consented before. At the token endpoint (code exchange, refresh) the user is known too: a
+          // scope their roles do not allow never reaches an access token either. Client credentials have
+          // no account, and the client's registered scopes bound them.
+          const registered = client?.scope === undefined ? undefined : new Set(client.scope.split(' '));
+          const forClient = registered ? resource.scopes.filter((s) => registered.has(s)) : resource.scopes;
+          const account = ctx.oidc.account as SignetAccount | undefined;
+          const scopes = account ? scopesAllowedFor(forClient, account.roles, scopeRoles) : forClient;
           return {
-            scope: resource.scopes.join(' '),
+            // The OIDC scopes too: a code-flow token that was granted openid says so, and works at
+            // UserInfo (userinfo.ts; OIDC Core §5.3.1). The API checks only its own scopes.
+            scope: [...USERINFO_SCOPES, ...scopes].join(' '),
             audience: resource.uri,
             accessTokenTTL: settings.accessTokenTtlSeconds,
             accessTokenFormat: 'jwt', // RFC 9068
@@ -161,6 +192,15 @@ export function createProvider(db: Kysely<Database>, keys: KeyMaterial, settings
   // Outermost first: the response shaping sees every answer, the request shaping's own included.
   registerResponseShaping(provider, { routes: ROUTES, issuer: settings.issuer });
   registerRequestShaping(provider, { resources: settings.resources, apiScopes, db });
+  registerJwtUserinfo(provider, {
+    issuer: settings.issuer,
+    route: ROUTES.userinfo,
+    resources: settings.resources,
+    jwks: publicJwks(keys),
+    algorithm: settings.accessTokenAlg,
+    db,
+  });
+  registerJwtIntrospection(provider, { db, keys, issuer: settings.issuer, accessTokenAlg: settings.accessTokenAlg });
   return provider;
 }
 

@@ -8,6 +8,8 @@
 // - a token request with no client authentication at all: 401 invalid_client (RFC 6749 §5.2).
 // - a client-credentials scope naming no known resource or scope: invalid_scope (RFC 6749 §5.2), not a
 //   token without scopes.
+// - POST /authorize (OIDC Core §3.1.2.1) and POST /session/end (RP-Initiated Logout 1.0 §2) with a form
+//   body: 303 to the same endpoint with the form as its query (see redirectFormToQuery).
 // oidc-provider's router matches paths case-insensitively, with or without a trailing slash, and HEAD as
 // GET, so the shaping recognises its routes the same way.
 import { parse as parseForm, stringify as stringifyForm } from 'node:querystring';
@@ -16,10 +18,16 @@ import type { Kysely } from 'kysely';
 import type { KoaContextWithOIDC } from 'oidc-provider';
 import type Provider from 'oidc-provider';
 import type { Database } from '../db/schema.ts';
+import { PROBLEM_CONTENT_TYPE } from '../http/errors.ts';
+import { PROBLEM_TYPES, type ProblemType } from '../http/problems.ts';
 import { findClient } from './clients.repository.ts';
 import { parseDefaultScope, type ResourceDefinition } from './scopes.ts';
 
 const FORM_LIMIT_BYTES = 56 * 1024; // oidc-provider's own limit
+/** The endpoints whose POST form is answered with a GET of the same request (redirectFormToQuery). */
+const POST_AS_GET_ROUTES = new Set(['/authorize', '/session/end']);
+/** Well under Node's 16 KiB for the request line and headers, which the GET must fit in with its cookies. */
+const REDIRECT_QUERY_LIMIT_BYTES = 8 * 1024;
 
 interface ShapingSettings {
   resources: ResourceDefinition[];
@@ -32,6 +40,7 @@ export function registerRequestShaping(provider: Provider, settings: ShapingSett
     const route = routeKey(ctx.path);
     const read = ctx.method === 'GET' || ctx.method === 'HEAD';
     if (read && route === '/authorize') await shapeAuthorizationQuery(ctx as KoaContextWithOIDC, settings);
+    if (ctx.method === 'POST' && POST_AS_GET_ROUTES.has(route)) await redirectFormToQuery(ctx as KoaContextWithOIDC);
     if (ctx.method === 'POST' && route === '/token' && ctx.is('application/x-www-form-urlencoded'))
       await shapeTokenRequest(ctx as KoaContextWithOIDC, settings);
     if (ctx.body === undefined) await next();
@@ -78,6 +87,72 @@ async function shapeAuthorizationQuery(ctx: KoaContextWithOIDC, settings: Shapin
   }
 }
 
+/**
+ * POST /authorize and POST /session/end carry the GET's parameters as a form (OIDC Core §3.1.2.1,
+ * RP-Initiated Logout 1.0 §2). They are answered with 303 See Other to the same endpoint with the form
+ * as its query, which the browser follows with a GET, so one code path serves both methods (the GET's
+ * shaping above included). Not oidc-provider's `enableHttpPostMethods`: it requires the session cookie
+ * to be SameSite=None, which browsers refuse without Secure (plain-HTTP development) and which sends it
+ * on every cross-site request; a POST from the relying party's site carries no SameSite=Lax cookie, but
+ * the GET it turns into does (a top-level navigation), so the user's session is found: single sign-on
+ * works, and logout ends the session the browser really has.
+ */
+async function redirectFormToQuery(ctx: KoaContextWithOIDC): Promise<void> {
+  if (!ctx.is('application/x-www-form-urlencoded'))
+    return answerProblem(
+      ctx,
+      PROBLEM_TYPES.unsupportedMediaType,
+      `POST ${ctx.path} takes an application/x-www-form-urlencoded body; or send its parameters as a GET query`,
+    );
+  const raw = await readBody(ctx);
+  if (raw === undefined)
+    return answerProblem(
+      ctx,
+      PROBLEM_TYPES.payloadTooLarge,
+      `the request body is larger than ${FORM_LIMIT_BYTES} bytes`,
+    );
+  // Parsed and re-encoded, so the query says exactly what the form said (repeated parameters included,
+  // which oidc-provider then refuses as it would in a GET).
+  const query = new URLSearchParams(raw.toString('utf8')).toString();
+  if (query.length > REDIRECT_QUERY_LIMIT_BYTES)
+    return answerProblem(
+      ctx,
+      PROBLEM_TYPES.payloadTooLarge,
+      `the form is larger than ${REDIRECT_QUERY_LIMIT_BYTES} bytes once URL-encoded, too large to be sent on as a GET`,
+    );
+  // Absolute, on the issuer's origin (plugin.ts pins every request to it): the path can never be read
+  // as another host's.
+  ctx.redirect(`${issuerOrigin(ctx)}${requestPath(ctx)}${query ? `?${query}` : ''}`);
+  ctx.status = 303; // RFC 9110 §15.4.4: the browser retrieves the target with GET
+  ctx.set('cache-control', 'no-store');
+}
+
+/** A problem+json answer (RFC 9457) for a request refused before oidc-provider runs, as response-shaping.ts words them. */
+function answerProblem(ctx: KoaContextWithOIDC, type: ProblemType, detail: string): void {
+  const path = requestPath(ctx);
+  ctx.status = type.status;
+  ctx.set('cache-control', 'no-store');
+  ctx.type = PROBLEM_CONTENT_TYPE;
+  ctx.body = JSON.stringify({
+    type: `${issuerOrigin(ctx)}/problems/${type.slug}`,
+    title: type.title,
+    status: type.status,
+    detail,
+    instance: `${issuerOrigin(ctx)}${path}`,
+    requestId: (ctx.req as { id?: string }).id,
+  });
+}
+
+/** The issuer's origin: plugin.ts pins every request's forwarded host and protocol to it (koa's `origin` is the Origin header). */
+function issuerOrigin(ctx: KoaContextWithOIDC): string {
+  return `${ctx.protocol}://${ctx.host}`;
+}
+
+/** The path as the client sent it, the mount included (oidc-provider sees it without). */
+function requestPath(ctx: KoaContextWithOIDC): string {
+  return (ctx.req as { originalUrl?: string }).originalUrl?.split('?')[0] ?? ctx.path;
+}
+
 async function shapeTokenRequest(ctx: KoaContextWithOIDC, settings: ShapingSettings): Promise<void> {
   const raw = await readBody(ctx);
   if (raw === undefined)
@@ -99,9 +174,10 @@ async function shapeTokenRequest(ctx: KoaContextWithOIDC, settings: ShapingSetti
   }
   if (body.grant_type === 'client_credentials') {
     // RFC 6749 §3.3: no scope means the default one, here `<resource>/.default` (resource given or the API).
+    // An unknown `resource` is left to oidc-provider, which answers invalid_target (RFC 8707 §2).
     if (body.scope === undefined || body.scope === '') {
       const resource = typeof body.resource === 'string' ? body.resource : settings.resources[0]?.uri;
-      if (resource) body.scope = `${resource}/.default`;
+      if (resource && settings.resources.some((r) => r.uri === resource)) body.scope = `${resource}/.default`;
     }
     if (typeof body.scope === 'string') {
       const unknown = body.scope

@@ -43,13 +43,13 @@ function routeMethods(routes: ProviderRoutes): Map<string, string[]> {
   const cors = (methods: string[]) => [...methods, 'OPTIONS'];
   return new Map(
     Object.entries({
-      [routes.authorization]: read,
+      [routes.authorization]: [...read, 'POST'], // POST: a form, see request-shaping.ts
       [routes.token]: cors(['POST']),
       [routes.jwks]: cors(read),
       [routes.userinfo]: cors([...read, 'POST']),
       [routes.revocation]: cors(['POST']),
       [routes.introspection]: cors(['POST']),
-      [routes.end_session]: read,
+      [routes.end_session]: [...read, 'POST'],
       [`${routes.end_session}/confirm`]: ['POST'],
       [`${routes.end_session}/success`]: read,
       '/.well-known/openid-configuration': cors(read),

@@ -10,6 +10,20 @@ export const OIDC_SCOPE_DESCRIPTIONS: Readonly<Record<string, string>> = {
   offline_access: 'Keep access while you are away',
 };
 
+/** The user claims each OIDC scope releases (OIDC Core §5.4), in the ID token and at UserInfo. */
+export const OIDC_SCOPE_CLAIMS: Readonly<Record<string, readonly string[]>> = {
+  openid: ['sub'],
+  email: ['email'],
+  profile: ['name'],
+};
+
+/**
+ * The OIDC scopes an API access token carries when they were granted, beside its API scopes: they
+ * authorize it at UserInfo (OIDC Core §5.3.1), as they do the tokens of most OpenID providers. The API
+ * ignores them (a route requires its own scopes).
+ */
+export const USERINFO_SCOPES: readonly string[] = Object.keys(OIDC_SCOPE_CLAIMS);
+
 export interface ResourceDefinition {
   /** RFC 8707 resource indicator; also the `aud` of its access tokens. */
   uri: string;

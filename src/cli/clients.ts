@@ -1,26 +1,54 @@
-// `signet client create|list|delete|rotate-secret`
+// `signet client create|list|delete|rotate-secret|registration-token`: the same clients service as the
+// admin API (src/auth-server/clients.service.ts), with the CLI's OS user as the audit actor.
 import { parseArgs } from 'node:util';
+import { cliActor } from '../audit/audit.ts';
+import { listClients, type ClientRecord, type GrantType, type NewClient } from '../auth-server/clients.repository.ts';
 import {
-  createClient,
-  deleteClient,
-  GRANT_TYPES,
-  listClients,
-  rotateClientSecret,
-  type ClientRecord,
-  type GrantType,
-  type NewClient,
-} from '../auth-server/clients.repository.ts';
+  clientMetadataView,
+  ClientRuleError,
+  createClientsService,
+  type ClientField,
+  type ClientsService,
+} from '../auth-server/clients.service.ts';
+import { issueRegistrationToken, parseDuration } from '../auth-server/registration-tokens.ts';
 import { API_SCOPES } from '../app.ts';
+import { Problem } from '../http/problems.ts';
 import { listOption, output, UsageError, withDatabase } from './admin.ts';
 
 export const CLIENT_USAGE = `usage:
   signet client create --name <name> --type confidential|public
                        --grant authorization_code,refresh_token,client_credentials
-                       [--redirect-uri <url>]... [--scope "orders:read orders:write"]
-                       [--cors-origin <origin>]... [--first-party] [--json]
+                       [--redirect-uri <url>]... [--post-logout-redirect-uri <url>]... [--scope "openid profile email orders:read"]
+                       [--cors-origin <origin>]... [--first-party] [--resource-server] [--json]
   signet client list [--json]
   signet client delete <client_id> [--json]
-  signet client rotate-secret <client_id> [--json]`;
+  signet client rotate-secret <client_id> [--json]
+  signet client registration-token [--expires-in 1d] [--scope "orders:read"] [--json]
+                       an initial access token for dynamic registration (DYNAMIC_REGISTRATION=true)`;
+
+/** The option that sets each member, so a refusal names what to change on the command line. */
+const OPTION_FOR: Record<ClientField, string> = {
+  client_name: '--name',
+  client_type: '--type',
+  grant_types: '--grant',
+  redirect_uris: '--redirect-uri',
+  post_logout_redirect_uris: '--post-logout-redirect-uri',
+  scope: '--scope',
+  cors_origins: '--cors-origin',
+  first_party: '--first-party',
+  resource_server: '--resource-server',
+};
+
+/** Exit 1: the client does not exist, or has no secret to rotate. */
+class Refused extends Error {}
+
+/** The service's refusals as the CLI's: a usage error (exit 2) in terms of the options, or not found (exit 1). */
+function fromService(err: unknown): never {
+  if (err instanceof ClientRuleError) throw new UsageError(err.explain(OPTION_FOR[err.field]));
+  if (err instanceof Problem && (err.type.status === 404 || err.type.status === 409)) throw new Refused(err.detail);
+  if (err instanceof Problem && err.type.status < 500) throw new UsageError(err.detail);
+  throw err;
+}
 
 export async function clientCommand(args: string[]): Promise<number> {
   const { values, positionals } = parseArgs({
@@ -31,85 +59,119 @@ export async function clientCommand(args: string[]): Promise<number> {
       type: { type: 'string' },
       grant: { type: 'string', multiple: true },
       'redirect-uri': { type: 'string', multiple: true },
+      'post-logout-redirect-uri': { type: 'string', multiple: true },
       scope: { type: 'string', multiple: true },
       'cors-origin': { type: 'string', multiple: true },
       'first-party': { type: 'boolean' },
+      'resource-server': { type: 'boolean' },
+      'expires-in': { type: 'string' },
       json: { type: 'boolean' },
     },
   });
   const [action, target] = positionals;
   const json = values.json ?? false;
-  switch (action) {
-    case 'create': {
-      const client = validateNewClient({
-        name: values.name?.trim() ?? '',
-        type: values.type as NewClient['type'],
-        grantTypes: listOption(values.grant) as GrantType[],
-        redirectUris: listOption(values['redirect-uri'], /[,\s]+/),
-        scopes: listOption(values.scope),
-        corsOrigins: listOption(values['cors-origin']),
-        firstParty: values['first-party'] ?? false,
-      });
-      const { record, clientSecret } = await withDatabase(({ db }) => createClient(db, client));
-      output(
-        json,
-        { ...clientJson(record), ...(clientSecret ? { client_secret: clientSecret } : {}) },
-        describeCreated(record, clientSecret),
-      );
-      return 0;
+  const withClients = <T>(run: (clients: ClientsService) => Promise<T>): Promise<T> =>
+    withDatabase(({ db }) => run(createClientsService({ db, apiScopes: Object.keys(API_SCOPES) }))).catch(fromService);
+  const named = (verb: string): string => {
+    if (!target) throw new UsageError(`name the client: signet client ${verb} <client_id>`);
+    return target;
+  };
+  try {
+    switch (action) {
+      case 'create': {
+        const input: NewClient = {
+          name: values.name?.trim() ?? '',
+          type: values.type as NewClient['type'],
+          grantTypes: listOption(values.grant) as GrantType[],
+          redirectUris: listOption(values['redirect-uri'], /[,\s]+/),
+          postLogoutRedirectUris: listOption(values['post-logout-redirect-uri'], /[,\s]+/),
+          scopes: listOption(values.scope),
+          corsOrigins: listOption(values['cors-origin']),
+          firstParty: values['first-party'] ?? false,
+          resourceServer: values['resource-server'] ?? false,
+        };
+        const { client, clientSecret } = await withClients((clients) => clients.create(input, { actor: cliActor() }));
+        output(
+          json,
+          { ...clientJson(client), ...(clientSecret ? { client_secret: clientSecret } : {}) },
+          describeCreated(client, clientSecret),
+        );
+        return 0;
+      }
+      case 'list': {
+        const clients = await withDatabase(({ db }) => listClients(db));
+        output(
+          json,
+          clients.map(clientJson),
+          clients
+            .map((c) => `${c.clientId}  ${c.type.padEnd(12)}  ${c.name}  [${c.grantTypes.join(', ')}]`)
+            .join('\n') || 'no clients',
+        );
+        return 0;
+      }
+      case 'delete': {
+        const clientId = named('delete');
+        await withClients((clients) => clients.remove(clientId, { actor: cliActor() }));
+        output(json, { deleted: clientId }, `deleted client ${clientId} and every grant and token issued to it`);
+        return 0;
+      }
+      case 'rotate-secret': {
+        const clientId = named('rotate-secret');
+        const { clientSecret } = await withClients((clients) => clients.rotateSecret(clientId, { actor: cliActor() }));
+        output(
+          json,
+          { client_id: clientId, client_secret: clientSecret },
+          `client_secret: ${clientSecret}\n\nThe old secret no longer works. This is the only time the new one is shown.`,
+        );
+        return 0;
+      }
+      case 'registration-token':
+        return await registrationToken(values['expires-in'], values.scope, json);
+      default:
+        throw new UsageError(CLIENT_USAGE);
     }
-    case 'list': {
-      const clients = await withDatabase(({ db }) => listClients(db));
-      output(
-        json,
-        clients.map(clientJson),
-        clients.map((c) => `${c.clientId}  ${c.type.padEnd(12)}  ${c.name}  [${c.grantTypes.join(', ')}]`).join('\n') ||
-          'no clients',
-      );
-      return 0;
+  } catch (err) {
+    if (err instanceof Refused) {
+      console.error(`signet: ${err.message}`);
+      return 1;
     }
-    case 'delete': {
-      if (!target) throw new UsageError('name the client: signet client delete <client_id>');
-      const deleted = await withDatabase(({ db }) => deleteClient(db, target));
-      if (!deleted) return notFound(target);
-      output(json, { deleted: target }, `deleted client ${target} and every grant and token issued to it`);
-      return 0;
-    }
-    case 'rotate-secret': {
-      if (!target) throw new UsageError('name the client: signet client rotate-secret <client_id>');
-      const secret = await withDatabase(({ db }) => rotateClientSecret(db, target));
-      if (!secret) return notFound(target, ' (or it is a public client, which has no secret)');
-      output(
-        json,
-        { client_id: target, client_secret: secret },
-        `client_secret: ${secret}\n\nThe old secret no longer works. This is the only time the new one is shown.`,
-      );
-      return 0;
-    }
-    default:
-      throw new UsageError(CLIENT_USAGE);
+    throw err;
   }
+}
+
+/** An initial access token (RFC 7591 §3): shown once, stored as a hash, limited in time and scopes. */
+async function registrationToken(expiresIn: string | undefined, scope: string[] | undefined, json: boolean) {
+  const expiresInSeconds = parseDuration(expiresIn ?? '1d');
+  if (expiresInSeconds === undefined) throw new UsageError('--expires-in takes a duration such as 30m, 12h or 7d');
+  const issued = await withDatabase(({ db }, config) => {
+    if (!config.dynamicRegistration)
+      throw new UsageError(
+        'dynamic client registration is off: set DYNAMIC_REGISTRATION=true (README, "Dynamic client registration")',
+      );
+    return issueRegistrationToken(
+      db,
+      { expiresInSeconds, scopes: listOption(scope), apiScopes: Object.keys(API_SCOPES) },
+      { actor: cliActor() },
+    );
+  }).catch(fromService);
+  output(
+    json,
+    { registration_token: issued.token, expires_at: issued.expiresAt, scope: issued.scopes.join(' ') },
+    [
+      `registration_token: ${issued.token}`,
+      `expires_at: ${issued.expiresAt}`,
+      `scope: ${issued.scopes.join(' ') || '(sign-in only)'}`,
+      '',
+      'Give it to the developer registering the client (Authorization: Bearer at the registration endpoint).',
+      'This is the only time it is shown.',
+    ].join('\n'),
+  );
+  return 0;
 }
 
 /** OAuth's own field names (RFC 7591 §2) for scripts. */
 function clientJson(c: ClientRecord): Record<string, unknown> {
-  return {
-    client_id: c.clientId,
-    client_name: c.name,
-    client_type: c.type,
-    grant_types: c.grantTypes,
-    redirect_uris: c.redirectUris,
-    scope: c.scopes.join(' '),
-    cors_origins: c.corsOrigins,
-    first_party: c.firstParty,
-    created_at: c.createdAt,
-    secret_rotated_at: c.secretRotatedAt,
-  };
-}
-
-function notFound(clientId: string, hint = ''): number {
-  console.error(`signet: no client ${clientId}${hint}`);
-  return 1;
+  return clientMetadataView(c);
 }
 
 function describeCreated(record: ClientRecord, secret: string | undefined): string {
@@ -121,46 +183,4 @@ function describeCreated(record: ClientRecord, secret: string | undefined): stri
       'Store the secret now: only its hash is kept, it cannot be shown again.',
     );
   return lines.join('\n');
-}
-
-/** Refuses combinations that could not work or would be unsafe, with a message saying what to change. */
-export function validateNewClient(client: NewClient): NewClient {
-  if (!client.name) throw new UsageError('--name <name> is required');
-  if (client.type !== 'confidential' && client.type !== 'public')
-    throw new UsageError('--type must be confidential or public');
-  if (client.grantTypes.length === 0)
-    throw new UsageError(`--grant is required: one or more of ${GRANT_TYPES.join(', ')}`);
-  for (const grant of client.grantTypes)
-    if (!GRANT_TYPES.includes(grant)) throw new UsageError(`unknown grant ${grant}: use ${GRANT_TYPES.join(', ')}`);
-  const grants = new Set(client.grantTypes);
-  if (client.type === 'public' && grants.has('client_credentials'))
-    throw new UsageError('a public client cannot use client_credentials: it has no secret to authenticate with');
-  if (grants.has('refresh_token') && !grants.has('authorization_code'))
-    throw new UsageError('refresh_token needs authorization_code: refresh tokens are only issued in the code flow');
-  if (grants.has('authorization_code') && client.redirectUris.length === 0)
-    throw new UsageError('authorization_code needs at least one --redirect-uri');
-  if (!grants.has('authorization_code') && client.redirectUris.length > 0)
-    throw new UsageError('--redirect-uri only applies to clients with the authorization_code grant');
-  for (const uri of client.redirectUris) validateRedirectUri(uri);
-  for (const scope of client.scopes)
-    if (!Object.hasOwn(API_SCOPES, scope))
-      throw new UsageError(
-        `unknown scope ${scope}: use ${Object.keys(API_SCOPES).join(', ')} (openid, profile and email are allowed to every client with authorization_code)`,
-      );
-  for (const origin of client.corsOrigins) {
-    const url = URL.parse(origin);
-    if (!url || url.origin !== origin)
-      throw new UsageError(`--cors-origin ${origin} is not an origin (scheme://host[:port], no path)`);
-  }
-  return client;
-}
-
-/** Exact-match redirect URIs (RFC 9700 §2.1): absolute, no fragment, https unless loopback (RFC 8252 §7.3). */
-function validateRedirectUri(uri: string): void {
-  const url = URL.parse(uri);
-  if (!url) throw new UsageError(`--redirect-uri ${uri} is not an absolute URL`);
-  if (url.hash) throw new UsageError(`--redirect-uri ${uri} must not contain a fragment (RFC 6749 §3.1.2)`);
-  const loopback = ['localhost', '127.0.0.1', '[::1]'].includes(url.hostname);
-  if (url.protocol !== 'https:' && !(url.protocol === 'http:' && loopback))
-    throw new UsageError(`--redirect-uri ${uri} must use https (http only for localhost/127.0.0.1)`);
 }

@@ -5,7 +5,6 @@
 // with exit code 1, so CI runs it as a smoke test. Everything it started is stopped and removed, also on failure.
 import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
@@ -13,45 +12,29 @@ import { buildApp } from '../app.ts';
 import { createClient } from '../auth-server/clients.repository.ts';
 import { createUser } from '../auth-server/users.repository.ts';
 import { loadConfig } from '../config/config.ts';
-import { signBody, startStandaloneReceiver, type ReceivedEvent } from '../receiver/index.ts';
+import { startStandaloneReceiver, type ReceivedEvent } from '../receiver/index.ts';
 import { UsageError } from './admin.ts';
+import {
+  check,
+  expectStatus,
+  freePort,
+  nextIn,
+  postSignedDelivery,
+  Progress,
+  waitFor,
+  request,
+  type Attempt,
+  type Delivery,
+  type Reply,
+} from './demo-support.ts';
 
 export const DEMO_USAGE = 'usage: signet demo   (no options: runs against a temporary SQLite database and removes it)';
 
 /** Compressed so that retries and recovery show within seconds (each delay gets ±20 % jitter). */
 const RETRY_SCHEDULE = '0s,1s,2s,3s';
-const WAIT_MS = 20_000;
 const SCOPES = 'orders:read orders:write events:read webhooks:manage';
 const CUSTOMER = '3f2504e0-4f89-41d3-9a0c-0305e82c3301';
 const TOTAL_STEPS = 12;
-
-class DemoFailure extends Error {}
-
-function check(condition: unknown, message: string): asserts condition {
-  if (!condition) throw new DemoFailure(message);
-}
-
-interface Reply {
-  status: number;
-  headers: Headers;
-  text: string;
-  json: Record<string, unknown>;
-}
-
-interface Delivery {
-  Id: string;
-  EventId: string;
-  EventType: string;
-  State: 'pending' | 'succeeded' | 'failed';
-  AttemptCount: number;
-  LastError: string | null;
-}
-
-interface Attempt {
-  Attempt: number;
-  StatusCode: number | null;
-  ErrorKind: string | null;
-}
 
 type Receiver = Awaited<ReturnType<typeof startStandaloneReceiver>>;
 
@@ -82,35 +65,18 @@ export async function demoCommand(args: string[]): Promise<number> {
 }
 
 class Demo {
-  private readonly started = performance.now();
   private readonly dir = mkdtempSync(join(tmpdir(), 'signet-demo-'));
   private app: FastifyInstance | undefined;
   private receiver: Receiver | undefined;
   private cleaned = false;
-  private step = 0;
+  private readonly progress = new Progress(TOTAL_STEPS);
   private base = '';
   private token = '';
   /** Every event the consumer's handler ran for, in order, across both receiver runs. */
   private readonly processed: ReceivedEvent[] = [];
 
-  private heading(title: string): void {
-    this.step += 1;
-    console.log(`\n${String(this.step).padStart(2)}/${TOTAL_STEPS}  ${title}`);
-  }
-
-  private ok(fact: string): void {
-    console.log(`       ✓ ${fact}`);
-  }
-
-  private note(fact: string): void {
-    console.log(`         ${fact}`);
-  }
-
   fail(err: unknown): void {
-    const message =
-      err instanceof DemoFailure ? err.message : err instanceof Error ? (err.stack ?? err.message) : String(err);
-    console.log(`       ✗ ${message}`);
-    console.log(`\nDemo FAILED at step ${this.step}/${TOTAL_STEPS} after ${this.elapsed()}.`);
+    this.progress.fail(err);
   }
 
   async cleanup(): Promise<void> {
@@ -121,16 +87,12 @@ class Demo {
     rmSync(this.dir, { recursive: true, force: true });
   }
 
-  private elapsed(): string {
-    return `${((performance.now() - this.started) / 1000).toFixed(1)} s`;
-  }
-
   async run(): Promise<void> {
     console.log('Signet demo: authorization server, orders API and signed webhooks, received by the consumer kit.');
     console.log(`Temporary files in ${this.dir} (removed at the end).`);
 
     // 1. The producer.
-    this.heading('Start Signet on a temporary SQLite database');
+    this.progress.heading('Start Signet on a temporary SQLite database');
     const port = await freePort(); // the issuer must know its URL before the server listens
     const config = loadConfig({
       HOST: '127.0.0.1',
@@ -146,11 +108,11 @@ class Demo {
     this.app = await buildApp(config, { logger: false });
     await this.app.listen({ host: '127.0.0.1', port });
     this.base = `http://127.0.0.1:${port}`;
-    this.ok(`listening on ${this.base} (issuer ${config.oauthIssuer}, API ${config.apiResource})`);
-    this.note(`retry schedule ${RETRY_SCHEDULE} (compressed for the demo; the default spans about 28 hours)`);
+    this.progress.ok(`listening on ${this.base} (issuer ${config.oauthIssuer}, API ${config.apiResource})`);
+    this.progress.note(`retry schedule ${RETRY_SCHEDULE} (compressed for the demo; the default spans about 28 hours)`);
 
     // 2. Administration: what `signet client create` and `signet user create` do.
-    this.heading('Create an OAuth client and a user');
+    this.progress.heading('Create an OAuth client and a user');
     const db = this.app.database.db;
     const { record: client, clientSecret } = await createClient(db, {
       name: 'Demo shop backend',
@@ -162,16 +124,16 @@ class Demo {
       firstParty: false,
     });
     check(clientSecret, 'a confidential client must get a secret');
-    this.ok(`client ${client.clientId} (client_credentials; ${SCOPES})`);
+    this.progress.ok(`client ${client.clientId} (client_credentials; ${SCOPES})`);
     const user = await createUser(db, {
       email: 'ada@example.test',
       name: 'Ada Lovelace',
       password: randomBytes(12).toString('base64url'),
     });
-    this.ok(`user ${user.id} (${user.email}), who could sign in at ${config.oauthIssuer}/auth`);
+    this.progress.ok(`user ${user.id} (${user.email}), who could sign in at ${config.oauthIssuer}/auth`);
 
     // 3. A token.
-    this.heading('Obtain a client-credentials access token');
+    this.progress.heading('Obtain a client-credentials access token');
     const discovery = await request('GET', `${config.oauthIssuer}/.well-known/openid-configuration`);
     expectStatus(discovery, 200, 'discovery document');
     const tokenEndpoint = String(discovery.json.token_endpoint);
@@ -184,12 +146,12 @@ class Demo {
     expectStatus(tokenReply, 200, 'token request');
     this.token = String(tokenReply.json.access_token);
     check(this.token.split('.').length === 3, 'the access token is not a JWT');
-    this.ok(
+    this.progress.ok(
       `POST ${new URL(tokenEndpoint).pathname} → 200, ${tokenReply.json.token_type} token, expires in ${tokenReply.json.expires_in} s, scope "${tokenReply.json.scope}"`,
     );
 
     // 4. The consumer, and the subscription pointing at it.
-    this.heading('Start a receiver and register the webhook');
+    this.progress.heading('Start a receiver and register the webhook');
     const secret = `whsec_${randomBytes(32).toString('base64')}`;
     const receiverDatabase = `sqlite:${join(this.dir, 'receiver.db')}`;
     const handler = (event: ReceivedEvent): void => void this.processed.push(event);
@@ -204,22 +166,24 @@ class Demo {
     this.receiver = await startStandaloneReceiver({ ...receiverOptions, port: 0 });
     const receiverPort = Number(new URL(this.receiver.url).port);
     const webhookUrl = `${this.receiver.url}/webhooks/orders`;
-    this.ok(`receiver listening on ${webhookUrl} (inbox ${receiverDatabase.replace(this.dir, '<tmp>')})`);
+    this.progress.ok(`receiver listening on ${webhookUrl} (inbox ${receiverDatabase.replace(this.dir, '<tmp>')})`);
     const registered = await this.api('POST', '/api/webhooks', {
       body: { Url: webhookUrl, Events: ['*'], Secret: secret, Description: 'signet demo' },
     });
     expectStatus(registered, 201, 'webhook registration');
     const endpointId = String(registered.json.Id);
-    this.ok(`POST /api/webhooks → 201, endpoint ${endpointId}, events *, secret whsec_… shared with the receiver`);
+    this.progress.ok(
+      `POST /api/webhooks → 201, endpoint ${endpointId}, events *, secret whsec_… shared with the receiver`,
+    );
 
     // 5. Idempotent create.
-    this.heading('Create an order with an Idempotency-Key, then replay the request');
+    this.progress.heading('Create an order with an Idempotency-Key, then replay the request');
     const key = randomUUID();
     const orderBody = { CustomerId: CUSTOMER, Total: 42.5, Currency: 'EUR' };
     const created = await this.api('POST', '/api/orders', { body: orderBody, headers: { 'idempotency-key': key } });
     expectStatus(created, 201, 'create order');
     const orderId = Number(created.json.Id);
-    this.ok(
+    this.progress.ok(
       `POST /api/orders → 201, order ${orderId}, Status ${created.json.Status}, ${created.json.Total} ${created.json.Currency}`,
     );
     const replay = await this.api('POST', '/api/orders', { body: orderBody, headers: { 'idempotency-key': key } });
@@ -230,37 +194,39 @@ class Demo {
     expectStatus(list, 200, 'list orders');
     const items = list.json.Items as unknown[];
     check(items.length === 1, `expected 1 order after the replay, found ${items.length}`);
-    this.ok(`same request again → 201, same order ${orderId}, Idempotent-Replayed: true; orders in the list: 1`);
+    this.progress.ok(
+      `same request again → 201, same order ${orderId}, Idempotent-Replayed: true; orders in the list: 1`,
+    );
 
     // 6. Conditional read.
-    this.heading('Read the order with its ETag, then revalidate');
+    this.progress.heading('Read the order with its ETag, then revalidate');
     const read = await this.api('GET', `/api/orders/${orderId}`);
     expectStatus(read, 200, 'read order');
     const etag = read.headers.get('etag');
     check(etag, 'the order has no ETag');
-    this.ok(`GET /api/orders/${orderId} → 200, ETag ${etag}`);
+    this.progress.ok(`GET /api/orders/${orderId} → 200, ETag ${etag}`);
     const revalidated = await this.api('GET', `/api/orders/${orderId}`, { headers: { 'if-none-match': etag } });
     expectStatus(revalidated, 304, 'conditional read');
     check(revalidated.text === '', 'a 304 must have no body');
-    this.ok('same GET with If-None-Match → 304 Not Modified, no body');
+    this.progress.ok('same GET with If-None-Match → 304 Not Modified, no body');
 
     // 7. State machine.
-    this.heading('Pay the order, then try to pay it again');
+    this.progress.heading('Pay the order, then try to pay it again');
     const paid = await this.api('POST', `/api/orders/${orderId}/pay`);
     expectStatus(paid, 200, 'pay');
     check(paid.json.Status === 'paid', `after pay the order is ${String(paid.json.Status)}`);
-    this.ok(`POST /api/orders/${orderId}/pay → 200, Status paid`);
+    this.progress.ok(`POST /api/orders/${orderId}/pay → 200, Status paid`);
     const payAgain = await this.api('POST', `/api/orders/${orderId}/pay`);
     expectStatus(payAgain, 409, 'second pay');
-    this.ok(
+    this.progress.ok(
       `pay again → 409 ${payAgain.headers.get('content-type')?.split(';')[0]}: "${String(payAgain.json.detail ?? payAgain.json.title)}"`,
     );
 
     // 8. Deletion (only pending or cancelled orders may be deleted).
-    this.heading('Delete an order');
+    this.progress.heading('Delete an order');
     const deletePaid = await this.api('DELETE', `/api/orders/${orderId}`);
     expectStatus(deletePaid, 409, 'delete of a paid order');
-    this.ok(`DELETE /api/orders/${orderId} → 409: a paid order cannot be deleted`);
+    this.progress.ok(`DELETE /api/orders/${orderId} → 409: a paid order cannot be deleted`);
     const second = await this.api('POST', '/api/orders', {
       body: { CustomerId: CUSTOMER, Total: 9.99, Currency: 'USD' },
     });
@@ -270,12 +236,12 @@ class Demo {
     expectStatus(deleted, 204, 'delete');
     const gone = await this.api('GET', `/api/orders/${secondId}`);
     expectStatus(gone, 404, 'read a deleted order');
-    this.ok(`new pending order ${secondId} → DELETE 204, then GET → 404`);
+    this.progress.ok(`new pending order ${secondId} → DELETE 204, then GET → 404`);
 
     // 9. What the consumer saw.
-    this.heading('Signed deliveries arrive at the receiver, verified and processed once');
+    this.progress.heading('Signed deliveries arrive at the receiver, verified and processed once');
     const expected = ['order.created', 'order.paid', 'order.created', 'order.deleted'];
-    await this.waitFor(
+    await waitFor(
       () => this.processed.length >= expected.length,
       () => `expected ${expected.length} processed events, got ${this.processed.length}`,
     );
@@ -294,16 +260,20 @@ class Demo {
       `processed ${this.processed.map((e) => e.type).join(', ')}; expected ${expected.join(', ')} in that order`,
     );
     for (const event of this.processed)
-      this.ok(`${event.type.padEnd(14)} ${event.id}  delivery ${event.deliveryId}  signature verified, processed`);
+      this.progress.ok(
+        `${event.type.padEnd(14)} ${event.id}  delivery ${event.deliveryId}  signature verified, processed`,
+      );
     const first = this.processed[0]!;
-    const forged = await this.postToReceiver(webhookUrl, {
+    const forged = await postSignedDelivery(webhookUrl, {
       id: `evt_${randomBytes(16).toString('hex')}`,
       deliveryId: `dlv_${randomBytes(16).toString('hex')}`,
       secret: 'whsec_not-the-secret',
     });
     expectStatus(forged, 401, 'forged delivery');
-    this.ok(`a forged delivery (signed with another secret) → 401 ${String(forged.json.title ?? '')}`.trimEnd());
-    const duplicate = await this.postToReceiver(webhookUrl, {
+    this.progress.ok(
+      `a forged delivery (signed with another secret) → 401 ${String(forged.json.title ?? '')}`.trimEnd(),
+    );
+    const duplicate = await postSignedDelivery(webhookUrl, {
       id: first.id,
       deliveryId: first.deliveryId!,
       secret,
@@ -314,13 +284,13 @@ class Demo {
       duplicate.json.Duplicate === true,
       `a replayed delivery id should answer {"Received":true,"Duplicate":true}, got ${duplicate.text}`,
     );
-    this.ok(`the same delivery id sent again → 200 ${duplicate.text}, not processed again`);
+    this.progress.ok(`the same delivery id sent again → 200 ${duplicate.text}, not processed again`);
 
     // 10. Outage.
-    this.heading('Stop the receiver: the producer retries');
+    this.progress.heading('Stop the receiver: the producer retries');
     await this.receiver.close();
     this.receiver = undefined;
-    this.ok(`receiver stopped (port ${receiverPort} refuses connections)`);
+    this.progress.ok(`receiver stopped (port ${receiverPort} refuses connections)`);
     const third = await this.api('POST', '/api/orders', {
       body: { CustomerId: CUSTOMER, Total: 120, Currency: 'USD' },
     });
@@ -328,7 +298,7 @@ class Demo {
     const thirdId = Number(third.json.Id);
     const thirdPaid = await this.api('POST', `/api/orders/${thirdId}/pay`);
     expectStatus(thirdPaid, 200, 'pay the third order');
-    this.ok(`order ${thirdId} created and paid while the receiver is down → 2 more events`);
+    this.progress.ok(`order ${thirdId} created and paid while the receiver is down → 2 more events`);
     const during = await this.waitForDeliveries(
       endpointId,
       6,
@@ -341,16 +311,16 @@ class Demo {
       const attempts = (detail.json.Attempts as Attempt[])
         .map((a) => `#${a.Attempt} failed (${a.ErrorKind ?? a.StatusCode})`)
         .join(', ');
-      this.ok(
+      this.progress.ok(
         `${delivery.EventType.padEnd(14)} ${delivery.Id}  pending; attempts: ${attempts}; next in ${nextIn(detail.json.NextAttemptAtUtc)}`,
       );
     }
 
     // 11. Recovery.
-    this.heading('Restart the receiver on the same port and inbox: recovery');
+    this.progress.heading('Restart the receiver on the same port and inbox: recovery');
     this.receiver = await startStandaloneReceiver({ ...receiverOptions, port: receiverPort });
-    this.ok(`receiver back on ${this.receiver.url}`);
-    await this.waitFor(
+    this.progress.ok(`receiver back on ${this.receiver.url}`);
+    await waitFor(
       () => this.processed.length >= 6,
       () => `expected 6 processed events, got ${this.processed.length}`,
     );
@@ -361,11 +331,11 @@ class Demo {
       'every delivery succeeded',
     );
     for (const event of this.processed.slice(expected.length))
-      this.ok(`${event.type.padEnd(14)} ${event.id}  delivery ${event.deliveryId}  processed after the retry`);
+      this.progress.ok(`${event.type.padEnd(14)} ${event.id}  delivery ${event.deliveryId}  processed after the retry`);
     const ids = this.processed.map((e) => e.id);
     check(new Set(ids).size === ids.length, `an event was processed twice: ${ids.join(', ')}`);
     check(this.processed.length === 6, `expected 6 processed events, got ${this.processed.length}`);
-    await this.waitFor(
+    await waitFor(
       async () => (await this.receiver!.inbox.list({ state: 'pending' })).length === 0,
       () => 'inbox entries still pending',
     );
@@ -374,22 +344,24 @@ class Demo {
       inbox.length === 6 && inbox.every((e) => e.state === 'done'),
       `the inbox should hold 6 done entries, holds ${inbox.map((e) => e.state).join(', ')}`,
     );
-    this.ok('every delivery succeeded; each of the 6 events processed exactly once; inbox: 6 done, 0 pending, 0 dead');
+    this.progress.ok(
+      'every delivery succeeded; each of the 6 events processed exactly once; inbox: 6 done, 0 pending, 0 dead',
+    );
 
     // 12. Summary.
-    this.heading('Summary');
+    this.progress.heading('Summary');
     const attempts = after.reduce((sum, d) => sum + d.AttemptCount, 0);
     const counts = new Map<string, number>();
     for (const e of this.processed) counts.set(e.type, (counts.get(e.type) ?? 0) + 1);
-    this.ok(`orders: 3 created (1 replayed without a duplicate), 2 paid, 1 deleted; 304 and 409 as specified`);
-    this.ok(`events: ${this.processed.length} (${[...counts].map(([t, n]) => `${n} ${t}`).join(', ')})`);
-    this.ok(
+    this.progress.ok(`orders: 3 created (1 replayed without a duplicate), 2 paid, 1 deleted; 304 and 409 as specified`);
+    this.progress.ok(`events: ${this.processed.length} (${[...counts].map(([t, n]) => `${n} ${t}`).join(', ')})`);
+    this.progress.ok(
       `deliveries: ${after.length} succeeded, ${attempts} attempts (${attempts - after.length} failed while the receiver was down)`,
     );
-    this.ok(
+    this.progress.ok(
       `receiver: ${this.processed.length} processed, 0 twice; 1 forged delivery refused; 1 duplicate acknowledged`,
     );
-    console.log(`\nDemo passed in ${this.elapsed()}.`);
+    console.log(`\nDemo passed in ${this.progress.elapsed()}.`);
   }
 
   private api(
@@ -403,28 +375,6 @@ class Demo {
     });
   }
 
-  private async postToReceiver(
-    url: string,
-    delivery: { id: string; deliveryId: string; secret: string; type?: string },
-  ): Promise<Reply> {
-    const body = JSON.stringify({
-      Id: delivery.id,
-      Type: delivery.type ?? 'order.created',
-      OccurredAtUtc: new Date().toISOString(),
-      Timestamp: new Date().toISOString(),
-      Data: {},
-    });
-    return request('POST', url, {
-      raw: body,
-      headers: {
-        'content-type': 'application/json',
-        'x-service-delivery': delivery.deliveryId,
-        'x-service-event': delivery.type ?? 'order.created',
-        'x-service-signature-256': signBody(body, delivery.secret),
-      },
-    });
-  }
-
   private async waitForDeliveries(
     endpointId: string,
     count: number,
@@ -432,7 +382,7 @@ class Demo {
     what: string,
   ): Promise<Delivery[]> {
     let latest: Delivery[] = [];
-    await this.waitFor(
+    await waitFor(
       async () => {
         const reply = await this.api('GET', `/api/webhooks/${endpointId}/deliveries?limit=100`);
         expectStatus(reply, 200, 'delivery log');
@@ -444,59 +394,4 @@ class Demo {
     );
     return latest;
   }
-
-  private async waitFor(condition: () => boolean | Promise<boolean>, describe: () => string): Promise<void> {
-    const deadline = Date.now() + WAIT_MS;
-    while (!(await condition())) {
-      if (Date.now() > deadline) throw new DemoFailure(`timed out after ${WAIT_MS / 1000} s: ${describe()}`);
-      await new Promise((resolve) => setTimeout(resolve, 50));
-    }
-  }
-}
-
-function expectStatus(reply: Reply, status: number, what: string): void {
-  check(reply.status === status, `${what}: expected ${status}, got ${reply.status} ${reply.text.slice(0, 300)}`);
-}
-
-async function request(
-  method: string,
-  url: string,
-  options: { body?: unknown; raw?: string; form?: Record<string, string>; headers?: Record<string, string> } = {},
-): Promise<Reply> {
-  const headers: Record<string, string> = { ...options.headers };
-  let body: string | undefined = options.raw;
-  if (options.body !== undefined) {
-    body = JSON.stringify(options.body);
-    headers['content-type'] = 'application/json';
-  } else if (options.form) {
-    body = new URLSearchParams(options.form).toString();
-    headers['content-type'] = 'application/x-www-form-urlencoded';
-  }
-  const response = await fetch(url, { method, headers, body, signal: AbortSignal.timeout(10_000) });
-  const text = await response.text();
-  let json: Record<string, unknown> = {};
-  try {
-    const parsed: unknown = text ? JSON.parse(text) : {};
-    if (parsed && typeof parsed === 'object') json = parsed as Record<string, unknown>;
-  } catch {
-    // not JSON: keep the text
-  }
-  return { status: response.status, headers: response.headers, text, json };
-}
-
-function nextIn(at: unknown): string {
-  const ms = typeof at === 'string' ? Date.parse(at) - Date.now() : Number.NaN;
-  return Number.isNaN(ms) ? 'n/a' : `${(Math.max(0, ms) / 1000).toFixed(1)} s`;
-}
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', resolve);
-  });
-  const address = server.address();
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  check(typeof address === 'object' && address, 'no free port');
-  return address.port;
 }

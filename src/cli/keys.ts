@@ -1,5 +1,6 @@
 // `signet keys rotate|generate-kek`
 import { randomBytes } from 'node:crypto';
+import { cliActor } from '../audit/audit.ts';
 import { rotateKeys, signingAlgorithms } from '../auth-server/keys.ts';
 import { KEY_CHECK_INTERVAL_MS } from '../auth-server/provider-holder.ts';
 import { output, UsageError, withDatabase } from './admin.ts';
@@ -14,7 +15,7 @@ export async function keysCommand(args: string[]): Promise<number> {
   switch (action) {
     case 'rotate': {
       const kids = await withDatabase(({ db }, config) =>
-        rotateKeys(db, signingAlgorithms(config.accessTokenAlg), config.keyEncryptionKey),
+        rotateKeys(db, signingAlgorithms(config.accessTokenAlg), config.keyEncryptionKey, { actor: cliActor() }),
       );
       output(
         json,

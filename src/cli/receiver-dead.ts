@@ -99,17 +99,18 @@ export async function deadLetterCommand(action: 'dead' | 'requeue', args: string
   }
 }
 
+/** One JSON line per entry, snake_case like every `--json` of the CLI. */
 function describe(entry: InboxEntry) {
   return {
     seq: entry.seq,
     source: entry.source,
-    eventType: entry.eventType,
-    eventId: entry.eventId,
-    deliveryId: entry.deliveryId,
+    event_type: entry.eventType,
+    event_id: entry.eventId,
+    delivery_id: entry.deliveryId,
     via: entry.via,
-    receivedAt: entry.receivedAt.toISOString(),
+    received_at: entry.receivedAt.toISOString(),
     attempts: entry.attempts,
-    lastError: entry.lastError,
+    last_error: entry.lastError,
   };
 }
 

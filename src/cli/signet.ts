@@ -2,6 +2,7 @@
 import { ConfigError, loadConfig } from '../config/config.ts';
 import { KeyEncryptionError } from '../auth-server/keys.ts';
 import { UsageError } from './admin.ts';
+import { auditCommand } from './audit.ts';
 import { clientCommand, CLIENT_USAGE } from './clients.ts';
 import { runDispatcher } from './dispatcher.ts';
 import { keysCommand, KEYS_USAGE } from './keys.ts';
@@ -20,6 +21,7 @@ commands:
   user        create, list or delete users of the authorization server
   client      create, list, delete OAuth clients or rotate their secrets
   keys        rotate the signing keys
+  audit       read the audit trail (signet audit --help)
   receiver    receive, verify and process webhooks as a consumer (signet receiver --help)
   demo        run the whole contract end to end on this machine, on a throw-away database
 
@@ -61,6 +63,8 @@ async function main(argv: string[]): Promise<number> {
       return clientCommand(argv.slice(1));
     case 'keys':
       return keysCommand(argv.slice(1));
+    case 'audit':
+      return auditCommand(argv.slice(1));
     // Loaded on demand: the consumer kit and the demo are not part of the service's start-up.
     case 'receiver':
       return (await import('./receiver.ts')).receiverCommand(argv.slice(1));

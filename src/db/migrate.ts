@@ -7,6 +7,9 @@ import { ordersMigration } from './migrations/0001-orders.ts';
 import { authServerMigration } from './migrations/0002-auth-server.ts';
 import { webhooksMigration } from './migrations/0003-webhooks.ts';
 import { hashedTokenIdsMigration } from './migrations/0004-hashed-token-ids.ts';
+import { postLogoutRedirectUrisMigration } from './migrations/0005-post-logout-redirect-uris.ts';
+import { resourceServerClientsMigration } from './migrations/0006-resource-server-clients.ts';
+import { operationsMigration } from './migrations/0007-operations.ts';
 
 function migrationsFor(handle: DatabaseHandle): Record<string, Migration> {
   return {
@@ -14,6 +17,9 @@ function migrationsFor(handle: DatabaseHandle): Record<string, Migration> {
     '0002-auth-server': authServerMigration(handle.dialect),
     '0003-webhooks': webhooksMigration(handle.dialect),
     '0004-hashed-token-ids': hashedTokenIdsMigration(),
+    '0005-post-logout-redirect-uris': postLogoutRedirectUrisMigration(),
+    '0006-resource-server-clients': resourceServerClientsMigration(),
+    '0007-operations': operationsMigration(handle.dialect),
   };
 }
 

@@ -40,6 +40,25 @@ export interface UsersTable {
   name: string;
   password_hash: string;
   created_at: DbTime;
+  /** JSON array of role names (README, "Operating Signet"), e.g. ["admin"]. */
+  roles: string;
+  disabled_at: DbTime | null;
+}
+
+export interface AuditLogTable {
+  seq: Generated<number>;
+  id: string;
+  occurred_at: DbTime;
+  actor_type: 'user' | 'client' | 'cli' | 'system';
+  actor_id: string;
+  action: string;
+  target_type: string | null;
+  target_id: string | null;
+  outcome: 'success' | 'failure';
+  request_id: string | null;
+  source_address: string | null;
+  /** JSON object of plain facts (names, counts, scopes); never a secret, password or token. */
+  details: string;
 }
 
 export interface OAuthClientsTable {
@@ -54,6 +73,8 @@ export interface OAuthClientsTable {
   first_party: number;
   created_at: DbTime;
   secret_rotated_at: DbTime | null;
+  post_logout_redirect_uris: string; // JSON array (migration 0005)
+  resource_server: number; // 1: may introspect every access token (migration 0006)
 }
 
 export interface OidcPayloadsTable {
@@ -155,4 +176,5 @@ export interface Database {
   webhook_events: WebhookEventsTable;
   webhook_deliveries: WebhookDeliveriesTable;
   webhook_attempts: WebhookAttemptsTable;
+  audit_log: AuditLogTable;
 }

@@ -4,6 +4,7 @@
 // `kid`) is verified in preParsing instead, after the rate limiter has counted the request by client
 // address: traffic cannot turn into outbound fetches before being limited. Each route states the scope
 // it needs in `config.scope`, enforced in preParsing too (before the body).
+import type { IncomingMessage } from 'node:http';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { Problem } from './problems.ts';
 import type { Principal, TokenVerifier } from './token-verifier.ts';
@@ -109,10 +110,35 @@ function scopeFailure(request: FastifyRequest, scope: string): Problem | undefin
   return undefined;
 }
 
-/** Returns the token, null when no Bearer credentials were sent; throws on a malformed header. */
+/**
+ * RFC 9110 §11.6.2: Authorization carries one set of credentials, and §5.3 allows several lines of a
+ * field only for a list. Node keeps the first Authorization line in `headers` and drops the others, so
+ * two lines would be decided on one while something in front of us may have checked the other: the
+ * request is refused instead. Counted in rawHeaders, like the Host lines (malformed.ts).
+ */
+export function hasSeveralAuthorizationLines(raw: IncomingMessage): boolean {
+  let lines = 0;
+  for (let i = 0; i < raw.rawHeaders.length; i += 2) {
+    const name = raw.rawHeaders[i]!;
+    if (name.length === 13 && name.toLowerCase() === 'authorization' && ++lines > 1) return true;
+  }
+  return false;
+}
+
+export const SEVERAL_AUTHORIZATION_LINES =
+  'the request has more than one Authorization header field; send one credential';
+
+/** Returns the token, null when no Bearer credentials were sent; sets authFailure on a malformed header. */
 function bearerToken(request: FastifyRequest): string | null {
   const header = request.headers.authorization;
   if (header === undefined) return null;
+  if (hasSeveralAuthorizationLines(request.raw)) {
+    // RFC 6750 §3.1: invalid_request covers a request that repeats a parameter.
+    request.authFailure = new Problem('badRequest', SEVERAL_AUTHORIZATION_LINES, {
+      headers: { 'www-authenticate': `Bearer realm="${REALM}", error="invalid_request"` },
+    });
+    return null;
+  }
   const match = /^Bearer +([A-Za-z0-9\-._~+/]+=*) *$/i.exec(header);
   if (match) return match[1] ?? null;
   if (/^Bearer\b/i.test(header)) {

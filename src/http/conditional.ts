@@ -4,7 +4,10 @@
 export interface Validators {
   /** Current strong entity-tag, quoted, e.g. '"o12-v3-ab12"'. */
   etag: string;
-  /** Last modification time; compared at second precision because HTTP-dates have no fractions. */
+  /**
+   * Last modification time at the precision it is stored (milliseconds). A client's HTTP-date is
+   * compared with it as it is, not rounded to the second: see unmodifiedSince and notModifiedSince.
+   */
   lastModified?: Date;
   /**
    * Decides whether a client-sent strong tag (still quoted) identifies the current state for If-Match,
@@ -100,7 +103,11 @@ const IMF_FIXDATE = new RegExp(`^(?:${DAYS}), (\\d{2}) (${MONTH}) (\\d{4}) ${TIM
 const RFC850_DATE = new RegExp(`^(?:${LONG_DAYS}), (\\d{2})-(${MONTH})-(\\d{2}) ${TIME} GMT$`);
 const ASCTIME_DATE = new RegExp(`^(?:${DAYS}) (${MONTH}) ([ \\d]\\d) ${TIME} (\\d{4})$`);
 
-/** Formats as IMF-fixdate, the only form a sender may generate (RFC 9110 §5.6.7). */
+/**
+ * Formats as IMF-fixdate, the only form a sender may generate (RFC 9110 §5.6.7). Milliseconds are
+ * truncated: the date is never later than the time it stands for, so a Last-Modified is never later
+ * than the message's own origination (RFC 9110 §8.8.2.1).
+ */
 export function formatHttpDate(d: Date): string {
   if (Number.isNaN(d.getTime())) throw new RangeError('formatHttpDate: invalid Date');
   // ECMA-262 defines Date.prototype.toUTCString as exactly the IMF-fixdate layout.
@@ -189,15 +196,24 @@ function listMatches(
   return list.tags.some((tag) => compare(tag, current));
 }
 
-// Whole seconds, since HTTP-dates carry no fractions (§13.1.3, §13.1.4 compare at that precision).
-function seconds(d: Date): number {
-  return Math.floor(d.getTime() / 1000);
-}
+// HTTP-dates have whole-second precision (RFC 9110 §5.6.7) while a modification time is stored to the
+// millisecond. Rounding the stored time down to its second would make two changes within one second
+// look like one: If-Unmodified-Since with the first change's Last-Modified would let a write overwrite
+// the second change (a lost update), and If-Modified-Since would answer 304 for a changed resource.
+// So both compare the stored time as it is with the date, which stands for the start of its second:
+// whenever the two cannot be told apart, If-Unmodified-Since fails (412) and If-Modified-Since sends the
+// representation (200). The price: a Last-Modified with a fraction cut off never validates itself;
+// entity-tags (If-Match, If-None-Match) are the exact validators (README, conditional requests).
 
-/** §13.1.4: true when the resource has not changed since `date`; ignored (true) without a Last-Modified. */
+/** §13.1.4: true when the resource has not changed after `date`; ignored (true) without a Last-Modified. */
 function unmodifiedSince(date: Date, current: Validators | null): boolean {
   if (!current?.lastModified) return true;
-  return seconds(current.lastModified) <= seconds(date);
+  return current.lastModified.getTime() <= date.getTime();
+}
+
+/** §13.1.3: true (304) only when the stored time is at or before `date`, to the millisecond. */
+function notModifiedSince(date: Date, lastModified: Date): boolean {
+  return lastModified.getTime() <= date.getTime();
 }
 
 /** Steps 1-2 of §13.2.2: If-Match, else If-Unmodified-Since. */
@@ -230,5 +246,5 @@ export function evaluatePreconditions(
   if (!readOnly) return 'proceed';
   const since = dateHeader(headers, 'if-modified-since');
   if (since === null || !current?.lastModified) return 'proceed';
-  return seconds(current.lastModified) <= seconds(since) ? 'not-modified' : 'proceed';
+  return notModifiedSince(since, current.lastModified) ? 'not-modified' : 'proceed';
 }

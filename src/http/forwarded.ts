@@ -1,5 +1,5 @@
 // Client address and public origin behind trusted proxies: RFC 7239 `Forwarded`, else the de-facto
-// X-Forwarded-For / -Proto / -Host headers. Only hops vouched for by trusted proxies are believed.
+// X-Forwarded-For / -Proto / -Host / -Port headers. Only hops vouched for by trusted proxies are believed.
 import { isIP } from 'node:net';
 import proxyAddr from '@fastify/proxy-addr';
 import parseForwarded from 'forwarded-parse';
@@ -16,15 +16,20 @@ export type TrustFn = (address: string, hopIndex: number) => boolean;
 export interface ClientOrigin {
   ip: string;
   protocol: 'http' | 'https';
-  /** "name[:port]" or "[ipv6][:port]", lowercased; null when no valid host is known. */
+  /**
+   * "name[:port]" or "[ipv6][:port]", lowercased, without the scheme's default port; null when no
+   * valid host is known.
+   */
   host: string | null;
 }
 
-/** What one proxy recorded about the hop before it; `proto`/`host` undefined when it did not say. */
+/** What one proxy recorded about the hop before it; `proto`/`host`/`port` undefined when it did not say. */
 interface Hop {
   node: string;
   proto: string | undefined;
   host: string | undefined;
+  /** X-Forwarded-Port; RFC 7239 has no port parameter (a port goes into `host`). */
+  port: string | undefined;
 }
 
 type Headers = PeerRequest['headers'];
@@ -46,6 +51,11 @@ const AUTHORITY = /^(\[[0-9a-f:.]+\]|[^[\]:]+)(?::(\d{1,5}))?$/;
 
 function validPort(port: string | undefined): boolean {
   return port === undefined || (Number(port) >= 1 && Number(port) <= 65535);
+}
+
+/** A port on its own (X-Forwarded-Port): 1-65535 in digits only, as in a URI authority (RFC 3986 §3.2.3). */
+function normalizePort(value: string): string | null {
+  return /^\d{1,5}$/.test(value) && validPort(value) ? String(Number(value)) : null;
 }
 
 /** Host = uri-host [ ":" port ] (RFC 9110 §7.2), restricted to DNS names, IPv4 and bracketed IPv6. */
@@ -105,7 +115,7 @@ function forwardedHops(headers: Headers): Hop[] | null {
   if (value === undefined || value.trim() === '') return null;
   try {
     return parseForwarded(value)
-      .map((el) => ({ node: el.for ?? 'unknown', proto: el.proto, host: el.host }))
+      .map((el) => ({ node: el.for ?? 'unknown', proto: el.proto, host: el.host, port: undefined }))
       .reverse();
   } catch {
     return null; // a malformed Forwarded header is treated as absent rather than failing the request
@@ -123,11 +133,13 @@ function xForwardedHops(headers: Headers): Hop[] {
   const nodes = splitList(joined(headers, 'x-forwarded-for'));
   const protos = splitList(joined(headers, 'x-forwarded-proto'));
   const hosts = splitList(joined(headers, 'x-forwarded-host'));
-  const count = Math.max(nodes.length, 1); // proto/host may come without any X-Forwarded-For
+  const ports = splitList(joined(headers, 'x-forwarded-port'));
+  const count = Math.max(nodes.length, 1); // proto/host/port may come without any X-Forwarded-For
   return Array.from({ length: count }, (_, i) => ({
     node: nodes[nodes.length - 1 - i] ?? 'unknown',
     proto: alignedValue(protos, i, nodes.length),
     host: alignedValue(hosts, i, nodes.length),
+    port: alignedValue(ports, i, nodes.length),
   }));
 }
 
@@ -160,6 +172,36 @@ function pick<T>(hops: Hop[], used: number, read: (hop: Hop) => T | null): T | n
   return null;
 }
 
+// ---------------------------------------------------------------------------------------------
+// Authority: host and port. A port inside the forwarded host wins; otherwise X-Forwarded-Port supplies
+// it. A port that is not 1-65535 makes the authority invalid, exactly like an invalid host: it is
+// ignored and a nearer source (ultimately the Host header) is used instead.
+// ---------------------------------------------------------------------------------------------
+
+const PORT_SUFFIX = /:(\d{1,5})$/; // never matches a bare "[ipv6]", which ends in "]"
+
+/** `host` (a Host or forwarded host value) with `port` added when the host names none; null if either is invalid. */
+function withPort(host: string, port: string | undefined): string | null {
+  const normalized = normalizeHost(host);
+  if (normalized === null || port === undefined || PORT_SUFFIX.test(normalized)) return normalized;
+  const valid = normalizePort(port);
+  return valid === null ? null : `${normalized}:${valid}`;
+}
+
+/** What one hop says the public authority is; null when it named no host, or an invalid host or port. */
+function hopAuthority(hop: Hop): string | null {
+  return hop.host === undefined ? null : withPort(hop.host, hop.port);
+}
+
+const DEFAULT_PORTS = { http: 80, https: 443 } as const;
+
+/** RFC 3986 §6.2.3: the scheme's default port is left out, so equal URLs are spelled alike. */
+function withoutDefaultPort(protocol: 'http' | 'https', host: string | null): string | null {
+  if (host === null) return null;
+  const port = PORT_SUFFIX.exec(host);
+  return port && Number(port[1]) === DEFAULT_PORTS[protocol] ? host.slice(0, port.index) : host;
+}
+
 /**
  * The Host header under the same rule as forwarded hosts. In the app a request with a missing,
  * repeated or invalid Host never gets here (malformed.ts answers 400, RFC 9112 §3.2; Node would
@@ -170,9 +212,24 @@ function directHost(headers: Headers): string | null {
   return typeof host === 'string' ? normalizeHost(host) : null;
 }
 
+function origin(ip: string, protocol: 'http' | 'https', host: string | null): ClientOrigin {
+  return { ip, protocol, host: withoutDefaultPort(protocol, host) };
+}
+
 function direct(req: PeerRequest, ip: string): ClientOrigin {
-  const protocol = req.encrypted ? 'https' : 'http';
-  return { ip, protocol, host: directHost(req.headers) };
+  return origin(ip, req.encrypted ? 'https' : 'http', directHost(req.headers));
+}
+
+/**
+ * The Host header the trusted nearest proxy sent, with the X-Forwarded-Port it recorded (nginx's
+ * `$host` has no port, `$server_port` does). An invalid port is ignored as an invalid forwarded host is.
+ */
+function proxiedHost(req: PeerRequest, hops: Hop[], used: number): string | null {
+  const host = directHost(req.headers);
+  if (host === null || used === 0) return host;
+  // The port of the same (outermost believed) hop the scheme is taken from, so they never mix:
+  // `X-Forwarded-Proto: https, http` with `X-Forwarded-Port: 443, 80` is https on 443.
+  return pick(hops, used, (hop) => (hop.port === undefined ? null : withPort(host, hop.port))) ?? host;
 }
 
 export function resolveClientOrigin(req: PeerRequest, trust: TrustFn): ClientOrigin {
@@ -180,10 +237,9 @@ export function resolveClientOrigin(req: PeerRequest, trust: TrustFn): ClientOri
   if (!trust(peer, 0)) return direct(req, peer);
   const hops = forwardedHops(req.headers) ?? xForwardedHops(req.headers);
   const { ip, used } = walk(peer, hops, trust);
-  const fallback = direct(req, ip);
-  return {
+  return origin(
     ip,
-    protocol: pick(hops, used, (hop) => normalizeProto(hop.proto)) ?? fallback.protocol,
-    host: pick(hops, used, (hop) => normalizeHost(hop.host)) ?? fallback.host,
-  };
+    pick(hops, used, (hop) => normalizeProto(hop.proto)) ?? (req.encrypted ? 'https' : 'http'),
+    pick(hops, used, hopAuthority) ?? proxiedHost(req, hops, used),
+  );
 }

@@ -11,7 +11,7 @@ import { createHash } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Db, Executor } from '../db/database.ts';
 import { fromDbJson, fromDbTime, toDbJson, toDbTime } from '../db/codecs.ts';
-import { Problem } from './problems.ts';
+import { Problem, PROBLEM_TYPES } from './problems.ts';
 
 export interface StoredResponse {
   status: number;
@@ -70,12 +70,39 @@ export function requestFingerprint(method: string, path: string, body: unknown):
 
 export function sendStored(reply: FastifyReply, stored: StoredResponse, replayed = false): FastifyReply {
   reply.code(stored.status).headers(stored.headers);
-  if (replayed) reply.header('idempotent-replayed', 'true');
+  if (replayed) {
+    reply.header('idempotent-replayed', 'true');
+    reply.server.metrics.idempotencyReplays.inc();
+  }
   return reply.send(stored.body === '' ? undefined : stored.body);
 }
 
 /** Runs `operation` in a transaction, once per (caller, Idempotency-Key) when the header is present. */
 export async function runIdempotent(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  db: Db,
+  settings: IdempotencySettings,
+  operation: Operation,
+): Promise<FastifyReply> {
+  try {
+    return await runOnce(request, reply, db, settings, operation);
+  } catch (err) {
+    countConflict(request, err);
+    throw err;
+  }
+}
+
+/** signet_idempotency_conflicts_total (README, "Metrics"): the two answers that refuse a key. */
+function countConflict(request: FastifyRequest, err: unknown): void {
+  if (!(err instanceof Problem)) return;
+  if (err.type === PROBLEM_TYPES.idempotencyKeyInFlight)
+    request.server.metrics.idempotencyConflicts.labels('in_flight').inc();
+  else if (err.type === PROBLEM_TYPES.idempotencyKeyReused)
+    request.server.metrics.idempotencyConflicts.labels('key_reused').inc();
+}
+
+async function runOnce(
   request: FastifyRequest,
   reply: FastifyReply,
   db: Db,

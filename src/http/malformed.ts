@@ -5,6 +5,7 @@ import { randomUUID } from 'node:crypto';
 import { maxHeaderSize, STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { hasSeveralAuthorizationLines, SEVERAL_AUTHORIZATION_LINES } from './auth.ts';
 import { PROBLEM_CONTENT_TYPE, sendProblem } from './errors.ts';
 import { normalizeHost } from './forwarded.ts';
 import { clip, Problem, PROBLEM_TYPES, type ProblemKey } from './problems.ts';
@@ -34,27 +35,99 @@ function baseUrlOf(app: FastifyInstance, socket: Socket): string {
   return `http://${address.includes(':') ? `[${address}]` : address}:${socket.localPort}`;
 }
 
+/** A connection as Node's HTTP server keeps it: the response being written now, if any, and its parser. */
+type HttpSocket = Socket & {
+  _httpMessage?: ServerResponse | null;
+  parser?: { incoming?: IncomingMessage | null } | null;
+};
+
+/** Connections whose parser error is being answered: bytes that follow are not parsed again. */
+const answering = new WeakSet<Socket>();
+
+/**
+ * Calls `then` once no response is in flight on the connection, or never if it closes first.
+ * RFC 9112 §9.3.2: responses to pipelined requests go out in the order the requests came. Node writes
+ * one response at a time (socket._httpMessage) and queues the responses to later pipelined requests;
+ * when one finishes it attaches the next, before our 'finish' listener (added later) runs. So waiting
+ * until `_httpMessage` stays empty waits for every earlier request's answer, including a handler still
+ * awaiting the database. Nothing outlives the connection: both listeners go when either fires.
+ */
+export function afterResponsesInFlight(socket: HttpSocket, then: () => void, broken?: IncomingMessage): void {
+  const response = socket._httpMessage;
+  // The broken request's own response never finishes (its handler waits for a body that will not
+  // come): the wait ends when it is the one in flight.
+  if (!response || (broken !== undefined && response.req === broken)) return then();
+  const stop = (): void => {
+    response.off('finish', next);
+    socket.off('close', stop);
+  };
+  const next = (): void => {
+    stop();
+    afterResponsesInFlight(socket, then, broken);
+  };
+  response.once('finish', next);
+  socket.once('close', stop);
+}
+
 /**
  * Fastify `clientErrorHandler`: Node's parser could not read a request. There is no request object,
  * so the problem is written to the socket, and the connection is closed: after a framing error the
- * next message's start cannot be known (RFC 9112 §2.2, §11.2).
+ * next message's start cannot be known (RFC 9112 §2.2, §11.2). Responses to requests pipelined before
+ * the bad one are written first (see afterResponsesInFlight).
  */
 export function clientErrorHandler(this: FastifyInstance, error: Error, socket: Socket): void {
   // What Node puts on a parser error (Fastify's ConnectionError type has rawPacket wrong).
   const err = error as Error & { code?: string; reason?: string; rawPacket?: Buffer };
-  const busy = (socket as Socket & { _httpMessage?: ServerResponse | null })._httpMessage?.headersSent;
-  if (err.code === 'ECONNRESET' || !socket.writable || busy) {
-    socket.destroy(); // the client is gone, or a response is half written: no status line can follow
+  if (err.code === 'ECONNRESET' || !socket.writable) {
+    socket.destroy(); // the client is gone
     return;
   }
+  // After a parser error Node's parser fails again on every byte that follows: answer only the first.
+  if (answering.has(socket)) return;
+  answering.add(socket);
+  const broken = brokenRequest(socket as HttpSocket);
+  afterResponsesInFlight(
+    socket,
+    () => {
+      // An earlier response may have closed the connection (Connection: close), or the client left; or
+      // the broken request was already answered before its body (a 401): no status line can follow.
+      const started = broken !== undefined && (socket as HttpSocket)._httpMessage?.headersSent === true;
+      if (socket.writable && !started) socket.end(malformedRequestAnswer(this, err, socket));
+      // Its handler would wait for the rest of the body for ever: the connection goes, and with it the request.
+      if (broken !== undefined) socket.destroySoon();
+    },
+    broken,
+  );
+}
+
+/**
+ * The request whose body the parser failed in (a bad chunk), if that is where it failed: it was handed
+ * to the app when its headers arrived, but will never complete.
+ */
+function brokenRequest(socket: HttpSocket): IncomingMessage | undefined {
+  const incoming = socket.parser?.incoming;
+  return incoming && !incoming.complete ? incoming : undefined;
+}
+
+/** The problem+json response, status line to body, to a request Node's parser rejected. */
+function malformedRequestAnswer(
+  app: FastifyInstance,
+  err: Error & { code?: string; reason?: string; rawPacket?: Buffer },
+  socket: Socket,
+): string {
   const notARequestLine =
     err.code === 'HPE_INVALID_METHOD' && !METHOD_TOKEN.test(err.rawPacket?.toString('latin1', 0, 64) ?? '');
   const known = notARequestLine ? undefined : PARSER_ERRORS[err.code ?? ''];
-  const type = PROBLEM_TYPES[known?.key ?? 'badRequest'];
   const detail = known?.detail ?? `the request is not valid HTTP/1.1${err.reason ? ` (${clip(err.reason)})` : ''}`;
   const requestId = randomUUID();
-  const base = baseUrlOf(this, socket);
+  app.log.debug({ err, reqId: requestId }, 'malformed request');
   // No `instance`: the request target was not (reliably) read.
+  return rawProblemResponse(baseUrlOf(app, socket), known?.key ?? 'badRequest', detail, requestId);
+}
+
+/** A complete problem+json response with `connection: close`, for a socket no ServerResponse writes to. */
+function rawProblemResponse(base: string, key: ProblemKey, detail: string, requestId: string): string {
+  const type = PROBLEM_TYPES[key];
   const body = JSON.stringify({
     type: `${base}/problems/${type.slug}`,
     title: type.title,
@@ -62,11 +135,42 @@ export function clientErrorHandler(this: FastifyInstance, error: Error, socket: 
     detail,
     requestId,
   });
-  this.log.debug({ err, reqId: requestId }, 'malformed request');
-  socket.end(
+  return (
     `HTTP/1.1 ${type.status} ${STATUS_CODES[type.status]}\r\ncontent-type: ${PROBLEM_CONTENT_TYPE}; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\n` +
-      `cache-control: no-store\r\nx-request-id: ${requestId}\r\nconnection: close\r\n\r\n${body}`,
+    `cache-control: no-store\r\nx-request-id: ${requestId}\r\nconnection: close\r\n\r\n${body}`
   );
+}
+
+/** How long a refused CONNECT's connection is kept reading after the answer, at most (RFC 9112 §9.6). */
+const CONNECT_LINGER_MS = 2000;
+
+/**
+ * CONNECT asks for a tunnel (RFC 9110 §9.3.6), which a proxy opens; this origin server opens none, for
+ * any target. That is 501 (RFC 9110 §15.6.2: "not capable of supporting it for any resource"), not 405
+ * (§15.5.6), which says the method suits other resources of the server and must list them in Allow.
+ * Node hands CONNECT to 'connect' listeners with the socket detached from its parser, and with none
+ * destroys the socket without an answer: this listener answers with a problem and closes.
+ */
+export function registerConnectAnswer(app: FastifyInstance): void {
+  app.server.on('connect', (_request: IncomingMessage, socket: Socket) => answerConnect(app, socket));
+}
+
+function answerConnect(app: FastifyInstance, socket: Socket): void {
+  // Node took its own listeners off the socket, 'error' among them: a reset must not be uncaught.
+  socket.on('error', () => socket.destroy());
+  // Read and drop what follows (no tunnel is opened), so the client's close is seen.
+  socket.resume();
+  // A CONNECT pipelined after other requests is answered after them, like a malformed request.
+  afterResponsesInFlight(socket, () => {
+    if (!socket.writable) return void socket.destroy();
+    const requestId = randomUUID();
+    app.log.debug({ reqId: requestId }, 'CONNECT refused');
+    const detail = 'this server is not a proxy: CONNECT is implemented for no target';
+    socket.end(rawProblemResponse(baseUrlOf(app, socket), 'notImplemented', detail, requestId));
+    // A lingering close, as early-response.ts does: an immediate one with unread bytes would reset.
+    const timer = setTimeout(() => socket.destroy(), CONNECT_LINGER_MS).unref();
+    socket.once('close', () => clearTimeout(timer));
+  });
 }
 
 /**
@@ -102,14 +206,24 @@ function hostProblem(raw: IncomingMessage): string | null {
 }
 
 /**
+ * Several Authorization lines (see hasSeveralAuthorizationLines) on a route that requires no scope: the
+ * authorization server's endpoints, which would otherwise authenticate a client by the first line
+ * alone, and public routes. A scoped API route refuses them in auth.ts, with a Bearer challenge.
+ */
+function authorizationProblem(request: FastifyRequest): string | null {
+  if (request.routeOptions.config.scope) return null;
+  return hasSeveralAuthorizationLines(request.raw) ? SEVERAL_AUTHORIZATION_LINES : null;
+}
+
+/**
  * RFC 9112 §3.2: a server MUST answer 400 to a request without Host (HTTP/1.1), with more than one
  * Host line, or with an invalid Host. Node keeps only the first of several lines in `headers`, so
  * they are counted in rawHeaders. (Node's own check for a missing Host, which answers with an empty
- * body, is turned off in app.ts so this one answers.)
+ * body, is turned off in app.ts so this one answers.) Several Authorization lines get the same 400.
  */
 export function registerHostCheck(app: FastifyInstance): void {
   app.addHook('onRequest', (request, reply, done) => {
-    const problem = hostProblem(request.raw);
+    const problem = hostProblem(request.raw) ?? authorizationProblem(request);
     if (problem === null) return done();
     sendProblem(request, reply, new Problem('badRequest', problem));
   });

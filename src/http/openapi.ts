@@ -43,18 +43,100 @@ const PROBLEM_SCHEMA = {
   },
 };
 
-/** Every operation can fail; the ranges name the body every error has (OpenAPI 3.1 §4.8.16.2). */
+/** The body of a response with this status: a problem (RFC 9457), as every 4xx and 5xx is sent. */
+export function problemResponse(description: string, schema: object = PROBLEM_SCHEMA) {
+  return { description, content: { 'application/problem+json': { schema } } };
+}
+
+/** A problem body with extension members (RFC 9457 §3.2) beside the standard ones. */
+export function problemWith(properties: Record<string, unknown>): object {
+  return { ...PROBLEM_SCHEMA, properties: { ...PROBLEM_SCHEMA.properties, ...properties } };
+}
+
+/**
+ * Every operation can fail; the ranges give the body any error has (OpenAPI 3.1 §4.8.16.2), whoever
+ * sends it (a proxy in front of the service too). Each status the service itself sends is also listed
+ * on its own, by what the route does (operationErrors); test/helpers/openapi-conformance.ts holds the
+ * suite to that.
+ */
 const ERROR_RESPONSES = {
-  '4xx': {
-    description:
-      'The request cannot be served as sent (see `type` and `detail`); 429 and 409 in flight carry Retry-After.',
-    content: { 'application/problem+json': { schema: PROBLEM_SCHEMA } },
-  },
-  '5xx': {
-    description: 'A fault or a temporary outage; 503 carries Retry-After.',
-    content: { 'application/problem+json': { schema: PROBLEM_SCHEMA } },
-  },
+  '4xx': problemResponse(
+    'The request cannot be served as sent (see `type` and `detail`); 429 and 409 in flight carry Retry-After.',
+  ),
+  '5xx': problemResponse('A fault or a temporary outage; 503 carries Retry-After.'),
 };
+
+/** Methods whose request body is read (Fastify parses a body on DELETE too). */
+const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
+
+/**
+ * A query parameter with a default may be left out: validation fills the default in (useDefaults), which
+ * is why the schema lists it as required, so the handler's type has it. The document says what a client
+ * must send, so it is optional there (OpenAPI 3.1 §4.8.12.1, `required`).
+ */
+function withDefaultsOptional(querystring: unknown): unknown {
+  const query = querystring as { required?: string[]; properties?: Record<string, { default?: unknown }> } | undefined;
+  if (!query?.required || !query.properties) return querystring;
+  const required = query.required.filter((name) => query.properties![name]?.default === undefined);
+  return { ...query, required };
+}
+
+type Operation = { requestBody?: { required?: boolean; content?: Record<string, { schema?: { anyOf?: unknown[] } }> } };
+
+/** A body schema with a `null` branch: the body may be left out (Fastify validates a missing body as null). */
+function admitsNoBody(operation: Operation): boolean {
+  const schema = operation.requestBody?.content?.['application/json']?.schema;
+  return (schema?.anyOf ?? []).some((branch) => (branch as { type?: unknown }).type === 'null');
+}
+
+/**
+ * @fastify/swagger marks every request body required; one whose schema admits null (rotate-secret) is
+ * optional (OpenAPI 3.1 §4.8.13.1).
+ */
+function optionalBodies<T>(openapiObject: T): T {
+  const paths = (openapiObject as { paths?: Record<string, Record<string, Operation>> }).paths ?? {};
+  for (const item of Object.values(paths))
+    for (const operation of Object.values(item))
+      if (operation.requestBody && admitsNoBody(operation)) operation.requestBody.required = false;
+  return openapiObject;
+}
+
+interface RouteTraits {
+  method: string;
+  scope: string | undefined;
+  rateLimited: boolean;
+  schema: Record<string, unknown>;
+}
+
+/**
+ * The statuses the shared layers of src/http/ answer on this operation: read off the route (its scope,
+ * its parameters, its body), so no route can forget one. A route lists its own ones (409, 412 …) in
+ * its response schema; those descriptions win.
+ */
+function operationErrors({ method, scope, rateLimited, schema }: RouteTraits): Record<string, object> {
+  const errors: Record<string, object> = {
+    400: problemResponse(
+      'Malformed request: HTTP syntax, a missing, repeated or invalid Host or Authorization header, a bad query or path parameter, or a body that is not JSON.',
+    ),
+  };
+  if (scope) {
+    errors[401] = problemResponse('No valid access token (WWW-Authenticate names the error, RFC 6750 §3).');
+    errors[403] = problemResponse('The token lacks the scope, or the resource is not the caller’s to use.');
+  }
+  if (schema.params) errors[404] = problemResponse('No such resource, or not one the caller may see.');
+  if (BODY_METHODS.has(method)) {
+    errors[413] = problemResponse('The request body is larger than BODY_LIMIT_BYTES.');
+    errors[415] = problemResponse('The body has a media type this operation does not take.');
+  }
+  if (schema.body)
+    errors[422] = problemResponse('The body is JSON but does not validate (`errors` names each member).');
+  if (rateLimited) errors[429] = problemResponse('Rate limit reached; Retry-After says when to try again.');
+  errors[500] = problemResponse('A fault; the body says nothing internal (quote `requestId`).');
+  errors[503] = problemResponse(
+    'Overloaded, shutting down, or a dependency (database, token issuer) unreachable; with Retry-After.',
+  );
+  return errors;
+}
 
 export async function registerOpenApi(app: FastifyInstance, features: readonly FeatureContribution[]): Promise<void> {
   await app.register(swagger, {
@@ -67,12 +149,18 @@ export async function registerOpenApi(app: FastifyInstance, features: readonly F
       webhooks: Object.assign({}, ...features.map((f) => f.openApi.webhooks ?? {})) as never,
     },
     transform: ({ schema, url, route }) => {
-      const scope = (route.config as { scope?: string } | undefined)?.scope;
+      const config = route.config as { scope?: string; rateLimit?: unknown } | undefined;
+      const scope = config?.scope;
       const transformed = { ...(schema ?? {}) } as Record<string, unknown>;
       if (scope) transformed.security = [{ bearer: [scope] }];
-      transformed.response = { ...ERROR_RESPONSES, ...(transformed.response as object | undefined) };
+      if (transformed.querystring) transformed.querystring = withDefaultsOptional(transformed.querystring);
+      const method = String(Array.isArray(route.method) ? route.method[0] : route.method).toUpperCase();
+      const errors = operationErrors({ method, scope, rateLimited: config?.rateLimit !== false, schema: transformed });
+      transformed.response = { ...ERROR_RESPONSES, ...errors, ...(transformed.response as object | undefined) };
       return { schema: transformed, url };
     },
+    transformObject: (documentObject) =>
+      'openapiObject' in documentObject ? optionalBodies(documentObject.openapiObject) : documentObject.swaggerObject,
   });
   await app.register(swaggerUi, { routePrefix: '/docs', staticCSP: true });
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());

@@ -17,6 +17,8 @@ declare module 'fastify' {
     fallbackHost: string;
     /** Resolves a raw request's origin; for requests built outside the routing (frameworkErrors), which lack `clientOrigin`. */
     originOf: (raw: IncomingMessage) => ClientOrigin;
+    /** True when the connection's peer is a trusted proxy (TRUST_PROXY). */
+    fromTrustedProxy: (raw: IncomingMessage) => boolean;
   }
 }
 
@@ -48,6 +50,7 @@ export function registerOrigin(
   app.decorate('publicUrlSetting', options.publicUrl);
   app.decorate('fallbackHost', options.fallbackHost);
   app.decorate('originOf', originOf);
+  app.decorate('fromTrustedProxy', (raw: IncomingMessage) => trust(raw.socket.remoteAddress ?? '', 0));
   app.decorateRequest('originCache', undefined);
   app.decorateRequest('clientOrigin', {
     getter(this: FastifyRequest) {
@@ -69,4 +72,18 @@ export function publicBaseUrl(request: FastifyRequest): string {
   // Fastify builds the request of a frameworkErrors call from its base class, without our decorations.
   const origin = (request.clientOrigin as ClientOrigin | undefined) ?? request.server.originOf(request.raw);
   return `${origin.protocol}://${origin.host ?? request.server.fallbackHost}`;
+}
+
+/**
+ * The base of links Signet signs into what it sends to third parties (webhook event `Data`): PUBLIC_URL,
+ * else the public URL a trusted proxy forwarded, else the address the request reached this server at.
+ * Never a Host header an API caller chose: a caller with write access could otherwise have every
+ * subscriber receive, signed by us, links to a host of its own, and a consumer that follows them with
+ * its token would send the token there.
+ */
+export function signedLinkBaseUrl(request: FastifyRequest): string {
+  if (request.server.publicUrlSetting || request.server.fromTrustedProxy(request.raw)) return publicBaseUrl(request);
+  const { localAddress = '127.0.0.1', localPort } = request.raw.socket;
+  const address = localAddress.startsWith('::ffff:') ? localAddress.slice(7) : localAddress;
+  return `http://${address.includes(':') ? `[${address}]` : address}:${localPort}`;
 }

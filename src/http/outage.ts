@@ -2,6 +2,8 @@
 // our code. They become 503 with Retry-After (RFC 9110 §15.6.4, §10.2.3): a temporary outage
 // (README, "Failure behaviour"), which clients and gateways retry, where a 500 would say the request
 // itself broke something.
+import type { FastifyInstance } from 'fastify';
+import type { Metrics } from '../metrics/metrics.ts';
 
 /** Socket-level failures reaching PostgreSQL (Node system error codes). */
 const NETWORK_CODES = new Set([
@@ -52,4 +54,29 @@ export function isDatabaseOutage(err: unknown): boolean {
   // the SQLSTATEs above still match then.)
   if (severity === 'FATAL' || severity === 'PANIC') return true;
   return typeof message === 'string' && PG_MESSAGES.test(message);
+}
+
+/**
+ * A failure the database reported: an outage (above), or a fault in a query (a missing table, a
+ * violated constraint nobody handled). node-postgres errors carry a SQLSTATE `code` and a `severity`;
+ * node:sqlite's carry ERR_SQLITE_ERROR. Anything else is not the database's.
+ */
+export function databaseErrorKind(err: unknown): 'outage' | 'other' | undefined {
+  if (isDatabaseOutage(err)) return 'outage';
+  if (typeof err !== 'object' || err === null) return undefined;
+  const { code, severity } = err as DriverError;
+  if (code === 'ERR_SQLITE_ERROR') return 'other';
+  return typeof severity === 'string' && typeof code === 'string' ? 'other' : undefined;
+}
+
+/**
+ * Counts requests that failed because of the database (signet_database_errors_total, README "Metrics"):
+ * every error a route throws reaches the onError hook before the one error handler answers it.
+ */
+export function countDatabaseErrors(app: FastifyInstance, metrics: Pick<Metrics, 'databaseError'>): void {
+  app.addHook('onError', (_request, _reply, error, done) => {
+    const kind = databaseErrorKind(error);
+    if (kind) metrics.databaseError(kind);
+    done();
+  });
 }

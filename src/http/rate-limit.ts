@@ -16,7 +16,8 @@ export interface RateLimitSettings {
 }
 
 const POLICY = 'default';
-const EXEMPT = new Set(['/healthz', '/readyz']);
+// /metrics: a scrape every few seconds must never be refused (README, "Metrics").
+const EXEMPT = new Set(['/healthz', '/readyz', '/metrics']);
 const NAMESPACE = 'signet-rl:';
 
 export async function registerRateLimit(app: FastifyInstance, settings: RateLimitSettings): Promise<void> {
@@ -32,11 +33,13 @@ export async function registerRateLimit(app: FastifyInstance, settings: RateLimi
     allowList: (request) =>
       EXEMPT.has(request.routeOptions.url ?? '') || (request.routeOptions.url ?? '').startsWith('/oauth/'),
     keyGenerator: (request) => (request.principal ? request.principal.callerKey : `ip:${request.clientOrigin.ip}`),
-    errorResponseBuilder: (_request, context) =>
-      new Problem(
+    errorResponseBuilder: (request, context) => {
+      request.server.metrics.rateLimitRefusals.inc();
+      return new Problem(
         'rateLimited',
         `limit of ${context.max} requests per ${settings.windowSeconds} s reached; retry in ${context.after}`,
-      ),
+      );
+    },
   });
   app.addHook('onSend', (_request, reply, payload, done) => {
     rewriteHeaders(reply, settings.windowSeconds);

@@ -14,6 +14,20 @@ export function resourceMetadataUrl(resource: string): string {
   return `${url.origin}/.well-known/oauth-protected-resource${url.pathname === '/' ? '' : url.pathname}`;
 }
 
+/** RFC 9728 §2, the members sent; Fastify serializes with it, so it lists every one. */
+const METADATA_SCHEMA = {
+  type: 'object',
+  description: 'Protected resource metadata (RFC 9728 §3.2).',
+  required: ['resource', 'authorization_servers', 'scopes_supported', 'bearer_methods_supported', 'resource_name'],
+  properties: {
+    resource: { type: 'string', format: 'uri' },
+    authorization_servers: { type: 'array', items: { type: 'string', format: 'uri' } },
+    scopes_supported: { type: 'array', items: { type: 'string' } },
+    bearer_methods_supported: { type: 'array', items: { type: 'string' } },
+    resource_name: { type: 'string' },
+  },
+};
+
 export function registerResourceMetadata(app: FastifyInstance, settings: ResourceMetadataSettings): void {
   const document = {
     resource: settings.resource,
@@ -29,7 +43,13 @@ export function registerResourceMetadata(app: FastifyInstance, settings: Resourc
   for (const url of paths) {
     app.get(
       url,
-      { schema: { tags: ['operations'], summary: 'Protected resource metadata (RFC 9728)' } },
+      {
+        schema: {
+          tags: ['operations'],
+          summary: 'Protected resource metadata (RFC 9728)',
+          response: { 200: METADATA_SCHEMA },
+        },
+      },
       async (_request, reply) => {
         reply.header('cache-control', 'public, max-age=300');
         return document;

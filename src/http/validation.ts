@@ -41,6 +41,18 @@ export function isUuid(value: string): boolean {
 }
 
 /**
+ * No control characters (Unicode category Cc: C0, DEL, C1). None belongs in a name, an address or an id,
+ * and PostgreSQL refuses U+0000 in text outright (22021, a 500 otherwise). As a schema `pattern` for
+ * path and query strings (ajv compiles patterns with the `u` flag); `hasControlCharacter` for the rest.
+ */
+export const NO_CONTROL_CHARACTERS_PATTERN = '^\\P{Cc}*$';
+const CONTROL_CHARACTER = /\p{Cc}/u;
+
+export function hasControlCharacter(text: string): boolean {
+  return CONTROL_CHARACTER.test(text);
+}
+
+/**
  * The 422 for field errors found after schema validation, every one listed in `errors`. The default
  * detail reads "Total: …; Currency: …".
  */

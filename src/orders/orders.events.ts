@@ -17,6 +17,12 @@ export interface OrderEventSink {
   orderChanged(trx: Executor, type: OrderEventType, order: OrderRecord, now: Date): Promise<void>;
 }
 
+/**
+ * The sink for the changes made under one public base URL (PUBLIC_URL, else the request's trusted
+ * origin): the links in an event's Data start there, as the links in the response to that change do.
+ */
+export type OrderEventSinkAt = (baseUrl: string) => OrderEventSink;
+
 /** The event a move into `status` emits. */
 export function statusEvent(status: Exclude<OrderStatus, 'pending'>): OrderEventType {
   return `order.${status}`;

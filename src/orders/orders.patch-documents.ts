@@ -77,6 +77,26 @@ export function applyMergePatch(target: Record<string, unknown>, patch: unknown)
   return { ok: true, document };
 }
 
+// Operations that leave a value at their `path` (RFC 6902 §4.1-§4.5); remove and test do not.
+const WRITING_OPERATIONS: ReadonlySet<unknown> = new Set(['add', 'replace', 'move', 'copy']);
+
+/**
+ * Whether the patch sets the top-level member `name`, even to the value it already has: a request for
+ * that value, which the document after the patch cannot tell from a member the patch left alone.
+ * Merge patch: the member is present and not null (null removes it, RFC 7396 §2). JSON Patch: an
+ * operation writes at the member's pointer, or replaces the whole document (path "", RFC 6901 §5).
+ */
+export function patchSetsMember(mediaType: PatchMediaType, patch: unknown, name: string): boolean {
+  if (mediaType === 'application/merge-patch+json') {
+    return isObject(patch) && Object.hasOwn(patch, name) && patch[name] !== null;
+  }
+  const pointer = `/${escapePointerToken(name)}`;
+  return (
+    Array.isArray(patch) &&
+    patch.some((op) => isObject(op) && WRITING_OPERATIONS.has(op.op) && (op.path === pointer || op.path === ''))
+  );
+}
+
 // RFC 6901 tokens of a pointer, unescaped (~1 before ~0, §4).
 function pointerTokens(pointer: string): string[] {
   return pointer

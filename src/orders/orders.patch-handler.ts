@@ -10,6 +10,7 @@ import {
   applyJsonPatch,
   applyMergePatch,
   patchMediaType,
+  patchSetsMember,
   PATCH_MEDIA_TYPES,
   type PatchResult,
 } from './orders.patch-documents.ts';
@@ -37,6 +38,9 @@ export function patchedState(request: FastifyRequest): NextState {
       headers: { 'accept-patch': ACCEPT_PATCH },
     });
   }
+  // A patch that sets Status asks for a transition, even to the state the order is in; one that does
+  // not leaves Status out of the new state, so the service can tell the two apart (README, PATCH).
+  const requestsTransition = patchSetsMember(mediaType, request.body, 'Status');
   // The patch is applied to the very state the service compares and writes over (and again to the
   // new state if a concurrent write wins), so `test` operations and unchanged members always refer
   // to what is actually replaced.
@@ -51,6 +55,7 @@ export function patchedState(request: FastifyRequest): NextState {
       const errors = fieldErrors(validatePatched.errors ?? []);
       throw validationProblem(errors, `the patched order is not valid: ${errors.map((e) => e.pointer).join(', ')}`);
     }
+    if (!requestsTransition) delete document.Status;
     return document;
   };
 }

@@ -4,7 +4,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { Db } from '../db/database.ts';
 import { decodeCursor, requireDecimalLimit } from '../http/cursor.ts';
 import { runIdempotent, sendStored, type IdempotencySettings } from '../http/idempotency.ts';
-import { publicBaseUrl } from '../http/origin.ts';
+import { publicBaseUrl, signedLinkBaseUrl } from '../http/origin.ts';
 import { listPage } from '../http/pages.ts';
 import { Problem } from '../http/problems.ts';
 import type { Principal } from '../http/token-verifier.ts';
@@ -17,25 +17,30 @@ import {
   sendOrderRead,
   wantsMinimal,
 } from './orders.responses.ts';
-import type { OrderEventSink } from './orders.events.ts';
+import type { OrderEventSinkAt } from './orders.events.ts';
 import { patchedState } from './orders.patch-handler.ts';
 import { parseVariant, toRepresentation } from './orders.representation.ts';
 import {
   ActionHeaders,
+  ActionResponses,
   CreateHeaders,
   CreateOrderBody,
+  CreateResponses,
   DeleteHeaders,
+  DeleteResponses,
   ListQuery,
-  Order,
+  ListResponses,
   OrderIdParams,
-  OrderList,
   OrderQuery,
   PatchBody,
+  PatchResponses,
   ReadHeaders,
+  ReadResponses,
   ReplaceHeaders,
   ReplaceOrderBody,
+  ReplaceResponses,
 } from './orders.schemas.ts';
-import { createOrdersService } from './orders.service.ts';
+import { createOrdersService, type WriteContext, type WriteOptions } from './orders.service.ts';
 import { isOrderStatus, ORDER_ACTIONS, type OrderStatus } from './orders.states.ts';
 import { patchValidatorCompiler } from './orders.validation.ts';
 
@@ -43,7 +48,7 @@ export interface OrdersRouteOptions {
   db: Db;
   idempotency: IdempotencySettings;
   /** Where order changes are announced, inside their transaction (the webhook outbox). */
-  events: OrderEventSink;
+  events: OrderEventSinkAt;
 }
 
 const TAGS = ['orders'];
@@ -53,6 +58,15 @@ const write = { scope: 'orders:write' };
 function principalOf(request: FastifyRequest): Principal {
   if (!request.principal) throw new Problem('unauthorized', 'an access token is required');
   return request.principal;
+}
+
+/** A write's events link to the public URL the request was made under (never a Host the caller chose). */
+function writeContext(request: FastifyRequest): WriteContext {
+  return { baseUrl: signedLinkBaseUrl(request) };
+}
+
+function writeOptions(request: FastifyRequest): WriteOptions {
+  return { check: preconditionsOf(request), ...writeContext(request) };
 }
 
 export async function ordersRoutes(fastify: FastifyInstance, options: OrdersRouteOptions): Promise<void> {
@@ -69,12 +83,16 @@ export async function ordersRoutes(fastify: FastifyInstance, options: OrdersRout
         summary: 'Create an order',
         headers: CreateHeaders,
         body: CreateOrderBody,
-        response: { 201: Order },
+        response: CreateResponses,
       },
     },
     async (request, reply) =>
       runIdempotent(request, reply, db, idempotency, async (trx) =>
-        orderResponse(request, await orders.create(trx, principalOf(request), request.body), 201),
+        orderResponse(
+          request,
+          await orders.create(trx, principalOf(request), request.body, writeContext(request)),
+          201,
+        ),
       ),
   );
 
@@ -88,7 +106,7 @@ export async function ordersRoutes(fastify: FastifyInstance, options: OrdersRout
         headers: ReadHeaders,
         params: OrderIdParams,
         querystring: OrderQuery,
-        response: { 200: Order },
+        response: ReadResponses,
       },
     },
     async (request, reply) => {
@@ -107,7 +125,7 @@ export async function ordersRoutes(fastify: FastifyInstance, options: OrdersRout
         tags: TAGS,
         summary: 'List orders, newest first',
         querystring: ListQuery,
-        response: { 200: OrderList },
+        response: ListResponses,
       },
     },
     async (request, reply) => {
@@ -153,7 +171,7 @@ export async function ordersRoutes(fastify: FastifyInstance, options: OrdersRout
         headers: ReplaceHeaders,
         params: OrderIdParams,
         body: ReplaceOrderBody,
-        response: { 200: Order },
+        response: ReplaceResponses,
       },
     },
     async (request, reply) => {
@@ -161,7 +179,7 @@ export async function ordersRoutes(fastify: FastifyInstance, options: OrdersRout
       const order = await db.transaction().execute((trx) =>
         orders.replace(trx, principalOf(request), Number(request.params.id), next, {
           statusIsReadOnly: true,
-          check: preconditionsOf(request),
+          ...writeOptions(request),
         }),
       );
       return sendStored(
@@ -182,7 +200,7 @@ export async function ordersRoutes(fastify: FastifyInstance, options: OrdersRout
         headers: ReplaceHeaders,
         params: OrderIdParams,
         body: PatchBody,
-        response: { 200: Order },
+        response: PatchResponses,
       },
     },
     async (request, reply) => {
@@ -191,7 +209,7 @@ export async function ordersRoutes(fastify: FastifyInstance, options: OrdersRout
       const order = await db.transaction().execute((trx) =>
         orders.replace(trx, principal, Number(request.params.id), next, {
           statusIsReadOnly: false,
-          check: preconditionsOf(request),
+          ...writeOptions(request),
         }),
       );
       return sendStored(
@@ -210,15 +228,13 @@ export async function ordersRoutes(fastify: FastifyInstance, options: OrdersRout
         summary: 'Delete a pending or cancelled order',
         headers: DeleteHeaders,
         params: OrderIdParams,
-        response: { 204: { type: 'null', description: 'Deleted' } },
+        response: DeleteResponses,
       },
     },
     async (request, reply) => {
       await db
         .transaction()
-        .execute((trx) =>
-          orders.remove(trx, principalOf(request), Number(request.params.id), { check: preconditionsOf(request) }),
-        );
+        .execute((trx) => orders.remove(trx, principalOf(request), Number(request.params.id), writeOptions(request)));
       return reply.code(204).send(null);
     },
   );
@@ -233,14 +249,18 @@ export async function ordersRoutes(fastify: FastifyInstance, options: OrdersRout
           summary: `Transition: ${action}`,
           headers: ActionHeaders,
           params: OrderIdParams,
-          response: { 200: Order },
+          response: ActionResponses,
         },
       },
       async (request, reply) =>
         runIdempotent(request, reply, db, idempotency, async (trx) => {
-          const order = await orders.transition(trx, principalOf(request), Number(request.params.id), action, {
-            check: preconditionsOf(request),
-          });
+          const order = await orders.transition(
+            trx,
+            principalOf(request),
+            Number(request.params.id),
+            action,
+            writeOptions(request),
+          );
           return orderResponse(request, order, 200, DEFAULT_VARIANT);
         }),
     );

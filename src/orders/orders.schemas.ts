@@ -1,6 +1,7 @@
 // One schema per request part: it validates the request, types the handler and feeds the OpenAPI document.
 import Type from 'typebox';
 import type { Static } from 'typebox';
+import { problemResponse, problemWith } from '../http/openapi.ts';
 import { UUID_PATTERN } from '../http/validation.ts';
 import { ORDER_STATUSES, type OrderStatus } from './orders.states.ts';
 
@@ -192,3 +193,55 @@ export const ReadHeaders = Type.Object({ ...writeConditions, 'If-Modified-Since'
 export const ReplaceHeaders = Type.Object({ ...writeConditions, Prefer: Type.Optional(Prefer) });
 export const DeleteHeaders = Type.Object(writeConditions);
 export const ActionHeaders = Type.Object({ ...writeConditions, 'Idempotency-Key': Type.Optional(IdempotencyKey) });
+
+// Responses by status, beside those every operation shares (src/http/openapi.ts). The problem ones are
+// documentation only: problems are sent as text, so Fastify never serializes with their schemas.
+const NOT_MODIFIED = {
+  type: 'null',
+  description:
+    'Not Modified: the client’s copy is current (If-None-Match / If-Modified-Since). No body; ETag, Last-Modified, Cache-Control and Vary as a 200 would have them (RFC 9110 §15.4.5).',
+};
+const MINIMAL = {
+  type: 'null',
+  description:
+    '`Prefer: return=minimal`: no body; ETag and Last-Modified of the new version, Preference-Applied (RFC 7240 §4.2).',
+};
+const PRECONDITION_FAILED = problemResponse(
+  'A precondition failed (If-Match, If-Unmodified-Since, or If-None-Match on a write; RFC 9110 §13.1); carries the current ETag on writes.',
+);
+const IDEMPOTENCY_CONFLICT =
+  'The Idempotency-Key was used with a different request, or its first request is still in flight (Retry-After).';
+const STATE_CONFLICT = problemWith({ currentStatus: Status });
+
+export const CreateResponses = {
+  201: Order,
+  409: problemResponse(IDEMPOTENCY_CONFLICT),
+};
+export const ReadResponses = { 200: Order, 304: NOT_MODIFIED, 412: PRECONDITION_FAILED };
+export const ListResponses = { 200: OrderList };
+export const ReplaceResponses = {
+  200: Order,
+  204: MINIMAL,
+  409: problemResponse('Only a pending order can change (`currentStatus` says what it is).', STATE_CONFLICT),
+  412: PRECONDITION_FAILED,
+};
+export const PatchResponses = {
+  200: Order,
+  204: MINIMAL,
+  400: problemResponse('Malformed request, or a malformed patch document (`invalid-patch`, RFC 5789 §2.2).'),
+  409: problemResponse(
+    'The change is not allowed in the current state, or the status transition is not (`currentStatus` says what it is), or a JSON Patch operation cannot apply.',
+    STATE_CONFLICT,
+  ),
+  412: PRECONDITION_FAILED,
+};
+export const DeleteResponses = {
+  204: { type: 'null', description: 'Deleted' },
+  409: problemResponse('Only pending and cancelled orders can be deleted.', STATE_CONFLICT),
+  412: PRECONDITION_FAILED,
+};
+export const ActionResponses = {
+  200: Order,
+  409: problemResponse(`The current state does not allow this transition; or: ${IDEMPOTENCY_CONFLICT}`, STATE_CONFLICT),
+  412: PRECONDITION_FAILED,
+};

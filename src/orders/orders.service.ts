@@ -6,7 +6,7 @@ import { Problem, type FieldError } from '../http/problems.ts';
 import { isUuid, validationProblem } from '../http/validation.ts';
 import { ORDER_PROBLEMS } from './orders.errors.ts';
 import type { Principal } from '../http/token-verifier.ts';
-import { statusEvent, type OrderEventSink } from './orders.events.ts';
+import { statusEvent, type OrderEventSink, type OrderEventSinkAt } from './orders.events.ts';
 import { isActiveCurrency, toMinorUnits } from './orders.money.ts';
 import * as repo from './orders.repository.ts';
 import type { OrderChanges, OrderRecord, StatusChangeRecord } from './orders.repository.ts';
@@ -99,6 +99,39 @@ async function explainLostRace(
   throw new Problem('preconditionFailed', `order ${id} changed while this request was processed; fetch it and retry`);
 }
 
+/**
+ * The state machine's rule for a requested move, shared by the action URLs and PATCH: only from a state
+ * that allows it, so asking for the state the order is already in is refused too (409 with
+ * currentStatus): a caller is told it made the move only when its own write made it.
+ */
+function requireTransition(order: OrderRecord, to: OrderStatus, attempted: string): void {
+  if (!actionBetween(order.status, to)) throw invalidState(order, attempted);
+}
+
+/**
+ * Writes a move that was already checked against `order` as one compare-and-set on its status (and,
+ * when given, its version): of concurrent requests for the same move exactly one finds the order
+ * still in `order.status`. Undefined when another write got there first.
+ */
+async function applyTransition(
+  db: Executor,
+  order: OrderRecord,
+  changes: OrderChanges & { status: OrderStatus },
+  guardVersion: boolean,
+  now: Date,
+  events: OrderEventSink,
+): Promise<OrderRecord | undefined> {
+  const guard = { status: order.status, version: guardVersion ? order.version : undefined };
+  const updated = await repo.updateOrderIf(db, order.id, guard, changes, now);
+  if (!updated) return undefined;
+  // A PATCH may change fields and move a pending order on at once: both are announced, in that order.
+  const fieldsChanged = Object.keys(changes).some((member) => member !== 'status');
+  if (fieldsChanged) await events.orderChanged(db, 'order.updated', updated, now);
+  await repo.insertStatusChange(db, order.id, changes.status, now);
+  await events.orderChanged(db, statusEvent(changes.status as Exclude<OrderStatus, 'pending'>), updated, now);
+  return updated;
+}
+
 async function transitionOrder(
   db: Executor,
   principal: Principal,
@@ -112,18 +145,8 @@ async function transitionOrder(
   const order = await getVisibleOrder(db, principal, id);
   if (order.status !== from) throw invalidState(order, action);
   const guardVersion = check(order);
-  // One conditional UPDATE: of N concurrent requests exactly one finds the order still in `from`.
-  const updated = await repo.updateOrderIf(
-    db,
-    id,
-    { status: from, version: guardVersion ? order.version : undefined },
-    { status: to },
-    now,
-  );
-  if (!updated) return explainLostRace(db, principal, id, action, from);
-  await repo.insertStatusChange(db, id, to, now);
-  await events.orderChanged(db, statusEvent(to as Exclude<OrderStatus, 'pending'>), updated, now);
-  return updated;
+  const updated = await applyTransition(db, order, { status: to }, guardVersion, now, events);
+  return updated ?? explainLostRace(db, principal, id, action, from);
 }
 
 export interface ReadOnlyMembers {
@@ -162,19 +185,42 @@ export interface Replacement extends OrderFields, ReadOnlyMembers {
 /** The new full state, or how to compute it from the current one (a PATCH applies to the state it replaces). */
 export type NextState = Replacement | ((current: OrderRecord) => Replacement);
 
+/** Field changes only: the current order when there are none, undefined when a concurrent write won. */
+async function updateFields(
+  db: Executor,
+  order: OrderRecord,
+  changes: OrderChanges,
+  { now, events }: { now: Date; events: OrderEventSink },
+): Promise<OrderRecord | undefined> {
+  if (Object.keys(changes).length === 0) return order;
+  const updated = await repo.updateOrderIf(
+    db,
+    order.id,
+    { status: order.status, version: order.version },
+    changes,
+    now,
+  );
+  if (updated) await events.orderChanged(db, 'order.updated', updated, now);
+  return updated;
+}
+
 /** Safety net only: every lost compare-and-set means another write committed, so retries are bounded by the writers. */
 const MAX_WRITE_ATTEMPTS = 50;
 
 /**
  * PUT and PATCH end here: the new full state is compared with the current one, and only real changes
- * are written (so repeating a PUT changes nothing: idempotent). Field changes need an editable state;
- * a Status change must be one allowed transition.
+ * are written (so repeating a PUT changes nothing: idempotent). Field changes need an editable state.
+ * In PUT, Status is read-only (sent back unchanged or 422). In PATCH, a Status in the new state is a
+ * requested transition (the patch handler leaves it out when the patch does not set it), held to the
+ * rule of the action URLs: allowed from the current state only, so the state the order is already in
+ * is 409 too, and written as the same compare-and-set on the status (applyTransition).
  *
  * Optimistic read-modify-write: the write is guarded by the version just read. When a concurrent
  * writer got there first, the whole step (computing `next`, state rules, preconditions) is repeated
  * on the new state: a client that sent If-Match then gets 412 because its tag is now stale, an
  * unconditional write is applied to the current state instead of failing with a 412 for a
- * precondition it never sent, and a patch is never written back over a change it did not see.
+ * precondition it never sent, a patch is never written back over a change it did not see, and a
+ * transition that lost to another one is refused with 409 like a late POST …/pay.
  */
 async function replaceOrder(
   db: Executor,
@@ -188,39 +234,18 @@ async function replaceOrder(
     const wanted = typeof next === 'function' ? next(order) : next;
     checkReadOnly(order, wanted, options.statusIsReadOnly);
     const changes = diff(order, validateFields(principal, wanted));
-    const nextStatus = wanted.Status ?? order.status;
-    const fieldsChange = Object.keys(changes).length > 0;
-    if (fieldsChange && !isEditable(order.status)) throw invalidState(order, 'change CustomerId, Total or Currency');
-    if (nextStatus !== order.status) {
-      const action = actionBetween(order.status, nextStatus);
-      if (!action) throw invalidState(order, `move to ${nextStatus}`);
-      changes.status = nextStatus;
-    }
+    if (Object.keys(changes).length > 0 && !isEditable(order.status))
+      throw invalidState(order, 'change CustomerId, Total or Currency');
+    const requested = options.statusIsReadOnly ? undefined : wanted.Status;
+    if (requested !== undefined) requireTransition(order, requested, `move to ${requested}`);
     // After the state rules, as in transitionOrder and deleteOrder: a change the state forbids is 409
     // whatever the preconditions say (README: preconditions are ignored when the answer would be 409).
     options.check(order);
-    if (Object.keys(changes).length === 0) return order;
-    const updated = await repo.updateOrderIf(
-      db,
-      id,
-      { status: order.status, version: order.version },
-      changes,
-      options.now,
-    );
-    if (updated) {
-      // A PATCH may change fields and move a pending order on at once: both are announced, in that order.
-      if (fieldsChange) await options.events.orderChanged(db, 'order.updated', updated, options.now);
-      if (changes.status) {
-        await repo.insertStatusChange(db, id, changes.status, options.now);
-        await options.events.orderChanged(
-          db,
-          statusEvent(changes.status as Exclude<OrderStatus, 'pending'>),
-          updated,
-          options.now,
-        );
-      }
-      return updated;
-    }
+    const updated =
+      requested === undefined
+        ? await updateFields(db, order, changes, options)
+        : await applyTransition(db, order, { ...changes, status: requested }, true, options.now, options.events);
+    if (updated) return updated;
     if (attempt >= MAX_WRITE_ATTEMPTS) return explainLostRace(db, principal, id, 'apply the change', order.status);
   }
 }
@@ -271,13 +296,21 @@ async function listOrders(
 export interface OrdersDependencies {
   /** Reads outside a write; writes run on the executor their caller passes (its transaction). */
   db: Db;
-  /** Where order changes are announced, inside their transaction (the webhook outbox). */
-  events: OrderEventSink;
+  /**
+   * Where order changes are announced, inside their transaction (the webhook outbox), for the public
+   * base URL of the write: an event's links start where the response's do (README, "Running behind a proxy").
+   */
+  events: OrderEventSinkAt;
   /** The time a write is stamped with. */
   clock?: () => Date;
 }
 
-export interface WriteOptions {
+/** What every write is told: the public base URL it was made under. */
+export interface WriteContext {
+  baseUrl: string;
+}
+
+export interface WriteOptions extends WriteContext {
   check: PreconditionCheck;
 }
 
@@ -290,19 +323,24 @@ export function createOrdersService({ db, events, clock = () => new Date() }: Or
     get: (principal: Principal, id: number) => getVisibleOrder(db, principal, id),
     history: (order: OrderRecord) => getHistory(db, order),
     list: (principal: Principal, request: ListRequest) => listOrders(db, principal, request),
-    create: (trx: Executor, principal: Principal, fields: OrderFields) =>
-      createOrder(trx, principal, fields, clock(), events),
-    transition: (trx: Executor, principal: Principal, id: number, action: OrderAction, { check }: WriteOptions) =>
-      transitionOrder(trx, principal, id, action, check, clock(), events),
+    create: (trx: Executor, principal: Principal, fields: OrderFields, { baseUrl }: WriteContext) =>
+      createOrder(trx, principal, fields, clock(), events(baseUrl)),
+    transition: (
+      trx: Executor,
+      principal: Principal,
+      id: number,
+      action: OrderAction,
+      { check, baseUrl }: WriteOptions,
+    ) => transitionOrder(trx, principal, id, action, check, clock(), events(baseUrl)),
     replace: (
       trx: Executor,
       principal: Principal,
       id: number,
       next: NextState,
       options: WriteOptions & { statusIsReadOnly: boolean },
-    ) => replaceOrder(trx, principal, id, next, { ...options, now: clock(), events }),
-    remove: (trx: Executor, principal: Principal, id: number, { check }: WriteOptions) =>
-      deleteOrder(trx, principal, id, check, clock(), events),
+    ) => replaceOrder(trx, principal, id, next, { ...options, now: clock(), events: events(options.baseUrl) }),
+    remove: (trx: Executor, principal: Principal, id: number, { check, baseUrl }: WriteOptions) =>
+      deleteOrder(trx, principal, id, check, clock(), events(baseUrl)),
   };
 }
 

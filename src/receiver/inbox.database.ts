@@ -24,6 +24,8 @@ export interface InboxTables {
     last_error: string | null;
     next_attempt_at: Date | string;
     lease_until: Date | string | null;
+    /** The claim's token (migration 0002); null while nobody holds the entry. */
+    lease_id: string | null;
   };
   receiver_cursors: { source: string; cursor: string; updated_at: Generated<Date | string> };
 }

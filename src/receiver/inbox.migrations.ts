@@ -67,7 +67,18 @@ function inboxMigration(dialect: InboxDialect): Migration {
   };
 }
 
+/**
+ * Who holds a lease: a token drawn at each claim. lease_until alone says only that *someone* holds the
+ * entry; a worker that stalled past its lease must not complete, retry or renew an entry another worker
+ * has claimed since, so every write of the holder is conditional on its token (README, "Inbox and worker").
+ */
+const leaseOwnerMigration: Migration = {
+  async up(db: Kysely<any>) {
+    await db.schema.alterTable('receiver_inbox').addColumn('lease_id', 'text').execute();
+  },
+};
+
 /** In code, not scanned from a directory: the kit ships as source and names sort in writing order. */
 export function inboxMigrations(dialect: InboxDialect): Record<string, Migration> {
-  return { '0001-receiver-inbox': inboxMigration(dialect) };
+  return { '0001-receiver-inbox': inboxMigration(dialect), '0002-receiver-inbox-lease-owner': leaseOwnerMigration };
 }

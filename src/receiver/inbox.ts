@@ -1,6 +1,7 @@
 // The durable inbox: dedupe store and work queue in one table. An entry is recorded (committed)
 // before the webhook is acknowledged, then a worker claims entries in arrival order under a lease.
-import type { Kysely, Selectable } from 'kysely';
+import { randomUUID } from 'node:crypto';
+import type { ExpressionBuilder, Kysely, Selectable } from 'kysely';
 import { migrateInbox, openInboxDatabase, type InboxDatabase, type InboxTables } from './inbox.database.ts';
 
 export interface InboxEntry {
@@ -16,6 +17,13 @@ export interface InboxEntry {
   attempts: number;
   state: 'pending' | 'done' | 'dead';
   lastError: string | null;
+  /** Until when the worker that claimed it holds it; null when nobody does. */
+  leaseUntil: Date | null;
+  /**
+   * The token of the claim that returned this entry (claimNext draws a new one each time). Pass it to
+   * complete, retryLater, markDead and renewLease: they then act only while that claim still holds the entry.
+   */
+  leaseId: string | null;
 }
 
 export type NewInboxEntry = Pick<
@@ -23,15 +31,36 @@ export type NewInboxEntry = Pick<
   'source' | 'deliveryId' | 'eventId' | 'eventType' | 'body' | 'via' | 'receivedAt'
 >;
 
+export interface ClaimOptions {
+  /**
+   * Claim only the oldest due pending entry: when another worker holds it, claim nothing rather than
+   * pass it. A starting worker claims this way for one lease period, so an entry whose worker crashed
+   * runs again before anything that arrived after it (README, "Inbox and worker").
+   */
+  inOrder?: boolean;
+}
+
 export interface Inbox {
   readonly dialect: 'sqlite' | 'postgres';
   /** 'duplicate' when (source, deliveryId) or (source, eventId) was already recorded; nothing is added then. */
   record(entry: NewInboxEntry): Promise<'recorded' | 'duplicate'>;
-  /** The oldest due pending entry (by seq), leased to the caller for `leaseMs`; counts as an attempt. */
-  claimNext(now: Date, leaseMs: number): Promise<InboxEntry | undefined>;
-  complete(seq: number): Promise<void>;
-  retryLater(seq: number, error: string, at: Date): Promise<void>;
-  markDead(seq: number, error: string): Promise<void>;
+  /**
+   * The oldest due pending entry (by seq) that nobody holds, leased to the caller for `leaseMs` under a
+   * fresh `leaseId`; counts as an attempt.
+   */
+  claimNext(now: Date, leaseMs: number, options?: ClaimOptions): Promise<InboxEntry | undefined>;
+  /**
+   * Extends the lease to `until` while the claim `leaseId` still holds the entry (the worker's heartbeat);
+   * false when it no longer does: its lease ran out and another claim took the entry, or it was settled.
+   */
+  renewLease(seq: number, leaseId: string, until: Date): Promise<boolean>;
+  /**
+   * The writes that settle a claimed entry. With `leaseId`, only while that claim still holds it (false
+   * otherwise, and nothing changes); without, unconditionally (an operator's tool).
+   */
+  complete(seq: number, leaseId?: string): Promise<boolean>;
+  retryLater(seq: number, error: string, at: Date, leaseId?: string): Promise<boolean>;
+  markDead(seq: number, error: string, leaseId?: string): Promise<boolean>;
   list(filter?: { state?: InboxEntry['state']; source?: string }): Promise<InboxEntry[]>;
   /**
    * Gives dead entries (all, one source's, or the given seqs) a fresh set of attempts, due at `now`,
@@ -67,6 +96,8 @@ function toEntry(row: Row): InboxEntry {
     attempts: Number(row.attempts),
     state: row.state as InboxEntry['state'],
     lastError: row.last_error,
+    leaseUntil: row.lease_until === null ? null : toDate(row.lease_until),
+    leaseId: row.lease_id,
   };
 }
 
@@ -97,6 +128,7 @@ class KyselyInbox implements Inbox {
         last_error: null,
         next_attempt_at: entry.receivedAt,
         lease_until: null,
+        lease_id: null,
       })
       .onConflict((oc) => oc.doNothing())
       .returning('seq')
@@ -104,51 +136,82 @@ class KyselyInbox implements Inbox {
     return inserted ? 'recorded' : 'duplicate';
   }
 
-  async claimNext(now: Date, leaseMs: number): Promise<InboxEntry | undefined> {
-    // One statement, so the pick and the lease are atomic: SQLite runs it under its single writer lock;
-    // PostgreSQL workers skip rows another worker is claiming instead of queueing behind them.
+  async claimNext(now: Date, leaseMs: number, options: ClaimOptions = {}): Promise<InboxEntry | undefined> {
+    const inOrder = options.inOrder === true;
+    // One statement, so the pick and the lease are atomic: SQLite runs it under its single writer lock.
+    // PostgreSQL workers skip rows another worker is claiming instead of queueing behind them; in order,
+    // a worker waits for that claim instead, then finds the entry held and claims nothing.
+    const free = (w: ExpressionBuilder<InboxTables, 'receiver_inbox'>) =>
+      // A lease that ran out belongs to a worker that crashed (or hung): the entry is free again.
+      w.or([w('lease_until', 'is', null), w('lease_until', '<=', now)]);
     const row = await this.#db
       .updateTable('receiver_inbox')
-      .set((eb) => ({ lease_until: new Date(now.getTime() + leaseMs), attempts: eb('attempts', '+', 1) }))
-      .where('seq', '=', (eb) =>
-        eb
-          .selectFrom('receiver_inbox')
-          .select('seq')
-          .where('state', '=', 'pending')
-          .where('next_attempt_at', '<=', now)
-          // A lease that ran out belongs to a worker that crashed (or hung): the entry is free again.
-          .where((w) => w.or([w('lease_until', 'is', null), w('lease_until', '<=', now)]))
+      .set((eb) => ({
+        lease_until: new Date(now.getTime() + leaseMs),
+        lease_id: randomUUID(),
+        attempts: eb('attempts', '+', 1),
+      }))
+      .where('seq', '=', () =>
+        this.#pendingDue(now)
+          .$if(!inOrder, (q) => q.where(free))
           .orderBy('seq')
           .limit(1)
-          .$if(this.dialect === 'postgres', (q) => q.forUpdate().skipLocked()),
+          .$if(this.dialect === 'postgres', (q) => (inOrder ? q.forUpdate() : q.forUpdate().skipLocked())),
       )
+      .where(free)
       .returningAll()
       .executeTakeFirst();
     return row ? toEntry(row) : undefined;
   }
 
-  async complete(seq: number): Promise<void> {
-    await this.#db
-      .updateTable('receiver_inbox')
-      .set({ state: 'done', lease_until: null })
-      .where('seq', '=', seq)
-      .execute();
+  #pendingDue(now: Date) {
+    return this.#db
+      .selectFrom('receiver_inbox')
+      .select('seq')
+      .where('state', '=', 'pending')
+      .where('next_attempt_at', '<=', now);
   }
 
-  async retryLater(seq: number, error: string, at: Date): Promise<void> {
-    await this.#db
+  async renewLease(seq: number, leaseId: string, until: Date): Promise<boolean> {
+    const result = await this.#db
       .updateTable('receiver_inbox')
-      .set({ state: 'pending', last_error: error.slice(0, MAX_ERROR_LENGTH), next_attempt_at: at, lease_until: null })
+      .set({ lease_until: until })
       .where('seq', '=', seq)
-      .execute();
+      .where('state', '=', 'pending')
+      .where('lease_id', '=', leaseId)
+      .executeTakeFirst();
+    return Number(result.numUpdatedRows) === 1;
   }
 
-  async markDead(seq: number, error: string): Promise<void> {
-    await this.#db
+  async complete(seq: number, leaseId?: string): Promise<boolean> {
+    return this.#settle(seq, leaseId, { state: 'done' });
+  }
+
+  async retryLater(seq: number, error: string, at: Date, leaseId?: string): Promise<boolean> {
+    return this.#settle(seq, leaseId, {
+      state: 'pending',
+      last_error: error.slice(0, MAX_ERROR_LENGTH),
+      next_attempt_at: at,
+    });
+  }
+
+  async markDead(seq: number, error: string, leaseId?: string): Promise<boolean> {
+    return this.#settle(seq, leaseId, { state: 'dead', last_error: error.slice(0, MAX_ERROR_LENGTH) });
+  }
+
+  /** Releases the lease with `changes`; with a leaseId, only if that claim still holds the entry. */
+  async #settle(
+    seq: number,
+    leaseId: string | undefined,
+    changes: { state: InboxEntry['state']; last_error?: string; next_attempt_at?: Date },
+  ): Promise<boolean> {
+    const result = await this.#db
       .updateTable('receiver_inbox')
-      .set({ state: 'dead', last_error: error.slice(0, MAX_ERROR_LENGTH), lease_until: null })
+      .set({ ...changes, lease_until: null, lease_id: null })
       .where('seq', '=', seq)
-      .execute();
+      .$if(leaseId !== undefined, (q) => q.where('state', '=', 'pending').where('lease_id', '=', leaseId!))
+      .executeTakeFirst();
+    return Number(result.numUpdatedRows) === 1;
   }
 
   async list(filter: { state?: InboxEntry['state']; source?: string } = {}): Promise<InboxEntry[]> {
@@ -167,7 +230,7 @@ class KyselyInbox implements Inbox {
     // last_error stays: it tells the operator what failed until the next attempt overwrites it.
     const result = await this.#db
       .updateTable('receiver_inbox')
-      .set({ state: 'pending', attempts: 0, next_attempt_at: now, lease_until: null })
+      .set({ state: 'pending', attempts: 0, next_attempt_at: now, lease_until: null, lease_id: null })
       .where('state', '=', 'dead')
       .$if(filter.source !== undefined, (q) => q.where('source', '=', filter.source!))
       .$if(filter.seqs !== undefined, (q) => q.where('seq', 'in', filter.seqs!))

@@ -3,11 +3,12 @@
 export { verifySignature, signBody, type SignatureCheck, type SignatureFailure } from './signature.ts';
 export { acceptDelivery, type IntakeOptions, type IntakeResult, type IntakeRequest } from './intake.ts';
 export { problem, PROBLEM_CONTENT_TYPE, type Problem, type ProblemSlug } from './problems.ts';
-export { openInbox, type Inbox, type InboxEntry, type NewInboxEntry } from './inbox.ts';
+export { openInbox, type ClaimOptions, type Inbox, type InboxEntry, type NewInboxEntry } from './inbox.ts';
 export {
   InboxWorker,
   DEFAULT_RETRY_SCHEDULE_MS,
   DEFAULT_RETENTION_MS,
+  DEFAULT_LEASE_MS,
   type InboxWorkerOptions,
   type WorkerLog,
 } from './worker.ts';

@@ -3,7 +3,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { Config } from '../config/config.ts';
 import type { DatabaseHandle } from '../db/database.ts';
-import type { OrderEventSink } from '../orders/orders.events.ts';
+import type { OrderEventSinkAt } from '../orders/orders.events.ts';
 import { endpointRoutes } from './api/endpoints.routes.ts';
 import { eventRoutes } from './api/events.routes.ts';
 import { orderEventSink } from './outbox/order-events.ts';
@@ -20,12 +20,12 @@ export async function registerWebhooks(
   app: FastifyInstance,
   config: Readonly<Config>,
   database: DatabaseHandle,
-): Promise<OrderEventSink> {
+): Promise<OrderEventSinkAt> {
   const runtime = await createWebhookRuntime(config, database, app.log, { dispatch: config.webhookDispatcher });
   app.decorate('webhooks', runtime);
   await app.register(endpointRoutes, { db: database.db, context: runtime.context });
   await app.register(eventRoutes, { db: database.db, dialect: database.dialect });
   app.addHook('onReady', async () => runtime.start());
   app.addHook('preClose', async () => runtime.stop());
-  return orderEventSink(runtime.context.outbox, config.baseUrl);
+  return orderEventSink(runtime.context.outbox);
 }

@@ -17,6 +17,8 @@ import {
   type CallbackServer,
 } from '../helpers/browser.ts';
 import { testDialects } from '../helpers/databases.ts';
+import { expectJson } from '../helpers/expect.ts';
+import { fetchWithin } from '../helpers/http.ts';
 import { pkcePair } from '../helpers/oauth-flow.ts';
 
 /** Playwright's waits give up after this long: a broken page fails fast instead of after 30 s. */
@@ -99,7 +101,7 @@ if (chromiumPath) {
           const { context, page } = await newPage(browser);
           try {
             const first = await page.goto(request.url);
-            assert.equal(first?.status(), 200);
+            assert.equal(first?.status(), 200, await page.content());
             assert.match(page.url(), new RegExp(`^${server.url}/oauth/interaction/[A-Za-z0-9_-]+$`));
             assert.match(await page.title(), /Sign in/);
 
@@ -138,7 +140,7 @@ if (chromiumPath) {
             );
 
             // The README's code exchange: no grant_type, client credentials in the form.
-            const response = await fetch(`${server.url}/oauth/token`, {
+            const response = await fetchWithin(`${server.url}/oauth/token`, {
               method: 'POST',
               headers: { 'content-type': 'application/x-www-form-urlencoded' },
               body: new URLSearchParams({
@@ -148,8 +150,7 @@ if (chromiumPath) {
                 client_secret: clientSecret,
               }),
             });
-            const tokens = (await response.json()) as Record<string, unknown>;
-            assert.equal(response.status, 200, JSON.stringify(tokens));
+            const tokens = (await expectJson(response, 200, 'the code exchange')) as Record<string, unknown>;
             assert.equal(typeof tokens.access_token, 'string');
             assert.equal(typeof tokens.id_token, 'string');
             assert.equal(typeof tokens.refresh_token, 'string');

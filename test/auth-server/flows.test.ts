@@ -4,9 +4,10 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { startAuthServer, type AuthTestServer } from '../helpers/auth-server.ts';
 import { testDialects } from '../helpers/databases.ts';
+import { fetchWithin, locationOf } from '../helpers/http.ts';
 import { CookieJar, pkcePair } from '../helpers/oauth-flow.ts';
 import { authorizeWithLogin, exchangeCode, jwtParts, refresh, tokenRequest } from '../helpers/oauth-requests.ts';
-import { expectStatus } from '../helpers/expect.ts';
+import { expectJson, expectStatus } from '../helpers/expect.ts';
 
 type Client = Awaited<ReturnType<AuthTestServer['createClient']>>;
 type User = Awaited<ReturnType<AuthTestServer['createUser']>>;
@@ -33,7 +34,7 @@ for (const dialect of testDialects()) {
         'RFC 9207 iss in the authorization response',
       );
       const tokens = await exchangeCode(server, client, flow);
-      assert.equal(tokens.status, 200, JSON.stringify(tokens.body));
+      expectStatus(tokens, 200);
       for (const field of ['access_token', 'id_token', 'refresh_token', 'expires_in', 'scope'])
         assert.ok(tokens.body[field], field);
       assert.equal(tokens.body.token_type, 'Bearer');
@@ -52,13 +53,15 @@ for (const dialect of testDialects()) {
       assert.equal(access.payload.aud, server.resource);
       assert.equal(access.payload.sub, user.id);
       assert.equal(access.payload.client_id, client.clientId);
-      assert.equal(access.payload.scope, 'orders:read orders:write');
+      // The granted OIDC scopes too: they let the token into UserInfo (README, "Authorization server").
+      assert.equal(access.payload.scope, 'openid profile email orders:read orders:write');
       assert.equal(Number(access.payload.exp) - Number(access.payload.iat), 900, 'default lifetime 15 minutes');
     });
 
     test('the user access token works on the API and sees only that user as customer', async () => {
       const tokens = await exchangeCode(server, client, await authorizeWithLogin(server, client, user));
-      const create = await fetch(`${server.url}/api/orders`, {
+      expectStatus(tokens, 200);
+      const create = await fetchWithin(`${server.url}/api/orders`, {
         method: 'POST',
         headers: { authorization: `Bearer ${String(tokens.body.access_token)}`, 'content-type': 'application/json' },
         body: JSON.stringify({ CustomerId: user.id, Total: 12.5, Currency: 'EUR' }),
@@ -81,7 +84,7 @@ for (const dialect of testDialects()) {
         },
         { basic: [client.clientId, client.clientSecret!] },
       );
-      assert.equal(tokens.status, 200, JSON.stringify(tokens.body));
+      expectStatus(tokens, 200);
     });
 
     test('a public client uses PKCE without a secret and gets tokens', async () => {
@@ -91,7 +94,7 @@ for (const dialect of testDialects()) {
         redirectUris: ['http://127.0.0.1:9/spa'],
       });
       const tokens = await exchangeCode(server, spa, await authorizeWithLogin(server, spa, user));
-      assert.equal(tokens.status, 200, JSON.stringify(tokens.body));
+      expectStatus(tokens, 200);
       assert.ok(tokens.body.refresh_token);
     });
 
@@ -103,7 +106,7 @@ for (const dialect of testDialects()) {
       expectStatus(second, 400);
       assert.equal(second.body.error, 'invalid_grant');
       const afterReuse = await refresh(server, client, first.body.refresh_token);
-      assert.equal(afterReuse.status, 400, 'the refresh token from the first exchange is revoked');
+      expectStatus(afterReuse, 400, 'the refresh token from the first exchange is revoked');
       assert.equal(afterReuse.body.error, 'invalid_grant');
     });
 
@@ -134,26 +137,26 @@ for (const dialect of testDialects()) {
     });
 
     test('an authorization request without code_challenge is refused (PKCE required for every client)', async () => {
-      const response = await fetch(
+      const response = await fetchWithin(
         `${server.issuer}/authorize?${new URLSearchParams({ response_type: 'code', client_id: client.clientId, scope: 'openid' })}`,
         { redirect: 'manual' },
       );
-      const location = new URL(String(response.headers.get('location')));
+      const location = await locationOf(response);
       assert.equal(location.searchParams.get('error'), 'invalid_request');
       assert.match(String(location.searchParams.get('error_description')), /PKCE/);
     });
 
     test('the plain code_challenge_method is refused with invalid_request', async () => {
-      const response = await fetch(
+      const response = await fetchWithin(
         `${server.issuer}/authorize?${new URLSearchParams({ response_type: 'code', client_id: client.clientId, scope: 'openid', code_challenge: pkcePair().verifier, code_challenge_method: 'plain' })}`,
         { redirect: 'manual' },
       );
-      const location = new URL(String(response.headers.get('location')));
+      const location = await locationOf(response);
       assert.equal(location.searchParams.get('error'), 'invalid_request');
     });
 
     test('an unregistered redirect_uri gets an error page, never a redirect', async () => {
-      const response = await fetch(
+      const response = await fetchWithin(
         `${server.issuer}/authorize?${new URLSearchParams({ response_type: 'code', client_id: client.clientId, scope: 'openid', code_challenge: pkcePair().challenge, redirect_uri: 'https://attacker.example/cb' })}`,
         { redirect: 'manual' },
       );
@@ -165,11 +168,11 @@ for (const dialect of testDialects()) {
 
     test('implicit and hybrid requests are unsupported_response_type', async () => {
       for (const responseType of ['token', 'id_token', 'code id_token', 'code token']) {
-        const response = await fetch(
+        const response = await fetchWithin(
           `${server.issuer}/authorize?${new URLSearchParams({ response_type: responseType, client_id: client.clientId, scope: 'openid', nonce: 'n', code_challenge: pkcePair().challenge })}`,
           { redirect: 'manual' },
         );
-        const location = new URL(String(response.headers.get('location')));
+        const location = await locationOf(response);
         // Token-bearing response types default to the fragment response mode; the error goes there.
         assert.equal(
           new URLSearchParams(location.hash.slice(1)).get('error'),
@@ -219,14 +222,14 @@ for (const dialect of testDialects()) {
         client_secret: client.clientSecret!,
         scope: `${server.resource}/.default`,
       });
-      assert.equal(result.status, 200, JSON.stringify(result.body));
+      expectStatus(result, 200);
       assert.equal(result.body.scope, 'orders:read orders:write');
       assert.equal(result.body.refresh_token, undefined);
       assert.equal(result.body.id_token, undefined);
       const access = jwtParts(result.body.access_token).payload;
       assert.equal(access.aud, server.resource);
       assert.equal(access.sub, client.clientId);
-      const api = await fetch(`${server.url}/api/orders`, {
+      const api = await fetchWithin(`${server.url}/api/orders`, {
         headers: { authorization: `Bearer ${String(result.body.access_token)}` },
       });
       await expectStatus(api, 200);
@@ -238,12 +241,14 @@ for (const dialect of testDialects()) {
         { grant_type: 'client_credentials', scope: 'orders:read' },
         { basic: [client.clientId, client.clientSecret!] },
       );
+      expectStatus(explicit, 200);
       assert.equal(explicit.body.scope, 'orders:read');
       const withResource = await tokenRequest(
         server,
         { grant_type: 'client_credentials', scope: 'orders:write', resource: server.resource },
         { basic: [client.clientId, client.clientSecret!] },
       );
+      expectStatus(withResource, 200);
       assert.equal(withResource.body.scope, 'orders:write');
       assert.equal(jwtParts(withResource.body.access_token).payload.aud, server.resource);
       const unknown = await tokenRequest(
@@ -261,7 +266,7 @@ for (const dialect of testDialects()) {
         { grant_type: 'client_credentials' },
         { basic: [client.clientId, client.clientSecret!] },
       );
-      assert.equal(result.status, 200, JSON.stringify(result.body));
+      expectStatus(result, 200);
       assert.equal(result.body.scope, 'orders:read orders:write');
       assert.equal(jwtParts(result.body.access_token).payload.scope, 'orders:read orders:write');
     });
@@ -278,6 +283,7 @@ for (const dialect of testDialects()) {
         client_secret: reader.clientSecret!,
         scope: `${server.resource}/.default`,
       });
+      expectStatus(all, 200);
       assert.equal(all.body.scope, 'orders:read');
       const more = await tokenRequest(server, {
         grant_type: 'client_credentials',
@@ -291,19 +297,21 @@ for (const dialect of testDialects()) {
 
     test('refresh rotates the token; presenting a rotated one revokes the whole family', async () => {
       const first = await exchangeCode(server, client, await authorizeWithLogin(server, client, user));
+      expectStatus(first, 200);
       const second = await refresh(server, client, first.body.refresh_token);
       expectStatus(second, 200);
       assert.notEqual(second.body.refresh_token, first.body.refresh_token);
       assert.ok(second.body.access_token && second.body.id_token);
       const reuse = await refresh(server, client, first.body.refresh_token);
-      assert.equal(reuse.body.error, 'invalid_grant');
+      assert.equal(reuse.body.error, 'invalid_grant', `${reuse.status}: ${reuse.text}`);
       const newest = await refresh(server, client, second.body.refresh_token);
-      assert.equal(newest.status, 400, 'the family is revoked');
+      expectStatus(newest, 400, 'the family is revoked');
       assert.equal(newest.body.error, 'invalid_grant');
     });
 
     test('two concurrent refreshes with one token: at most one succeeds, never two token chains', async () => {
       const first = await exchangeCode(server, client, await authorizeWithLogin(server, client, user));
+      expectStatus(first, 200);
       const results = await Promise.all([
         refresh(server, client, first.body.refresh_token),
         refresh(server, client, first.body.refresh_token),
@@ -329,7 +337,8 @@ for (const dialect of testDialects()) {
       const flow = await authorizeWithLogin(server, firstParty, user);
       assert.equal(flow.flow.pages.length, 1, 'the login page only');
       const tokens = await exchangeCode(server, firstParty, flow);
-      assert.equal(jwtParts(tokens.body.access_token).payload.scope, 'orders:read orders:write');
+      expectStatus(tokens, 200);
+      assert.equal(jwtParts(tokens.body.access_token).payload.scope, 'openid profile email orders:read orders:write');
     });
 
     test('the token endpoint answers CORS only for the origins registered for the client', async () => {
@@ -357,10 +366,9 @@ for (const dialect of testDialects()) {
     });
 
     test('discovery and RFC 8414 metadata describe the contract paths', async () => {
-      const discovery = (await (await fetch(`${server.issuer}/.well-known/openid-configuration`)).json()) as Record<
-        string,
-        unknown
-      >;
+      const discovery = (await expectJson(
+        await fetchWithin(`${server.issuer}/.well-known/openid-configuration`),
+      )) as Record<string, unknown>;
       assert.equal(discovery.issuer, server.issuer);
       assert.equal(discovery.authorization_endpoint, `${server.issuer}/authorize`);
       assert.equal(discovery.token_endpoint, `${server.issuer}/token`);
@@ -373,25 +381,31 @@ for (const dialect of testDialects()) {
         'the API does not enforce DPoP, so it is not offered',
       );
       assert.equal(discovery.pushed_authorization_request_endpoint, undefined);
-      const rfc8414 = (await (
-        await fetch(`${server.url}/.well-known/oauth-authorization-server/oauth`)
-      ).json()) as Record<string, unknown>;
+      const rfc8414 = (await expectJson(
+        await fetchWithin(`${server.url}/.well-known/oauth-authorization-server/oauth`),
+      )) as Record<string, unknown>;
       assert.equal(rfc8414.issuer, server.issuer);
     });
 
     test('RFC 9728 protected resource metadata, referenced from the API 401', async () => {
-      const unauthenticated = await fetch(`${server.url}/api/orders`);
+      const unauthenticated = await fetchWithin(`${server.url}/api/orders`);
       await expectStatus(unauthenticated, 401);
       const url = /resource_metadata="([^"]+)"/.exec(unauthenticated.headers.get('www-authenticate') ?? '')?.[1];
       assert.ok(url);
-      const metadata = (await (await fetch(url)).json()) as Record<string, unknown>;
+      const metadata = (await expectJson(await fetchWithin(url))) as Record<string, unknown>;
       assert.equal(metadata.resource, server.resource);
       assert.deepEqual(metadata.authorization_servers, [server.issuer]);
-      assert.deepEqual(metadata.scopes_supported, ['orders:read', 'orders:write', 'events:read', 'webhooks:manage']);
-      const bare = (await (await fetch(`${server.url}/.well-known/oauth-protected-resource`)).json()) as Record<
-        string,
-        unknown
-      >;
+      assert.deepEqual(metadata.scopes_supported, [
+        'orders:read',
+        'orders:write',
+        'events:read',
+        'webhooks:manage',
+        'admin:read',
+        'admin:write',
+      ]);
+      const bare = (await expectJson(
+        await fetchWithin(`${server.url}/.well-known/oauth-protected-resource`),
+      )) as Record<string, unknown>;
       assert.deepEqual(bare, metadata);
     });
   });

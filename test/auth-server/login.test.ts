@@ -5,6 +5,7 @@ import { after, before, describe, test } from 'node:test';
 import { loginWaitMs, recordLoginFailure, throttleKeys } from '../../src/auth-server/login-throttle.ts';
 import { startAuthServer, type AuthTestServer } from '../helpers/auth-server.ts';
 import { testDialects } from '../helpers/databases.ts';
+import { fetchWithin, locationOf } from '../helpers/http.ts';
 import { CookieJar, pkcePair } from '../helpers/oauth-flow.ts';
 
 interface LoginPage {
@@ -15,19 +16,18 @@ interface LoginPage {
 
 async function openLoginPage(server: AuthTestServer, clientId: string): Promise<LoginPage> {
   const jar = new CookieJar();
-  const authorize = await fetch(
+  const authorize = await fetchWithin(
     `${server.issuer}/authorize?${new URLSearchParams({ response_type: 'code', client_id: clientId, code_challenge: pkcePair().challenge, scope: 'openid' })}`,
     { redirect: 'manual' },
   );
   jar.store(authorize);
-  const pageUrl = new URL(String(authorize.headers.get('location')), server.url);
-  const page = await fetch(pageUrl, { headers: { cookie: jar.header() } });
+  const pageUrl = await locationOf(authorize, server.url);
+  const page = await fetchWithin(pageUrl, { headers: { cookie: jar.header() } });
   const html = await page.text();
-  return {
-    action: new URL(/action="([^"]+)"/.exec(html)![1]!, server.url).href,
-    csrf: /name="csrf" value="([^"]+)"/.exec(html)![1]!,
-    jar,
-  };
+  const action = /action="([^"]+)"/.exec(html)?.[1];
+  const csrf = /name="csrf" value="([^"]+)"/.exec(html)?.[1];
+  assert.ok(action && csrf, `no login form at ${pageUrl.href} (HTTP ${page.status}): ${html.slice(0, 2000)}`);
+  return { action: new URL(action, server.url).href, csrf, jar };
 }
 
 async function submitLogin(
@@ -36,7 +36,7 @@ async function submitLogin(
   password: string,
   csrf = page.csrf,
 ): Promise<{ status: number; retryAfter: string | null; html: string; location: string | null }> {
-  const response = await fetch(page.action, {
+  const response = await fetchWithin(page.action, {
     method: 'POST',
     redirect: 'manual',
     headers: { cookie: page.jar.header(), 'content-type': 'application/x-www-form-urlencoded' },
@@ -130,7 +130,9 @@ for (const dialect of testDialects()) {
 
     test('the pages send a strict Content-Security-Policy and are never cached', async () => {
       const page = await openLoginPage(server, clientId);
-      const response = await fetch(page.action.replace(/\/login$/, ''), { headers: { cookie: page.jar.header() } });
+      const response = await fetchWithin(page.action.replace(/\/login$/, ''), {
+        headers: { cookie: page.jar.header() },
+      });
       const csp = response.headers.get('content-security-policy') ?? '';
       assert.match(
         csp,

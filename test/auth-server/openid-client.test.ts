@@ -6,23 +6,16 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { decodeJwt, decodeProtectedHeader } from 'jose';
 import * as client from 'openid-client';
+import { discover } from '../helpers/openid-client.ts';
 import { startAuthServer, type AuthTestServer } from '../helpers/auth-server.ts';
 import { testDialects } from '../helpers/databases.ts';
+import { fetchWithin } from '../helpers/http.ts';
 import { runAuthorizationFlow } from '../helpers/oauth-flow.ts';
 import { expectStatus } from '../helpers/expect.ts';
 
 type TestUser = Awaited<ReturnType<AuthTestServer['createUser']>>;
 type TestClient = Awaited<ReturnType<AuthTestServer['createClient']>>;
 type Tokens = Awaited<ReturnType<typeof client.authorizationCodeGrant>>;
-
-/** The test server speaks plain HTTP on 127.0.0.1; openid-client refuses that unless told. */
-const INSECURE = { execute: [client.allowInsecureRequests] };
-
-function discover(server: AuthTestServer, registered: TestClient): Promise<client.Configuration> {
-  if (registered.clientSecret === undefined)
-    return client.discovery(new URL(server.issuer), registered.clientId, undefined, client.None(), INSECURE);
-  return client.discovery(new URL(server.issuer), registered.clientId, registered.clientSecret, undefined, INSECURE);
-}
 
 /** Rejects with an OAuth error response carrying `code` (`invalid_grant`, …). */
 function oauthError(code: string): (err: unknown) => boolean {
@@ -34,7 +27,9 @@ function oauthError(code: string): (err: unknown) => boolean {
 }
 
 async function getOrders(server: AuthTestServer, accessToken: string): Promise<number> {
-  const response = await fetch(`${server.url}/api/orders`, { headers: { authorization: `Bearer ${accessToken}` } });
+  const response = await fetchWithin(`${server.url}/api/orders`, {
+    headers: { authorization: `Bearer ${accessToken}` },
+  });
   await response.arrayBuffer();
   return response.status;
 }
@@ -102,7 +97,7 @@ for (const dialect of testDialects()) {
     });
 
     test('RFC 8414 metadata at /.well-known/oauth-authorization-server/oauth names the same issuer', async () => {
-      const response = await fetch(`${server.url}/.well-known/oauth-authorization-server/oauth`);
+      const response = await fetchWithin(`${server.url}/.well-known/oauth-authorization-server/oauth`);
       await expectStatus(response, 200);
       assert.match(response.headers.get('content-type') ?? '', /^application\/json/);
       const metadata = (await response.json()) as { issuer?: unknown; token_endpoint?: unknown };

@@ -7,7 +7,10 @@ import { after, before, describe, test } from 'node:test';
 import { base64url } from 'jose';
 import { startAuthServer, type AuthTestServer } from '../helpers/auth-server.ts';
 import { testDialects } from '../helpers/databases.ts';
-import { authorizeWithLogin, exchangeCode, jwtParts, tokenRequest } from '../helpers/oauth-requests.ts';
+import { COMMAND_TIMEOUT_MS, outcome } from '../helpers/deadline.ts';
+import { expectStatus } from '../helpers/expect.ts';
+import { CALL_TIMEOUT_MS } from '../helpers/http.ts';
+import { authorizeWithLogin, exchangeCode, jwtParts, tokenFrom, tokenRequest } from '../helpers/oauth-requests.ts';
 
 const BIN = new URL('../../bin/signet.js', import.meta.url).pathname;
 
@@ -16,8 +19,18 @@ function forge(header: Record<string, unknown>, payload: Record<string, unknown>
 }
 
 async function apiStatus(server: AuthTestServer, token: string): Promise<{ status: number; challenge: string | null }> {
-  const response = await fetch(`${server.url}/api/orders`, { headers: { authorization: `Bearer ${token}` } });
+  const response = await fetch(`${server.url}/api/orders`, {
+    headers: { authorization: `Bearer ${token}` },
+    signal: AbortSignal.timeout(CALL_TIMEOUT_MS),
+  });
   return { status: response.status, challenge: response.headers.get('www-authenticate') };
+}
+
+/** The issuer's published keys; a failure shows the status and body. */
+async function publishedKeys(server: AuthTestServer): Promise<{ kid: string; d?: string }[]> {
+  const response = await fetch(`${server.issuer}/jwks`, { signal: AbortSignal.timeout(CALL_TIMEOUT_MS) });
+  await expectStatus(response, 200, 'GET jwks');
+  return ((await response.json()) as { keys: { kid: string; d?: string }[] }).keys;
 }
 
 for (const dialect of testDialects()) {
@@ -34,7 +47,7 @@ for (const dialect of testDialects()) {
         client_secret: client.clientSecret!,
         scope: `${server.resource}/.default`,
       });
-      accessToken = String(result.body.access_token);
+      accessToken = tokenFrom(result, 'access_token', 'client_credentials');
     });
     after(() => server.close());
 
@@ -45,8 +58,7 @@ for (const dialect of testDialects()) {
 
     test('alg=none, HS256 signed with the public key, unknown kid and a tampered payload are 401', async () => {
       const { header, payload } = jwtParts(accessToken);
-      const jwks = (await (await fetch(`${server.issuer}/jwks`)).json()) as { keys: Record<string, unknown>[] };
-      const publicKey = JSON.stringify(jwks.keys.find((k) => k.kid === header.kid));
+      const publicKey = JSON.stringify((await publishedKeys(server)).find((k) => k.kid === header.kid));
       const hsHeader = { ...header, alg: 'HS256' };
       const hsInput = `${base64url.encode(JSON.stringify(hsHeader))}.${base64url.encode(JSON.stringify(payload))}`;
       const [h, , s] = accessToken.split('.');
@@ -96,7 +108,7 @@ for (const dialect of testDialects()) {
           client_secret: foreignClient.clientSecret!,
           scope: `${other.resource}/.default`,
         });
-        const result = await apiStatus(server, String(foreign.body.access_token));
+        const result = await apiStatus(server, tokenFrom(foreign, 'access_token', 'the other server'));
         assert.equal(result.status, 401, 'wrong iss and aud, unknown key');
       } finally {
         await other.close();
@@ -106,7 +118,7 @@ for (const dialect of testDialects()) {
     test('an ID token presented as an access token is 401 (typ is not at+jwt)', async () => {
       const user = await server.createUser();
       const tokens = await exchangeCode(server, client, await authorizeWithLogin(server, client, user));
-      const result = await apiStatus(server, String(tokens.body.id_token));
+      const result = await apiStatus(server, tokenFrom(tokens, 'id_token', 'code exchange'));
       assert.equal(result.status, 401, `WWW-Authenticate: ${result.challenge}`);
     });
 
@@ -134,14 +146,12 @@ for (const dialect of testDialects()) {
     test('keys persist across restarts; `signet keys rotate` brings new keys without invalidating issued tokens', async () => {
       const client = await server.createClient({ grantTypes: ['client_credentials'], redirectUris: [] });
       const issue = async (s: AuthTestServer) =>
-        String(
-          (
-            await tokenRequest(s, {
-              grant_type: 'client_credentials',
-              client_id: client.clientId,
-              client_secret: client.clientSecret!,
-            })
-          ).body.access_token,
+        tokenFrom(
+          await tokenRequest(s, {
+            grant_type: 'client_credentials',
+            client_id: client.clientId,
+            client_secret: client.clientSecret!,
+          }),
         );
       const before = await issue(server);
       const oldKid = jwtParts(before).header.kid;
@@ -157,8 +167,9 @@ for (const dialect of testDialects()) {
       const rotate = spawnSync(process.execPath, [BIN, 'keys', 'rotate', '--json'], {
         env: { ...process.env, DATABASE_URL: server.databaseUrl, LOG_LEVEL: 'silent' },
         encoding: 'utf8',
+        timeout: COMMAND_TIMEOUT_MS,
       });
-      assert.equal(rotate.status, 0, rotate.stderr);
+      assert.equal(rotate.status, 0, outcome(rotate));
       const { kids } = JSON.parse(rotate.stdout) as { kids: string[] };
       assert.equal(await server.app.authServer!.reloadIfChanged(), true, 'the running server picks up the rotation');
 
@@ -166,9 +177,7 @@ for (const dialect of testDialects()) {
       const newKid = jwtParts(after).header.kid;
       assert.notEqual(newKid, oldKid);
       assert.ok(kids.includes(String(newKid)));
-      const published = (
-        (await (await fetch(`${server.issuer}/jwks`)).json()) as { keys: { kid: string; d?: string }[] }
-      ).keys;
+      const published = await publishedKeys(server);
       assert.ok(
         published.some((k) => k.kid === oldKid) && published.some((k) => k.kid === newKid),
         'old and new keys are both published',

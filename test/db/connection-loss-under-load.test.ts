@@ -9,10 +9,11 @@
 import assert from 'node:assert/strict';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { createServer, type AddressInfo } from 'node:net';
+import { createServer } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import pg from 'pg';
 import { createTestDatabase, TEST_WEBHOOK_SECRET_KEY, testDialects, type TestDatabase } from '../helpers/databases.ts';
+import { closeWithin, COMMAND_TIMEOUT_MS, listenOnLoopback, outcome, withDeadline } from '../helpers/deadline.ts';
 import { call, CUSTOMER, type CallResult } from '../helpers/http.ts';
 import { TcpProxy } from '../helpers/tcp-proxy.ts';
 import { createTestIssuer, TEST_ISSUER, TEST_RESOURCE, type TestIssuer } from '../helpers/tokens.ts';
@@ -54,9 +55,8 @@ function startChild(command: string, env: Record<string, string>): Child {
 
 async function freePort(): Promise<number> {
   const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
+  const port = await listenOnLoopback(server);
+  await closeWithin(server, 'the free-port probe');
   return port;
 }
 
@@ -227,7 +227,13 @@ if (testDialects().includes('postgres'))
         await new Promise((resolve) => setTimeout(resolve, FAULT_EVERY_MS));
       }
       running = false;
-      await Promise.all(load);
+      // Each request has its own deadline; this one only names what a hang would be.
+      await withDeadline(
+        Promise.all(load),
+        ANSWER_DEADLINE_MS + 5000,
+        () =>
+          `the writers finishing their last requests: orders ${JSON.stringify(Object.fromEntries(orders.statuses))}`,
+      );
 
       const summary = `orders ${JSON.stringify(Object.fromEntries(orders.statuses))}; tokens ${JSON.stringify(Object.fromEntries(tokens.statuses))}; ${terminations} terminations (${terminated} backends), ${resets} resets`;
       t.diagnostic(summary);
@@ -269,7 +275,8 @@ if (testDialects().includes('postgres'))
         15_000,
         () => `order ${id} was not delivered; dispatcher output:\n${dispatcher.output()}`,
       );
-      assert.equal((await tokenCall()).status, 200, 'the authorization server serves again');
+      const again = await tokenCall();
+      assert.equal(again.status, 200, `the authorization server serves again: ${again.text}`);
     });
   });
 
@@ -299,9 +306,10 @@ function createOAuthClient(databaseUrl: string): { id: string; secret: string } 
         LOG_LEVEL: 'silent',
       },
       encoding: 'utf8',
+      timeout: COMMAND_TIMEOUT_MS,
     },
   );
-  assert.equal(result.status, 0, result.stderr);
+  assert.equal(result.status, 0, outcome(result));
   const created = JSON.parse(result.stdout) as { client_id: string; client_secret: string };
   return { id: created.client_id, secret: created.client_secret };
 }

@@ -7,12 +7,13 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { sql } from 'kysely';
-import { createServer, type AddressInfo, type Socket } from 'node:net';
+import { createServer, type Socket } from 'node:net';
 import pg from 'pg';
 import { openDatabase, withoutTimeouts, type DatabaseHandle } from '../../src/db/database.ts';
 import { isDatabaseOutage } from '../../src/http/outage.ts';
 import { openInbox } from '../../src/receiver/index.ts';
 import { createTestDatabase, testDialects, type TestDatabase } from '../helpers/databases.ts';
+import { closeWithin, listenOnLoopback, withDeadline } from '../helpers/deadline.ts';
 import { TcpProxy } from '../helpers/tcp-proxy.ts';
 
 /** Ends every server session of the given application_name, as an administrator or a failover would. */
@@ -40,21 +41,25 @@ function named(url: string): { url: string; applicationName: string } {
 test('a PostgreSQL that accepts connections but never answers is an outage after the connect timeout, not a hang', async () => {
   const sockets = new Set<Socket>();
   const silent = createServer((socket) => void sockets.add(socket)); // accepts, then says nothing
-  await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
-  const handle = openDatabase(`postgres://nobody@127.0.0.1:${(silent.address() as AddressInfo).port}/none`, {
+  const port = await listenOnLoopback(silent);
+  const handle = openDatabase(`postgres://nobody@127.0.0.1:${port}/none`, {
     connectTimeoutMs: 200,
   });
   try {
-    const failure = await sql`select 1`.execute(handle.db).then(
-      () => undefined,
-      (err: unknown) => err,
+    const failure = await withDeadline(
+      sql`select 1`.execute(handle.db).then(
+        () => undefined,
+        (err: unknown) => err,
+      ),
+      20_000,
+      'select 1 against a server that never answers (connect timeout 200 ms)',
     );
     assert.ok(failure instanceof Error, 'the query fails');
     assert.equal(isDatabaseOutage(failure), true, failure.message);
   } finally {
     for (const socket of sockets) socket.destroy();
     await handle.db.destroy();
-    await new Promise<void>((resolve) => silent.close(() => resolve()));
+    await closeWithin(silent, () => `the silent server (${sockets.size} sockets)`);
   }
 });
 
@@ -74,7 +79,10 @@ if (testDialects().includes('postgres'))
       try {
         assert.equal((await sql<{ one: number }>`select 1 as one`.execute(handle.db)).rows[0]?.one, 1);
         assert.equal(await terminate(applicationName), 1, 'one idle connection in the pool');
-        assert.match((await lost).message, /terminat/);
+        assert.match(
+          (await withDeadline(lost, 20_000, 'the pool reporting the lost idle connection')).message,
+          /terminat/,
+        );
         assert.equal((await sql<{ one: number }>`select 1 as one`.execute(handle.db)).rows[0]?.one, 1);
       } finally {
         await handle.db.destroy();
@@ -87,7 +95,10 @@ if (testDialects().includes('postgres'))
       const warned = new Promise<Error>((resolve) => process.once('warning', resolve));
       try {
         assert.ok((await terminate(applicationName)) >= 1);
-        assert.match((await warned).message, /inbox database: a pooled connection was lost while idle/);
+        assert.match(
+          (await withDeadline(warned, 20_000, 'the inbox warning about the lost idle connection')).message,
+          /inbox database: a pooled connection was lost while idle/,
+        );
         assert.deepEqual(await inbox.list(), []);
       } finally {
         await inbox.close();
@@ -97,27 +108,22 @@ if (testDialects().includes('postgres'))
 
 /** The error `work` fails with; fails the test when it succeeds, or has not settled after `deadlineMs`. */
 async function failureOf(work: Promise<unknown>, deadlineMs = 20_000): Promise<Error> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<never>(
-    (_, reject) => (timer = setTimeout(() => reject(new Error(`still waiting after ${deadlineMs} ms`)), deadlineMs)),
+  const result = await withDeadline(
+    work.then(
+      () => 'succeeded',
+      (err: unknown) => err,
+    ),
+    deadlineMs,
+    'the query expected to fail (still waiting)',
   );
-  try {
-    const result = await Promise.race([
-      work.then(
-        () => 'succeeded',
-        (err: unknown) => err,
-      ),
-      late,
-    ]);
-    assert.ok(result instanceof Error, `expected a failure, got: ${String(result)}`);
-    return result;
-  } finally {
-    clearTimeout(timer);
-  }
+  assert.ok(result instanceof Error, `expected a failure, got: ${String(result)}`);
+  return result;
 }
 
+/** `select 1` on the pool, bounded: after a fault the pool must serve again, not hang. */
 async function one(handle: DatabaseHandle): Promise<number | undefined> {
-  return (await sql<{ one: number }>`select 1 as one`.execute(handle.db)).rows[0]?.one;
+  const query = sql<{ one: number }>`select 1 as one`.execute(handle.db);
+  return (await withDeadline(query, 20_000, 'select 1 on the pool after the fault')).rows[0]?.one;
 }
 
 if (testDialects().includes('postgres'))

@@ -8,10 +8,13 @@ import pg from 'pg';
 import { openDatabase, type DatabaseHandle } from '../../src/db/database.ts';
 import { migrateToLatest, migrationsAreCurrent } from '../../src/db/migrate.ts';
 import { createTestDatabase, testDialects, type TestDatabase } from '../helpers/databases.ts';
+import { withDeadline } from '../helpers/deadline.ts';
 
 const SCHEMA_CHURNS = 20;
 const PARALLEL_CHECKERS = 2;
 const TABLES_PER_CHURNED_SCHEMA = 30;
+/** The churns and checks take seconds; this only turns a stuck statement into a failure that says where. */
+const CHURN_DEADLINE_MS = 120_000;
 
 if (testDialects().includes('postgres'))
   describe('PostgreSQL introspection stays in the current schema', () => {
@@ -77,19 +80,26 @@ if (testDialects().includes('postgres'))
           churns++;
         }
       })();
+      // A failed churn would leave the checkers below waiting for churns that never come: stop them, and the
+      // `await churn` in the finally reports the churn's error.
+      churn.catch(() => (stop = true));
       let checks = 0;
       const checkUntilDone = async () => {
-        while (churns < SCHEMA_CHURNS) {
+        while (churns < SCHEMA_CHURNS && !stop) {
           assert.equal(await migrationsAreCurrent(handle), true);
           await migrateToLatest(handle);
           checks++;
         }
       };
       try {
-        await Promise.all(Array.from({ length: PARALLEL_CHECKERS }, checkUntilDone));
+        await withDeadline(
+          Promise.all(Array.from({ length: PARALLEL_CHECKERS }, checkUntilDone)),
+          CHURN_DEADLINE_MS,
+          () => `${churns} of ${SCHEMA_CHURNS} schema churns, ${checks} checks`,
+        );
       } finally {
         stop = true;
-        await churn;
+        await withDeadline(churn, 30_000, () => `the churner's last statement (${churns} churns)`);
         await churner.query(schemas.map((s) => `drop schema if exists ${s} cascade`).join(';'));
         await churner.end();
       }

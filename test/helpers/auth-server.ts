@@ -7,7 +7,9 @@ import { createClient, type NewClient } from '../../src/auth-server/clients.repo
 import { createUser } from '../../src/auth-server/users.repository.ts';
 import { loadConfig } from '../../src/config/config.ts';
 import { createTestDatabase, TEST_WEBHOOK_SECRET_KEY, type TestDialect } from './databases.ts';
-import { NO_OVERLOAD_GUARD } from './server.ts';
+import { closeWithin, listenOnLoopback } from './deadline.ts';
+import { checkResponsesAgainstDocument, type Conformance } from './openapi-conformance.ts';
+import { closeApp, dropWithin, NO_OVERLOAD_GUARD } from './server.ts';
 
 export interface AuthTestServer {
   /** http://127.0.0.1:<port> */
@@ -18,6 +20,8 @@ export interface AuthTestServer {
   resource: string;
   app: FastifyInstance;
   dialect: TestDialect;
+  /** Every response of the API checked against /openapi.json (test/helpers/openapi-conformance.ts). */
+  conformance: Conformance;
   /** The database URL, for a second instance or a restart over the same data. */
   databaseUrl: string;
   createUser(
@@ -26,7 +30,7 @@ export interface AuthTestServer {
   createClient(
     input?: Partial<NewClient>,
   ): Promise<{ clientId: string; clientSecret: string | undefined; redirectUri: string }>;
-  /** Stops the app and keeps the database (for restart tests). */
+  /** Stops the app and keeps the database (for restart tests); fails on a response the document does not describe. */
   stop(): Promise<void>;
   close(): Promise<void>;
 }
@@ -34,10 +38,9 @@ export interface AuthTestServer {
 /** The OS picks a free port; the issuer must know its URL before the server listens. */
 export async function freePort(): Promise<number> {
   const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const address = server.address();
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return typeof address === 'object' && address ? address.port : 0;
+  const port = await listenOnLoopback(server);
+  await closeWithin(server, `the probe listening on free port ${port}`);
+  return port;
 }
 
 let counter = 0;
@@ -60,13 +63,15 @@ export async function startAuthServer(
     ...env,
   });
   const app = await buildApp(config, { logger: false });
+  const conformance = checkResponsesAgainstDocument(app);
   await app.listen({ host: '127.0.0.1', port });
   const url = `http://127.0.0.1:${port}`;
   let stopped = false;
   const stop = async (): Promise<void> => {
     if (stopped) return;
     stopped = true;
-    await app.close();
+    await closeApp(app, url);
+    conformance.assertNone();
   };
   return {
     url,
@@ -74,6 +79,7 @@ export async function startAuthServer(
     resource: `${url}/api`,
     app,
     dialect,
+    conformance,
     databaseUrl,
     async createUser(input = {}) {
       counter += 1;
@@ -102,8 +108,11 @@ export async function startAuthServer(
     },
     stop,
     async close() {
-      await stop();
-      await database?.drop();
+      try {
+        await stop();
+      } finally {
+        if (database) await dropWithin(database);
+      }
     },
   };
 }

@@ -4,6 +4,7 @@
 import { accessSync, constants } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { chromium, type Browser } from 'playwright-core';
+import { listenOnLoopback, withDeadline } from './deadline.ts';
 
 /** Debian's chromium (`apt-get install chromium`); .ci/run installs it when missing. */
 export const CHROMIUM_PATH = '/usr/bin/chromium';
@@ -57,16 +58,18 @@ export async function startCallbackServer(): Promise<CallbackServer> {
       .writeHead(200, { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store' })
       .end('<!doctype html><title>Callback</title><p>Callback received</p>');
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const address = server.address();
-  base = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
+  base = `http://127.0.0.1:${await listenOnLoopback(server)}`;
   return {
     url: `${base}/callback`,
     received,
     close: () =>
-      new Promise<void>((resolve, reject) => {
-        server.close((err) => (err ? reject(err) : resolve()));
-        server.closeAllConnections();
-      }),
+      withDeadline(
+        new Promise<void>((resolve, reject) => {
+          server.close((err) => (err ? reject(err) : resolve()));
+          server.closeAllConnections();
+        }),
+        10_000,
+        'closing the callback server',
+      ),
   };
 }

@@ -5,6 +5,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { withDeadline } from './deadline.ts';
 import { createTestIssuer, TEST_ISSUER, TEST_RESOURCE, type TestIssuer } from './tokens.ts';
 
 const BIN = new URL('../../bin/signet.js', import.meta.url).pathname;
@@ -19,8 +20,10 @@ export interface ChildServer {
   output(): string;
   /** Resolves with the first match of `pattern` in the output so far or to come. */
   waitFor(pattern: RegExp, timeoutMs?: number): Promise<RegExpExecArray>;
-  /** Resolves with the exit code (null when killed by a signal). */
+  /** Resolves with the exit code (null when killed by a signal); await it through waitForExit. */
   exited: Promise<number | null>;
+  /** The exit code, or a failure carrying the output when the process is still running after `timeoutMs`. */
+  waitForExit(timeoutMs?: number): Promise<number | null>;
   alive(): boolean;
   /** SIGKILL if still running, remove the temporary directory. */
   stop(): Promise<void>;
@@ -65,10 +68,15 @@ export async function startChildServer(options: ChildServerOptions = {}): Promis
   const exited = new Promise<number | null>((resolve) =>
     child.once('exit', (code) => {
       exitCode = code;
-      for (const check of [...waiters]) check();
       resolve(code);
     }),
   );
+  // 'close' comes after 'exit' once the output has been read to its end: only then can nothing more match.
+  let closed = false;
+  child.once('close', () => {
+    closed = true;
+    for (const check of [...waiters]) check();
+  });
   const waitFor = (pattern: RegExp, timeoutMs = 15_000): Promise<RegExpExecArray> =>
     new Promise((resolve, reject) => {
       const timer = setTimeout(
@@ -84,8 +92,7 @@ export async function startChildServer(options: ChildServerOptions = {}): Promis
       const check = (): void => {
         const match = pattern.exec(output);
         if (match) finish(match);
-        else if (exitCode !== undefined)
-          finish(new Error(`exited with ${exitCode} before ${pattern}; output:\n${output}`));
+        else if (closed) finish(new Error(`exited with ${exitCode} before ${pattern}; output:\n${output}`));
       };
       waiters.add(check);
       check();
@@ -99,10 +106,12 @@ export async function startChildServer(options: ChildServerOptions = {}): Promis
     output: () => output,
     waitFor,
     exited,
+    waitForExit: (timeoutMs = 30_000) =>
+      withDeadline(exited, timeoutMs, () => `signet serve (pid ${child.pid}) has not exited; output:\n${output}`),
     alive: () => exitCode === undefined,
     stop: async () => {
       if (exitCode === undefined) child.kill('SIGKILL');
-      await exited;
+      await server.waitForExit(10_000);
       rmSync(dir, { recursive: true, force: true });
     },
   };

@@ -92,3 +92,13 @@ export function expectProblem(
   );
   return body;
 }
+
+/**
+ * The parsed JSON body of a fetch Response that must have `status` (200 unless told): a refused request
+ * fails here with its status and body, not later as a JSON syntax error or a missing field.
+ */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- the caller names the shape it reads
+export async function expectJson(response: Response, status = 200, what?: string): Promise<any> {
+  await expectStatus(response, status, what);
+  return response.json();
+}

@@ -5,6 +5,7 @@ import { once } from 'node:events';
 import { createServer, type Server } from 'node:http';
 import type { Socket } from 'node:net';
 import type { JWK } from 'jose';
+import { withDeadline } from './deadline.ts';
 
 export type IssuerMode = 'up' | 'down' | 'hang';
 
@@ -36,7 +37,7 @@ export class FakeIssuer {
   static async start(keys: JWK[]): Promise<FakeIssuer> {
     const issuer = new FakeIssuer(keys);
     issuer.#server.listen(0, '127.0.0.1');
-    await once(issuer.#server, 'listening');
+    await withDeadline(once(issuer.#server, 'listening'), 10_000, 'the fake issuer listening on 127.0.0.1');
     issuer.origin = `http://127.0.0.1:${(issuer.#server.address() as { port: number }).port}`;
     return issuer;
   }
@@ -64,7 +65,7 @@ export class FakeIssuer {
   async close(): Promise<void> {
     const closed = new Promise((resolve) => this.#server.close(resolve));
     for (const socket of this.#sockets) socket.destroy();
-    await closed;
+    await withDeadline(closed, 10_000, () => `closing the fake issuer: ${this.#sockets.size} connections still open`);
   }
 
   #document(path: string): object | undefined {

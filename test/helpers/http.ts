@@ -5,15 +5,39 @@ export interface CallOptions {
   rawBody?: string;
   contentType?: string;
   headers?: Record<string, string>;
-  /** E.g. AbortSignal.timeout(ms): the call fails when no complete answer came in time. */
+  /**
+   * E.g. AbortSignal.timeout(ms): the call fails when no complete answer came in time. Without one the
+   * call still has a deadline, CALL_TIMEOUT_MS.
+   */
   signal?: AbortSignal;
 }
+
+/**
+ * The deadline of a call that brings no signal of its own: undici's fetch waits forever on a server that
+ * accepts a request and never answers, which would hang a test instead of failing it.
+ */
+export const CALL_TIMEOUT_MS = 30_000;
 
 export interface CallResult {
   status: number;
   headers: Headers;
   text: string;
   json: any; // eslint-disable-line @typescript-eslint/no-explicit-any
+}
+
+/**
+ * fetch with a deadline: CALL_TIMEOUT_MS unless `init` brings its own signal. The signal also bounds
+ * reading the body. A passed deadline fails naming the request.
+ */
+export async function fetchWithin(url: string | URL, init: RequestInit = {}): Promise<Response> {
+  const signal = init.signal ?? AbortSignal.timeout(CALL_TIMEOUT_MS);
+  try {
+    return await fetch(url, { ...init, signal });
+  } catch (err) {
+    if (!signal.aborted) throw err;
+    const deadline = init.signal ? 'its own deadline' : `${CALL_TIMEOUT_MS} ms`;
+    throw new Error(`${init.method ?? 'GET'} ${String(url)}: no answer within ${deadline}`, { cause: err });
+  }
 }
 
 export async function call(
@@ -28,8 +52,18 @@ export async function call(
   if (options.rawBody !== undefined) body = options.rawBody;
   else if (options.body !== undefined) body = JSON.stringify(options.body);
   if (body !== undefined) headers['content-type'] = options.contentType ?? 'application/json';
-  const response = await fetch(`${baseUrl}${path}`, { method, headers, body, signal: options.signal });
-  const text = await response.text();
+  const signal = options.signal ?? AbortSignal.timeout(CALL_TIMEOUT_MS);
+  let response: Response;
+  let text: string;
+  try {
+    response = await fetch(`${baseUrl}${path}`, { method, headers, body, signal });
+    text = await response.text();
+  } catch (err) {
+    if (!signal.aborted) throw err;
+    // Says which request found no complete answer (fetch only reports "TimeoutError").
+    const deadline = options.signal ? 'its own deadline' : `${CALL_TIMEOUT_MS} ms`;
+    throw new Error(`${method} ${baseUrl}${path}: no complete answer within ${deadline}`, { cause: err });
+  }
   let json: unknown;
   try {
     json = text ? JSON.parse(text) : undefined;
@@ -40,3 +74,14 @@ export async function call(
 }
 
 export const CUSTOMER = '3f2504e0-4f89-41d3-9a0c-0305e82c3301';
+
+/**
+ * The Location a redirect carries, as a URL (relative to `base` when given); a response without one fails
+ * showing its status and body.
+ */
+export async function locationOf(response: Response, base?: string): Promise<URL> {
+  const location = response.headers.get('location');
+  if (location === null)
+    throw new Error(`expected a redirect with a Location, got ${response.status}: ${await response.text()}`);
+  return new URL(location, base);
+}

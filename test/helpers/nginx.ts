@@ -1,21 +1,14 @@
 // A real nginx in front of a test app, running deploy/nginx/signet.conf with only the machine-specific
 // parts substituted (listen ports, upstream port, certificate and log paths). Runs in the foreground as
 // a child process with its whole prefix (pid, logs, temp files) in a throw-away directory.
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { generateKeyPairSync, randomBytes, sign } from 'node:crypto';
-import {
-  accessSync,
-  constants,
-  chmodSync,
-  existsSync,
-  mkdtempSync,
-  readFileSync,
-  rmSync,
-  writeFileSync,
-} from 'node:fs';
-import { createServer, connect } from 'node:net';
+import { accessSync, constants, chmodSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir, userInfo } from 'node:os';
 import { delimiter, join } from 'node:path';
+import { freePort } from './auth-server.ts';
+import { startDaemon } from './daemon.ts';
+import { COMMAND_TIMEOUT_MS, outcome } from './deadline.ts';
 
 export const SIGNET_CONF = new URL('../../deploy/nginx/signet.conf', import.meta.url);
 /** The server_name in deploy/nginx/signet.conf. */
@@ -50,18 +43,30 @@ export interface RunningNginx {
   stop(): Promise<void>;
 }
 
-export async function startNginx(binary: string, upstreamPort: number): Promise<RunningNginx> {
+export interface NginxOptions {
+  /**
+   * Forward the host without its port (`X-Forwarded-Host $host`) and the port on its own
+   * (`X-Forwarded-Port $server_port`), as many nginx setups do, instead of signet.conf's `$http_host`.
+   */
+  separatePort?: boolean;
+}
+
+export async function startNginx(
+  binary: string,
+  upstreamPort: number,
+  options: NginxOptions = {},
+): Promise<RunningNginx> {
   // A free port can be taken between probing and nginx binding it; retry on that race only.
   for (let attempt = 1; ; attempt++) {
     try {
-      return await startOnce(binary, upstreamPort);
+      return await startOnce(binary, upstreamPort, options);
     } catch (err) {
       if (attempt >= 3 || !/Address already in use/.test((err as Error).message)) throw err;
     }
   }
 }
 
-async function startOnce(binary: string, upstreamPort: number): Promise<RunningNginx> {
+async function startOnce(binary: string, upstreamPort: number, options: NginxOptions): Promise<RunningNginx> {
   const dir = mkdtempSync(join(tmpdir(), 'signet-nginx-'));
   chmodSync(dir, 0o755);
   const [httpPort, httpsPort] = [await freePort(), await freePort()];
@@ -69,37 +74,34 @@ async function startOnce(binary: string, upstreamPort: number): Promise<RunningN
   writeFileSync(join(dir, 'cert.pem'), cert);
   writeFileSync(join(dir, 'key.pem'), key, { mode: 0o600 });
   const confFile = join(dir, 'nginx.conf');
-  writeFileSync(confFile, mainConfig(binary, dir, siteConfig(dir, httpPort, httpsPort, upstreamPort)));
+  writeFileSync(confFile, mainConfig(binary, dir, siteConfig(dir, httpPort, httpsPort, upstreamPort, options)));
 
   const errorLog = join(dir, 'error.log');
-  const child = spawn(binary, ['-p', `${dir}/`, '-c', confFile, '-e', errorLog], { stdio: ['ignore', 'pipe', 'pipe'] });
-  let output = '';
-  child.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  const readLog = () => (existsSync(errorLog) ? readFileSync(errorLog, 'utf8') : '');
-  const stop = async () => {
-    if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
-    await exited;
-    rmSync(dir, { recursive: true, force: true });
-  };
-
-  try {
-    await waitForListening(child, [httpPort, httpsPort]);
-  } catch (err) {
-    await stop();
-    throw new Error(`nginx did not start: ${(err as Error).message}\n${output}${readLog()}`, { cause: err });
-  }
-  return { httpPort, httpsPort, ca: cert, errorLog: readLog, stop };
+  const nginx = await startDaemon({
+    name: 'nginx',
+    binary,
+    args: ['-p', `${dir}/`, '-c', confFile, '-e', errorLog],
+    dir,
+    logFile: errorLog,
+    ports: [httpPort, httpsPort],
+  });
+  return { httpPort, httpsPort, ca: cert, errorLog: nginx.log, stop: nginx.stop };
 }
 
 /** deploy/nginx/signet.conf with the machine-specific values replaced; fails if the file no longer has them. */
-function siteConfig(dir: string, httpPort: number, httpsPort: number, upstreamPort: number): string {
+function siteConfig(
+  dir: string,
+  httpPort: number,
+  httpsPort: number,
+  upstreamPort: number,
+  options: NginxOptions,
+): string {
   let conf = readFileSync(SIGNET_CONF, 'utf8');
   const substitute = (pattern: RegExp, replacement: string) => {
     if (!pattern.test(conf))
       throw new Error(`deploy/nginx/signet.conf no longer matches ${pattern}; update test/helpers/nginx.ts`);
-    conf = conf.replace(new RegExp(pattern.source, `${pattern.flags.replace('g', '')}g`), replacement);
+    // A function, so `$host` and friends in the replacement stay literal.
+    conf = conf.replace(new RegExp(pattern.source, `${pattern.flags.replace('g', '')}g`), () => replacement);
   };
   substitute(/^\s*listen \[::\]:.*$/m, ''); // IPv6 may be unavailable on the test machine
   substitute(/\blisten 80\b/, `listen 127.0.0.1:${httpPort}`);
@@ -108,13 +110,21 @@ function siteConfig(dir: string, httpPort: number, httpsPort: number, upstreamPo
   substitute(/\/etc\/ssl\/signet\/fullchain\.pem/, join(dir, 'cert.pem'));
   substitute(/\/etc\/ssl\/signet\/privkey\.pem/, join(dir, 'key.pem'));
   substitute(/\/var\/log\/nginx\//, `${dir}/`);
+  if (options.separatePort) {
+    substitute(
+      /proxy_set_header X-Forwarded-Host \$http_host;/,
+      'proxy_set_header X-Forwarded-Host $host;\n        proxy_set_header X-Forwarded-Port $server_port;',
+    );
+  }
   return conf;
 }
 
 /** The main context a distribution's nginx.conf would provide, with every path inside `dir`. */
 function mainConfig(binary: string, dir: string, site: string): string {
   // Compiled-in temp paths (/var/lib/nginx/...) are outside the prefix and may not be writable.
-  const built = spawnSync(binary, ['-V'], { encoding: 'utf8' }).stderr;
+  const version = spawnSync(binary, ['-V'], { encoding: 'utf8', timeout: COMMAND_TIMEOUT_MS });
+  if (version.error || version.status !== 0) throw new Error(`${binary} -V failed: ${outcome(version)}`);
+  const built = version.stderr;
   const tempPaths = [...built.matchAll(/--http-([a-z-]+)-temp-path=/g)]
     .map((m) => m[1]!.replace('-', '_'))
     .filter((name) => !built.includes(`--without-http_${name}_module`))
@@ -134,41 +144,6 @@ function mainConfig(binary: string, dir: string, site: string): string {
     '}',
     '',
   ].join('\n');
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      const port = typeof address === 'object' && address ? address.port : 0;
-      server.close(() => resolve(port));
-    });
-  });
-}
-
-function canConnect(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = connect({ host: '127.0.0.1', port });
-    socket.once('connect', () => {
-      socket.destroy();
-      resolve(true);
-    });
-    socket.once('error', () => resolve(false));
-  });
-}
-
-async function waitForListening(child: ChildProcess, ports: number[], timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    if (child.exitCode !== null || child.signalCode !== null)
-      throw new Error(`nginx exited (${child.exitCode ?? child.signalCode})`);
-    const up = await Promise.all(ports.map(canConnect));
-    if (up.every(Boolean)) return;
-    if (Date.now() > deadline) throw new Error(`nothing listening on ${ports.join(', ')} after ${timeoutMs} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -1,6 +1,7 @@
 // Drives the authorization code flow over raw HTTP the way a browser would: follows redirects by hand,
 // keeps cookies, submits the login and consent forms. Returns the final redirect to the client.
 import { createHash, randomBytes } from 'node:crypto';
+import { fetchWithin } from './http.ts';
 
 export class CookieJar {
   readonly #cookies = new Map<string, string>();
@@ -52,7 +53,8 @@ export async function runAuthorizationFlow(options: FlowOptions): Promise<FlowRe
     url: `${options.base}/oauth/authorize?${options.authorizeQuery}`,
   };
   for (let step = 0; step < MAX_STEPS; step += 1) {
-    const response = await fetch(next.url, {
+    // fetchWithin: each page or redirect has a deadline, so a stuck server fails the flow naming the step.
+    const response = await fetchWithin(next.url, {
       method: next.form ? 'POST' : 'GET',
       redirect: 'manual',
       headers: { cookie: jar.header(), ...(next.form ? { 'content-type': 'application/x-www-form-urlencoded' } : {}) },
@@ -68,7 +70,8 @@ export async function runAuthorizationFlow(options: FlowOptions): Promise<FlowRe
     }
     const html = await response.text();
     pages.push({ url: next.url, status: response.status, html });
-    if (response.status !== 200) throw new FlowError(`page ${next.url} answered ${response.status}`, pages);
+    if (response.status !== 200)
+      throw new FlowError(`page ${next.url} answered ${response.status}: ${html.slice(0, 2000)}`, pages);
     next = submit(html, next.url, options);
   }
   throw new FlowError('too many steps', pages);

@@ -1,11 +1,17 @@
 // Raw requests to the token endpoint in the exact shapes the README shows, and small JWT readers.
+import assert from 'node:assert/strict';
 import type { AuthTestServer } from './auth-server.ts';
+import { expectStatus } from './expect.ts';
+import { fetchWithin } from './http.ts';
 import { pkcePair, runAuthorizationFlow, type FlowResult } from './oauth-flow.ts';
 
 export interface TokenResult {
   status: number;
   headers: Headers;
+  /** The parsed JSON answer; empty when the answer was not JSON (then `text` shows what it was). */
   body: Record<string, unknown>;
+  /** The answer as sent, for assertion messages (expectStatus shows it). */
+  text: string;
 }
 
 export async function tokenRequest(
@@ -16,20 +22,37 @@ export async function tokenRequest(
   const headers: Record<string, string> = { 'content-type': 'application/x-www-form-urlencoded', ...options.headers };
   if (options.basic)
     headers.authorization = `Basic ${Buffer.from(`${encodeURIComponent(options.basic[0])}:${encodeURIComponent(options.basic[1])}`).toString('base64')}`;
-  const response = await fetch(`${server.issuer}/token`, {
+  const response = await fetchWithin(`${server.issuer}/token`, {
     method: 'POST',
     headers,
     body: new URLSearchParams(params).toString(),
   });
-  return {
-    status: response.status,
-    headers: response.headers,
-    body: (await response.json()) as Record<string, unknown>,
-  };
+  const text = await response.text();
+  let body: Record<string, unknown> = {};
+  try {
+    body = JSON.parse(text) as Record<string, unknown>;
+  } catch {
+    // Not JSON (a 503 from the overload guard, a proxy's page): `text` keeps it for the message.
+  }
+  return { status: response.status, headers: response.headers, body, text };
+}
+
+/**
+ * `field` of a successful token response (`access_token`, `id_token`, `refresh_token`). A refused request
+ * fails here with its status and body, not later on a missing token.
+ */
+export function tokenFrom(result: TokenResult, field = 'access_token', what = 'token request'): string {
+  expectStatus(result, 200, what);
+  const value = result.body[field];
+  assert.equal(typeof value, 'string', `${what}: no ${field} in ${result.text}`);
+  return value as string;
 }
 
 export function jwtParts(token: unknown): { header: Record<string, unknown>; payload: Record<string, unknown> } {
-  const [header = '', payload = ''] = String(token).split('.');
+  const parts = typeof token === 'string' ? token.split('.') : [];
+  // A response without the token passes undefined here: say so rather than fail inside JSON.parse.
+  assert.ok(parts.length === 3, `not a JWT (three dot-separated parts): ${String(token)}`);
+  const [header = '', payload = ''] = parts;
   return {
     header: JSON.parse(Buffer.from(header, 'base64url').toString()) as Record<string, unknown>,
     payload: JSON.parse(Buffer.from(payload, 'base64url').toString()) as Record<string, unknown>,

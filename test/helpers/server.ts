@@ -3,6 +3,8 @@ import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../../src/app.ts';
 import { loadConfig } from '../../src/config/config.ts';
 import { createTestDatabase, TEST_WEBHOOK_SECRET_KEY, type TestDialect } from './databases.ts';
+import { withDeadline } from './deadline.ts';
+import { checkResponsesAgainstDocument, type Conformance } from './openapi-conformance.ts';
 import { createTestIssuer, TEST_ISSUER, TEST_RESOURCE, type TestIssuer } from './tokens.ts';
 
 /**
@@ -11,11 +13,42 @@ import { createTestIssuer, TEST_ISSUER, TEST_RESOURCE, type TestIssuer } from '.
  */
 export const NO_OVERLOAD_GUARD = { MAX_EVENT_LOOP_DELAY_MS: '0' };
 
+/**
+ * How long app.close() may take: it waits for requests in flight and the database pool, both done in
+ * well under a second when nothing is stuck.
+ */
+export const APP_CLOSE_TIMEOUT_MS = 20_000;
+
+/**
+ * app.close() within APP_CLOSE_TIMEOUT_MS. Past it, every connection is destroyed so that the stuck
+ * server does not keep the test process alive, and the wait fails saying what was still running.
+ */
+export async function closeApp(app: FastifyInstance, url: string): Promise<void> {
+  try {
+    await withDeadline(
+      app.close(),
+      APP_CLOSE_TIMEOUT_MS,
+      () => `app.close() of ${url}: still closing (server listening: ${app.server.listening})`,
+    );
+  } catch (err) {
+    app.server.closeAllConnections();
+    throw err;
+  }
+}
+
+/** Dropping a test database (a directory, or a PostgreSQL schema) within 20 s. */
+export function dropWithin(database: { url: string; drop(): Promise<void> }): Promise<void> {
+  return withDeadline(database.drop(), 20_000, () => `dropping the test database ${database.url}`);
+}
+
 export interface TestServer {
   url: string;
   app: FastifyInstance;
   issuer: TestIssuer;
   dialect: TestDialect;
+  /** Every response checked against /openapi.json (test/helpers/openapi-conformance.ts). */
+  conformance: Conformance;
+  /** Stops the app, drops the database, then fails if a response was not described by the document. */
   close(): Promise<void>;
 }
 
@@ -39,20 +72,26 @@ export async function startServer(
     ...env,
   });
   const app = await buildApp(config, { logger: env.LOG_LEVEL !== undefined }).catch(async (err: unknown) => {
-    await database.drop();
+    await dropWithin(database);
     throw err;
   });
+  const conformance = checkResponsesAgainstDocument(app);
   await app.listen({ host: '127.0.0.1', port: 0 });
   const address = app.server.address();
   const port = typeof address === 'object' && address ? address.port : 0;
+  const url = `http://127.0.0.1:${port}`;
   return {
-    url: `http://127.0.0.1:${port}`,
+    url,
     app,
     issuer: tokens,
     dialect,
+    conformance,
     close: async () => {
-      await app.close();
-      await database.drop();
+      await closeApp(app, url);
+      await dropWithin(database);
+      // After the cleanup, so a violation never leaks a server or a database; thrown from an
+      // after() hook or a test's finally, it fails that suite or test.
+      conformance.assertNone();
     },
   };
 }

@@ -3,6 +3,7 @@
 // reset (every open connection gets a TCP RST), a cut (new connections refused, open ones dropped).
 import { once } from 'node:events';
 import { connect, createServer, type Server, type Socket } from 'node:net';
+import { withDeadline } from './deadline.ts';
 
 interface Pair {
   client: Socket;
@@ -44,7 +45,7 @@ export class TcpProxy {
   async start(): Promise<void> {
     this.#server = createServer((client) => this.#relay(client));
     this.#server.listen(this.port, '127.0.0.1');
-    await once(this.#server, 'listening');
+    await withDeadline(once(this.#server, 'listening'), 10_000, `the proxy listening on 127.0.0.1:${this.port}`);
     this.port = (this.#server.address() as { port: number }).port;
   }
 
@@ -81,7 +82,7 @@ export class TcpProxy {
       client.destroy();
       upstream.destroy();
     }
-    await closed;
+    await withDeadline(closed, 10_000, () => `closing the proxy: ${this.#pairs.size} connections still open`);
   }
 
   async close(): Promise<void> {

@@ -1,7 +1,8 @@
 // A real HTTP receiver on 127.0.0.1:0 that records every delivery (raw body bytes and headers) and
 // answers as the test tells it: a status, a hang (for timeouts) or a connection reset.
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Server } from 'node:http';
-import type { AddressInfo, Socket } from 'node:net';
+import type { Socket } from 'node:net';
+import { closeWithin, listenOnLoopback, waitUntil } from './deadline.ts';
 import { call, type CallResult } from './http.ts';
 import type { TestServer } from './server.ts';
 
@@ -40,7 +41,7 @@ export async function startReceiver(): Promise<TestReceiver> {
     close: async () => {
       for (const release of hanging) release();
       for (const socket of sockets) socket.destroy();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await closeWithin(server, () => `the test receiver at ${receiver.url} (${sockets.size} sockets)`);
     },
   };
   const server: Server = createServer((request, response) => {
@@ -63,23 +64,12 @@ export async function startReceiver(): Promise<TestReceiver> {
     sockets.add(socket);
     socket.on('close', () => sockets.delete(socket));
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  receiver.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  receiver.url = `http://127.0.0.1:${await listenOnLoopback(server)}`;
   return receiver;
 }
 
-/** Polls `condition` every 20 ms until it holds; never a fixed sleep. */
-export async function waitUntil(
-  condition: () => boolean | Promise<boolean>,
-  timeoutMs: number,
-  describe: () => string = () => 'condition',
-): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms: ${describe()}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
+// Re-exported: the suite's tests import the poller from here.
+export { waitUntil };
 
 /** Settings for a server whose callbacks go to a local receiver over http, with a compressed retry schedule. */
 export const LOCAL_WEBHOOKS_ENV = {

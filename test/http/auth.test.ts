@@ -11,6 +11,8 @@ import { call, CUSTOMER, type CallResult } from '../helpers/http.ts';
 import { startServer, type TestServer } from '../helpers/server.ts';
 import { TEST_ISSUER, TEST_RESOURCE } from '../helpers/tokens.ts';
 import { expectStatus } from '../helpers/expect.ts';
+import { startAuthServer, type AuthTestServer } from '../helpers/auth-server.ts';
+import { rawRequest, type RawResponse } from './raw-http.ts';
 
 /** RFC 9728 §5.1: every Bearer challenge names the resource's metadata document. */
 const METADATA = 'https://api.test/.well-known/oauth-protected-resource/api';
@@ -285,6 +287,48 @@ for (const dialect of testDialects()) {
       assertProblem(read, 403);
       assert.equal(bearerChallenge(read).scope, 'orders:read');
     });
+
+    test('two Authorization header lines are 400 invalid_request on every API route, whichever they hold', async () => {
+      const port = Number(new URL(server.url).port);
+      const token = await server.issuer.clientToken('orders:read orders:write webhooks:manage');
+      const pairs = [
+        [`Authorization: Bearer ${token}`, `Authorization: Bearer ${token}`], // even the same valid token twice
+        [`authorization: Bearer ${token}`, 'Authorization: Basic dXNlcjpwYXNz'],
+        ['Authorization: Bearer not-a-valid-token', `AUTHORIZATION: Bearer ${token}`],
+      ];
+      const routes = [
+        ['GET', '/api/orders', ''],
+        ['POST', '/api/orders', JSON.stringify({ CustomerId: CUSTOMER, Total: 1 })],
+        ['GET', '/api/orders/1', ''],
+        ['POST', '/api/orders/1/pay', ''],
+        ['GET', '/api/webhooks', ''],
+        ['POST', '/api/webhooks', JSON.stringify({ Url: 'https://hooks.example/in', Events: ['order.created'] })],
+      ];
+      for (const [first, second] of pairs) {
+        for (const [method, path, body] of routes) {
+          const what = `${method} ${path} with ${first!.slice(0, 25)}… + ${second!.slice(0, 25)}…`;
+          const res = await rawRequest(
+            port,
+            `${method} ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\n${first}\r\n${second}\r\n` +
+              `Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body!)}\r\n\r\n${body}`,
+          );
+          assert.equal(res.status, 400, `${what}: ${res.body}`);
+          assert.equal(res.headers['content-type'], PROBLEM_JSON, `${what}: ${res.body}`);
+          assert.match(res.json.detail, /more than one Authorization header field/, what);
+          assert.equal(
+            res.headers['www-authenticate'],
+            `Bearer realm="signet", error="invalid_request", resource_metadata="${METADATA}"`,
+            what,
+          );
+        }
+      }
+      // One line is still accepted (a control for the requests above).
+      const one = await rawRequest(
+        port,
+        `GET /api/webhooks HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${token}\r\n\r\n`,
+      );
+      assert.equal(one.status, 200, one.body);
+    });
   });
 
   describe(`end-user and client tokens see different orders [${dialect}]`, () => {
@@ -427,6 +471,42 @@ for (const dialect of testDialects()) {
       assertInvalidToken(res, 'expired while cached');
       assert.ok(Date.now() >= exp * 1000, 'not rejected before its exp');
       assertInvalidToken(await call(server.url, 'GET', '/api/orders', { token }), 'stays rejected');
+    });
+  });
+}
+
+for (const dialect of testDialects()) {
+  describe(`the authorization server and two Authorization lines [${dialect}]`, () => {
+    let server: AuthTestServer;
+    before(async () => {
+      server = await startAuthServer(dialect);
+    });
+    after(() => server.close());
+
+    test('a token request with two client_secret_basic lines is refused with 400, not authenticated by the first', async () => {
+      const port = Number(new URL(server.url).port);
+      const client = await server.createClient();
+      const other = await server.createClient();
+      const basic = (id: string, secret: string | undefined): string =>
+        `Authorization: Basic ${Buffer.from(`${encodeURIComponent(id)}:${encodeURIComponent(secret ?? '')}`).toString('base64')}`;
+      const form = 'grant_type=client_credentials&scope=orders%3Aread';
+      const tokenRequest = (lines: string[]): Promise<RawResponse> =>
+        rawRequest(
+          port,
+          `POST /oauth/token HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\n${lines.map((line) => `${line}\r\n`).join('')}` +
+            `Content-Type: application/x-www-form-urlencoded\r\nContent-Length: ${form.length}\r\n\r\n${form}`,
+        );
+      const one = await tokenRequest([basic(client.clientId, client.clientSecret)]);
+      assert.equal(one.status, 200, `one line is the control: ${one.body}`);
+      for (const lines of [
+        [basic(client.clientId, client.clientSecret), basic(other.clientId, other.clientSecret)],
+        [basic(client.clientId, client.clientSecret), basic(client.clientId, client.clientSecret)],
+      ]) {
+        const res = await tokenRequest(lines);
+        assert.equal(res.status, 400, res.body);
+        assert.equal(res.json?.access_token, undefined, res.body);
+        assert.match(res.json.detail, /more than one Authorization header field/, res.body);
+      }
     });
   });
 }

@@ -8,11 +8,15 @@ import {
 } from '../../src/http/conditional.ts';
 import type { Validators } from '../../src/http/conditional.ts';
 
+// Stored to the millisecond, as orders are; the HTTP-dates below have whole seconds (RFC 9110 §5.6.7).
 const LAST_MODIFIED = new Date('2026-03-01T12:00:00.750Z');
 const current: Validators = { etag: '"o12-v3-ab12"', lastModified: LAST_MODIFIED };
 const BEFORE = 'Sun, 01 Mar 2026 11:59:59 GMT';
+/** The resource's own Last-Modified: its second, the 750 ms cut off. */
 const SAME_SECOND = 'Sun, 01 Mar 2026 12:00:00 GMT';
 const AFTER = 'Sun, 01 Mar 2026 12:00:01 GMT';
+/** A resource stored on a whole second, which its Last-Modified states exactly. */
+const onTheSecond: Validators = { etag: '"o12-v3-ab12"', lastModified: new Date('2026-03-01T12:00:00.000Z') };
 
 describe('parseEntityTagList', () => {
   it('recognises the wildcard with surrounding whitespace', () => {
@@ -56,6 +60,10 @@ describe('HTTP-date', () => {
 
   it('formats as IMF-fixdate', () => {
     assert.equal(formatHttpDate(expected), 'Sun, 06 Nov 1994 08:49:37 GMT');
+  });
+
+  it('truncates milliseconds: the date is never later than the time it stands for', () => {
+    assert.equal(formatHttpDate(new Date('1994-11-06T08:49:37.999Z')), 'Sun, 06 Nov 1994 08:49:37 GMT');
   });
 
   it('refuses to format an invalid Date', () => {
@@ -140,13 +148,30 @@ describe('evaluatePreconditions: If-Match (RFC 9110 §13.1.1)', () => {
 });
 
 describe('evaluatePreconditions: If-Unmodified-Since (RFC 9110 §13.1.4)', () => {
-  it('proceeds when unmodified since the date, at second precision', () => {
-    assert.equal(evaluatePreconditions('PUT', { 'if-unmodified-since': SAME_SECOND }, current), 'proceed');
+  it('proceeds when the stored time is at or before the date', () => {
     assert.equal(evaluatePreconditions('PUT', { 'if-unmodified-since': AFTER }, current), 'proceed');
+    assert.equal(evaluatePreconditions('PUT', { 'if-unmodified-since': SAME_SECOND }, onTheSecond), 'proceed');
   });
 
   it('fails when modified after the date', () => {
     assert.equal(evaluatePreconditions('PUT', { 'if-unmodified-since': BEFORE }, current), 'precondition-failed');
+  });
+
+  it('fails closed within the same second: 12:00:00.750 is later than "12:00:00 GMT" (no lost update)', () => {
+    // A change at .200 and another at .750 share the Last-Modified "12:00:00": the date cannot say
+    // which one the client saw, so the write must not overwrite the later one.
+    for (const method of ['PUT', 'PATCH', 'DELETE', 'POST']) {
+      assert.equal(
+        evaluatePreconditions(method, { 'if-unmodified-since': SAME_SECOND }, current),
+        'precondition-failed',
+        method,
+      );
+    }
+    const oneMsLater: Validators = { ...onTheSecond, lastModified: new Date('2026-03-01T12:00:00.001Z') };
+    assert.equal(
+      evaluatePreconditions('PUT', { 'if-unmodified-since': SAME_SECOND }, oneMsLater),
+      'precondition-failed',
+    );
   });
 
   it('is ignored when If-Match is present', () => {
@@ -198,9 +223,14 @@ describe('evaluatePreconditions: If-None-Match (RFC 9110 §13.1.2)', () => {
 });
 
 describe('evaluatePreconditions: If-Modified-Since (RFC 9110 §13.1.3)', () => {
-  it('answers not-modified when not modified since the date, at second precision', () => {
-    assert.equal(evaluatePreconditions('GET', { 'if-modified-since': SAME_SECOND }, current), 'not-modified');
+  it('answers not-modified when the stored time is at or before the date', () => {
+    assert.equal(evaluatePreconditions('GET', { 'if-modified-since': SAME_SECOND }, onTheSecond), 'not-modified');
     assert.equal(evaluatePreconditions('HEAD', { 'if-modified-since': AFTER }, current), 'not-modified');
+  });
+
+  it('fails open within the same second: 12:00:00.750 against "12:00:00 GMT" sends the representation', () => {
+    assert.equal(evaluatePreconditions('GET', { 'if-modified-since': SAME_SECOND }, current), 'proceed');
+    assert.equal(evaluatePreconditions('HEAD', { 'if-modified-since': SAME_SECOND }, current), 'proceed');
   });
 
   it('proceeds when modified after the date', () => {
@@ -209,11 +239,11 @@ describe('evaluatePreconditions: If-Modified-Since (RFC 9110 §13.1.3)', () => {
 
   it('accepts the obsolete date forms', () => {
     assert.equal(
-      evaluatePreconditions('GET', { 'if-modified-since': 'Sunday, 01-Mar-26 12:00:00 GMT' }, current),
+      evaluatePreconditions('GET', { 'if-modified-since': 'Sunday, 01-Mar-26 12:00:00 GMT' }, onTheSecond),
       'not-modified',
     );
     assert.equal(
-      evaluatePreconditions('GET', { 'if-modified-since': 'Sun Mar  1 12:00:00 2026' }, current),
+      evaluatePreconditions('GET', { 'if-modified-since': 'Sun Mar  1 12:00:00 2026' }, onTheSecond),
       'not-modified',
     );
   });
@@ -261,5 +291,20 @@ describe('evaluatePreconditions: evaluation order (RFC 9110 §13.2.2)', () => {
   it('evaluates If-Modified-Since after a passing If-Unmodified-Since', () => {
     const headers = { 'if-unmodified-since': AFTER, 'if-modified-since': AFTER };
     assert.equal(evaluatePreconditions('GET', headers, current), 'not-modified');
+  });
+
+  it('lets a passing If-Match override a failing If-Unmodified-Since of the same second', () => {
+    const headers = { 'if-match': '"o12-v3-ab12"', 'if-unmodified-since': SAME_SECOND };
+    assert.equal(evaluatePreconditions('PATCH', headers, current), 'proceed');
+  });
+
+  it('lets a matching If-None-Match answer 304 whatever If-Modified-Since says', () => {
+    const headers = { 'if-none-match': '"o12-v3-ab12"', 'if-modified-since': BEFORE };
+    assert.equal(evaluatePreconditions('GET', headers, current), 'not-modified');
+  });
+
+  it('ignores If-Modified-Since of the same second when If-None-Match does not match', () => {
+    const headers = { 'if-none-match': '"other"', 'if-modified-since': AFTER };
+    assert.equal(evaluatePreconditions('GET', headers, onTheSecond), 'proceed');
   });
 });

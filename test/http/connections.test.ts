@@ -10,21 +10,31 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, test } from 'node:test';
 import { defaultMaxConnections, descriptorLimit } from '../../src/config/descriptors.ts';
 import { startChildServer, type ChildServer } from '../helpers/child-server.ts';
+import { withDeadline } from '../helpers/deadline.ts';
 import { call, CUSTOMER } from '../helpers/http.ts';
 
 /** Opens `count` idle TCP connections; the server may close any of them. */
 async function openIdle(port: number, count: number): Promise<Socket[]> {
-  const sockets = await Promise.all(
-    Array.from({ length: count }, () => {
-      const socket = connect(port, '127.0.0.1');
-      socket.on('error', () => undefined); // closed or reset by a server at its limit
-      return new Promise<Socket>((resolve) => {
-        socket.once('connect', () => resolve(socket));
-        socket.once('close', () => resolve(socket));
-      });
-    }),
-  );
-  return sockets;
+  const all: Socket[] = [];
+  let settled = 0;
+  const sockets = Array.from({ length: count }, () => {
+    const socket = connect(port, '127.0.0.1');
+    all.push(socket);
+    socket.on('error', () => undefined); // closed or reset by a server at its limit
+    return new Promise<Socket>((resolve) => {
+      const done = (): void => {
+        settled++;
+        resolve(socket);
+      };
+      socket.once('connect', done);
+      socket.once('close', done);
+    });
+  });
+  // A full accept backlog leaves a connect waiting on SYN retries for minutes: fail instead, saying how far it got.
+  return withDeadline(Promise.all(sockets), 30_000, () => {
+    for (const socket of all) socket.destroy();
+    return `${settled} of ${count} connections to port ${port} connected or closed`;
+  });
 }
 
 /** Polls until `check` holds, or fails after the deadline with `explain()`. */

@@ -215,6 +215,129 @@ describe('resolveClientOrigin: Forwarded (RFC 7239)', () => {
   });
 });
 
+describe('resolveClientOrigin: ports (X-Forwarded-Port, a port in the forwarded host)', () => {
+  const hostOf = (headers: PeerRequest['headers'], trust = loopback) =>
+    resolveClientOrigin(req('127.0.0.1', headers), trust).host;
+
+  it('adds X-Forwarded-Port to an X-Forwarded-Host without a port (nginx: $host and $server_port)', () => {
+    assert.equal(hostOf({ 'x-forwarded-host': 'api.example.com', 'x-forwarded-port': '8080' }), 'api.example.com:8080');
+  });
+
+  it('lets a port inside X-Forwarded-Host win over X-Forwarded-Port', () => {
+    assert.equal(
+      hostOf({ 'x-forwarded-host': 'api.example.com:8443', 'x-forwarded-port': '8080' }),
+      'api.example.com:8443',
+    );
+    assert.equal(
+      hostOf({ 'x-forwarded-host': '[2001:db8::1]:8443', 'x-forwarded-port': '8080' }),
+      '[2001:db8::1]:8443',
+    );
+  });
+
+  it('adds X-Forwarded-Port to a bracketed IPv6 forwarded host', () => {
+    assert.equal(hostOf({ 'x-forwarded-host': '[2001:db8::1]', 'x-forwarded-port': '8080' }), '[2001:db8::1]:8080');
+  });
+
+  it('adds X-Forwarded-Port to the Host header the trusted proxy sent when it sent no X-Forwarded-Host', () => {
+    assert.equal(hostOf({ host: 'api.example.com', 'x-forwarded-port': '8080' }), 'api.example.com:8080');
+    assert.equal(hostOf({ host: 'api.example.com:9000', 'x-forwarded-port': '8080' }), 'api.example.com:9000');
+  });
+
+  it('takes the port from the same hop as the scheme when two trusted proxies recorded both', () => {
+    // An outer TLS load balancer (https on 443) in front of an inner proxy (http on 80), both trusted.
+    const origin = resolveClientOrigin(
+      req('127.0.0.1', {
+        host: 'api.example.com',
+        'x-forwarded-for': '203.0.113.9, 10.0.0.2',
+        'x-forwarded-proto': 'https, http',
+        'x-forwarded-port': '443, 80',
+      }),
+      compileTrust(['loopback', '10.0.0.0/8']),
+    );
+    assert.equal(`${origin.protocol}://${origin.host}`, 'https://api.example.com');
+  });
+
+  it("omits the scheme's default port, wherever the port came from", () => {
+    const cases: [PeerRequest['headers'], string, string][] = [
+      [
+        { 'x-forwarded-proto': 'http', 'x-forwarded-host': 'api.example.com', 'x-forwarded-port': '80' },
+        'http',
+        'api.example.com',
+      ],
+      [
+        { 'x-forwarded-proto': 'https', 'x-forwarded-host': 'api.example.com', 'x-forwarded-port': '443' },
+        'https',
+        'api.example.com',
+      ],
+      [{ 'x-forwarded-proto': 'https', 'x-forwarded-host': 'api.example.com:443' }, 'https', 'api.example.com'],
+      [
+        { 'x-forwarded-proto': 'https', 'x-forwarded-host': 'api.example.com', 'x-forwarded-port': '80' },
+        'https',
+        'api.example.com:80',
+      ],
+      [
+        { 'x-forwarded-proto': 'http', 'x-forwarded-host': 'api.example.com', 'x-forwarded-port': '443' },
+        'http',
+        'api.example.com:443',
+      ],
+      [{ forwarded: 'proto=https;host="api.example.com:443"' }, 'https', 'api.example.com'],
+      [{ forwarded: 'proto=https;host="[2001:db8::1]:443"' }, 'https', '[2001:db8::1]'],
+    ];
+    for (const [headers, protocol, host] of cases) {
+      const origin = resolveClientOrigin(req('127.0.0.1', headers), loopback);
+      assert.deepEqual([origin.protocol, origin.host], [protocol, host], JSON.stringify(headers));
+    }
+  });
+
+  it('normalizes leading zeros of X-Forwarded-Port', () => {
+    assert.equal(
+      hostOf({ 'x-forwarded-host': 'api.example.com', 'x-forwarded-port': '08080' }),
+      'api.example.com:8080',
+    );
+  });
+
+  for (const port of ['0', '65536', '99999', '123456', '-1', '+80', '80a', '8 0', '0x50', '', '80.0', '\u0661\u0662']) {
+    it(`refuses X-Forwarded-Port ${JSON.stringify(port)} as an invalid forwarded host is refused: the Host header is used`, () => {
+      assert.equal(hostOf({ 'x-forwarded-host': 'api.example.com', 'x-forwarded-port': port }), 'internal.svc:8080');
+      assert.equal(hostOf({ host: 'api.example.com', 'x-forwarded-port': port }), 'api.example.com');
+    });
+  }
+
+  it('takes the port at the same hop position as the host when X-Forwarded-For lines up', () => {
+    const trust = compileTrust(['10.0.0.0/8', 'loopback']);
+    const headers = {
+      'x-forwarded-for': '198.51.100.4, 10.0.0.2',
+      'x-forwarded-host': 'public.example, lb.internal',
+      'x-forwarded-port': '8443, 8080',
+    };
+    assert.equal(hostOf(headers, trust), 'public.example:8443');
+    assert.equal(hostOf(headers, loopback), 'lb.internal:8080');
+  });
+
+  it('falls back to a nearer hop when the outer hop names an invalid port', () => {
+    const trust = compileTrust(['10.0.0.0/8', 'loopback']);
+    const headers = {
+      'x-forwarded-for': '198.51.100.4, 10.0.0.2',
+      'x-forwarded-host': 'public.example, lb.internal',
+      'x-forwarded-port': '99999, 8080',
+    };
+    assert.equal(hostOf(headers, trust), 'lb.internal:8080');
+  });
+
+  it('ignores X-Forwarded-Port when Forwarded is present (RFC 7239 carries the port inside host)', () => {
+    assert.equal(hostOf({ forwarded: 'host=api.example.com', 'x-forwarded-port': '8080' }), 'api.example.com');
+    assert.equal(hostOf({ forwarded: 'host="api.example.com:8080"' }), 'api.example.com:8080');
+  });
+
+  it('ignores X-Forwarded-Port from an untrusted peer', () => {
+    const origin = resolveClientOrigin(
+      req('203.0.113.5', { host: 'api.example.com', 'x-forwarded-host': 'a.example', 'x-forwarded-port': '8080' }),
+      loopback,
+    );
+    assert.equal(origin.host, 'api.example.com');
+  });
+});
+
 describe('resolveClientOrigin: injection attempts', () => {
   const hostile = [
     'evil.example\r\nSet-Cookie: x=1',

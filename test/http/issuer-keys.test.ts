@@ -7,15 +7,17 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { after, before, beforeEach, describe, test } from 'node:test';
 import { createTokenVerifier, type TokenVerifier } from '../../src/http/token-verifier.ts';
 import { Problem } from '../../src/http/problems.ts';
+import { withDeadline } from '../helpers/deadline.ts';
 import { FakeIssuer } from '../helpers/fake-issuer.ts';
 import { createTestIssuer, TEST_RESOURCE, type TestIssuer } from '../helpers/tokens.ts';
 
 const SECOND = 1000;
 
 /** What verify() settled to, as a short string: `ok`, or the problem's status and type name. */
-async function outcome(verifier: TokenVerifier, token: string): Promise<string> {
+async function outcome(verifier: TokenVerifier, token: string, issuer: FakeIssuer): Promise<string> {
   try {
-    await verifier.verify(token);
+    // A verify() waiting on a stuck key fetch fails here, as "not a problem: DeadlineError …".
+    await withDeadline(verifier.verify(token), 20_000, () => `verify() (issuer: ${issuer.summary()})`);
     return 'ok';
   } catch (err) {
     assert.ok(err instanceof Problem, `not a problem: ${String(err)}`);
@@ -23,8 +25,8 @@ async function outcome(verifier: TokenVerifier, token: string): Promise<string> 
   }
 }
 
-async function outcomes(verifier: TokenVerifier, tokens: string[]): Promise<string[]> {
-  return [...new Set(await Promise.all(tokens.map((token) => outcome(verifier, token))))];
+async function outcomes(verifier: TokenVerifier, tokens: string[], issuer: FakeIssuer): Promise<string[]> {
+  return [...new Set(await Promise.all(tokens.map((token) => outcome(verifier, token, issuer))))];
 }
 
 /** Waits (with a deadline) until the issuer has seen `count` requests: a fetch started in the background. */
@@ -67,44 +69,48 @@ describe('issuer keys fetched over HTTP', () => {
   });
 
   test('a token with an unknown kid refetches the key set at most once per cooldown', async () => {
-    assert.equal(await outcome(verifier, await known()), 'ok');
+    assert.equal(await outcome(verifier, await known(), issuer), 'ok');
     assert.equal(issuer.fetches, 1);
     clock += 1 * SECOND;
     assert.deepEqual(
-      await outcomes(verifier, await unknownKids(10)),
+      await outcomes(verifier, await unknownKids(10), issuer),
       ['401 invalid-token'],
       'checked a second ago: no match',
     );
     assert.equal(issuer.fetches, 1, 'no refetch within the cooldown');
     clock += 30 * SECOND;
-    assert.deepEqual(await outcomes(verifier, await unknownKids(10)), ['401 invalid-token']);
+    assert.deepEqual(await outcomes(verifier, await unknownKids(10), issuer), ['401 invalid-token']);
     assert.equal(
       issuer.fetches,
       2,
       `one refetch for 10 concurrent tokens once the cooldown passed: ${issuer.summary()}`,
     );
     clock += 1 * SECOND;
-    assert.deepEqual(await outcomes(verifier, await unknownKids(10)), ['401 invalid-token']);
+    assert.deepEqual(await outcomes(verifier, await unknownKids(10), issuer), ['401 invalid-token']);
     assert.equal(issuer.fetches, 2, 'and then none within the new cooldown');
   });
 
   test('while the issuer fails, fetches back off, requests get 503 at once, and the keys held keep verifying', async () => {
-    assert.equal(await outcome(verifier, await known()), 'ok');
+    assert.equal(await outcome(verifier, await known(), issuer), 'ok');
     issuer.mode = 'down';
     clock += 31 * SECOND;
-    assert.deepEqual(await outcomes(verifier, await unknownKids(10)), ['503 issuer-unavailable'], 'the refetch failed');
+    assert.deepEqual(
+      await outcomes(verifier, await unknownKids(10), issuer),
+      ['503 issuer-unavailable'],
+      'the refetch failed',
+    );
     assert.equal(issuer.fetches, 2, 'one refetch for 10 concurrent tokens');
-    assert.equal(await outcome(verifier, await known()), 'ok', 'a known key still verifies, without a fetch');
+    assert.equal(await outcome(verifier, await known(), issuer), 'ok', 'a known key still verifies, without a fetch');
     clock += 2 * SECOND;
     assert.deepEqual(
-      await outcomes(verifier, await unknownKids(10)),
+      await outcomes(verifier, await unknownKids(10), issuer),
       ['503 issuer-unavailable'],
       'within the cooldown, with the issuer failing',
     );
     assert.equal(issuer.fetches, 2, 'no fetch within the cooldown');
     clock += 30 * SECOND;
     assert.deepEqual(
-      await outcomes(verifier, await unknownKids(10)),
+      await outcomes(verifier, await unknownKids(10), issuer),
       ['503 issuer-unavailable'],
       'a retry runs in the background; nobody waits for it',
     );
@@ -114,14 +120,14 @@ describe('issuer keys fetched over HTTP', () => {
     const deadline = Date.now() + 5000;
     while (issuer.fetches < 4 && Date.now() < deadline) {
       assert.equal(
-        await outcome(verifier, await known()),
+        await outcome(verifier, await known(), issuer),
         'ok',
         'keys past their max age keep verifying while a refresh fails',
       );
       await delay(10);
     }
     await fetchesReach(issuer, 4);
-    for (let i = 0; i < 10; i++) assert.equal(await outcome(verifier, await known()), 'ok');
+    for (let i = 0; i < 10; i++) assert.equal(await outcome(verifier, await known(), issuer), 'ok');
     assert.equal(issuer.fetches, 4, 'no refresh during the backoff');
   });
 });

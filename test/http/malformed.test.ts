@@ -39,6 +39,16 @@ describe('malformed requests', () => {
     assert.ok(res.closedByServer);
   });
 
+  test('CONNECT is a 501 problem with a request id, and the connection is closed', async () => {
+    for (const target of ['127.0.0.1:443', 'example.com:80']) {
+      const res = await send(`CONNECT ${target} HTTP/1.1\r\nHost: ${target}\r\n\r\n`);
+      assertProblem(res, 501, 'not-implemented');
+      assert.match(res.json.detail, /CONNECT/);
+      assert.equal(res.headers.connection, 'close');
+      assert.ok(res.closedByServer, 'closed after the answer');
+    }
+  });
+
   test('a malformed header line is a 400 problem and the connection is closed', async () => {
     const res = await send('GET /api/orders HTTP/1.1\r\nHost: 127.0.0.1\r\nBad Header: x\r\n\r\n');
     assertProblem(res, 400, 'bad-request');

@@ -115,4 +115,30 @@ describe('OpenAPI document', () => {
     assert.match(res.headers.get('content-type') ?? '', /text\/html/);
     assert.doesNotMatch(res.text, /src="https?:\/\//);
   });
+
+  test('documents the bodies of /healthz and /readyz, including the 503 that names each check', async () => {
+    const doc = (await call(server.url, 'GET', '/openapi.json')).json;
+    const live = doc.paths['/healthz'].get.responses['200'].content['application/json'].schema;
+    assert.deepEqual(live.required, ['status']);
+    const ready = doc.paths['/readyz'].get.responses['200'].content['application/json'].schema;
+    assert.deepEqual(ready.required, ['status', 'database', 'checks']);
+    assert.deepEqual(ready.properties.checks.properties.redis.enum, ['ok', 'degraded']);
+    const notReady = doc.paths['/readyz'].get.responses['503'].content['application/problem+json'].schema;
+    assert.deepEqual(notReady.properties.checks.properties.database.enum, ['ok', 'unavailable', 'migrations-pending']);
+    assert.deepEqual(notReady.properties.checks.required, ['database']);
+  });
+
+  test('the rotate-secret body is optional: the service generates a secret without one', async () => {
+    const doc = (await call(server.url, 'GET', '/openapi.json')).json;
+    const rotate = doc.paths['/api/webhooks/{id}/rotate-secret'].post.requestBody;
+    assert.equal(rotate.required, false);
+    assert.equal(doc.paths['/api/webhooks'].post.requestBody.required, true, 'a required body stays required');
+  });
+
+  test('documents the protected resource metadata, which 401 responses point to', async () => {
+    const doc = (await call(server.url, 'GET', '/openapi.json')).json;
+    const metadata = doc.paths['/.well-known/oauth-protected-resource']?.get.responses['200'];
+    assert.ok(metadata, 'GET /.well-known/oauth-protected-resource is documented');
+    assert.ok(metadata.content['application/json'].schema.required.includes('authorization_servers'));
+  });
 });

@@ -3,6 +3,7 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
+import { toDbTime } from '../../src/db/codecs.ts';
 import { formatHttpDate } from '../../src/http/conditional.ts';
 import { testDialects } from '../helpers/databases.ts';
 import { call, CUSTOMER, type CallResult } from '../helpers/http.ts';
@@ -31,6 +32,18 @@ for (const dialect of testDialects()) {
     };
     const get = (path: string, headers: Record<string, string> = {}) =>
       call(server.url, 'GET', path, { token, headers });
+    /**
+     * Stamps the order's last write on a whole second, which its Last-Modified then states exactly:
+     * otherwise the cut-off milliseconds make that date earlier than the change (date-validators.test.ts).
+     */
+    const onWholeSecond = async (id: number): Promise<void> => {
+      const second = new Date(Math.floor((Date.now() - 60_000) / 1000) * 1000);
+      await server.app.database.db
+        .updateTable('orders')
+        .set({ updated_at: toDbTime(second) })
+        .where('id', '=', id)
+        .execute();
+    };
 
     test('GET with If-None-Match of the current ETag is 304 with an empty body, ETag, Cache-Control and Vary', async () => {
       const created = await create();
@@ -97,6 +110,7 @@ for (const dialect of testDialects()) {
     test('If-Modified-Since with the Last-Modified value is 304; it is ignored when a non-matching If-None-Match is present', async () => {
       const created = await create();
       const path = `/api/orders/${created.json.Id}`;
+      await onWholeSecond(created.json.Id);
       const full = await get(path);
       const lastModified = full.headers.get('last-modified');
       assert.ok(lastModified);
@@ -393,6 +407,7 @@ for (const dialect of testDialects()) {
     test('If-Unmodified-Since in the past is 412; at or after Last-Modified the write proceeds', async () => {
       const created = await create();
       const path = `/api/orders/${created.json.Id}`;
+      await onWholeSecond(created.json.Id);
       const full = await get(path);
       const lastModified = full.headers.get('last-modified')!;
       const past = formatHttpDate(new Date(Date.parse(full.json.UpdatedAtUtc) - 60_000));

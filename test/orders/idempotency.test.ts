@@ -2,7 +2,6 @@
 // scoping and syntax, concurrency, expiry and takeover of abandoned claims. Real HTTP, both dialects.
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { connect } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { purgeExpiredKeys, requestFingerprint } from '../../src/http/idempotency.ts';
 import { toDbTime } from '../../src/db/codecs.ts';
@@ -10,12 +9,15 @@ import { testDialects } from '../helpers/databases.ts';
 import { call, type CallResult } from '../helpers/http.ts';
 import { startWithClientToken, type TestServer } from '../helpers/server.ts';
 import { expectProblem, expectStatus } from '../helpers/expect.ts';
+import { RawConnection } from '../http/raw-http.ts';
 
 /**
  * Writes the request bytes exactly as given: fetch and node:http would merge repeated fields into
- * one line or refuse control characters before they ever reach the server.
+ * one line or refuse control characters before they ever reach the server. The answer is what came
+ * before the server closed (`connection: close`); a server that keeps the connection open past
+ * RawConnection's deadline fails the wait with what it sent so far.
  */
-function rawPost(
+async function rawPost(
   baseUrl: string,
   path: string,
   headers: [string, string][],
@@ -30,20 +32,28 @@ function rawPost(
     `content-length: ${Buffer.byteLength(body)}`,
   ];
   for (const [name, value] of headers) head.push(`${name}: ${value}`);
-  return new Promise((resolve, reject) => {
-    const socket = connect(Number(url.port), url.hostname, () =>
-      socket.write(`${head.join('\r\n')}\r\n\r\n${body}`, 'latin1'),
-    );
-    const chunks: Buffer[] = [];
-    socket.on('data', (c: Buffer) => chunks.push(c));
-    socket.on('error', reject);
-    socket.on('close', () => {
-      const raw = Buffer.concat(chunks).toString('utf8');
-      const status = Number(/^HTTP\/1\.1 (\d{3})/.exec(raw)?.[1] ?? 0);
-      const text = raw.slice(raw.indexOf('\r\n\r\n') + 4);
-      resolve({ status, text });
-    });
-  });
+  const connection = await RawConnection.open(Number(url.port));
+  try {
+    connection.write(`${head.join('\r\n')}\r\n\r\n${body}`);
+    await connection.closed();
+  } finally {
+    connection.destroy();
+  }
+  // RawConnection reads latin1 (one char a byte): decode the bytes as the UTF-8 they are.
+  const raw = Buffer.from(connection.received, 'latin1').toString('utf8');
+  const status = Number(/^HTTP\/1\.1 (\d{3})/.exec(raw)?.[1] ?? 0);
+  const text = raw.slice(raw.indexOf('\r\n\r\n') + 4);
+  return { status, text };
+}
+
+/** The body parsed as JSON; a body that is not JSON fails showing it as received. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+function jsonOf(res: { status: number; text: string }): any {
+  try {
+    return JSON.parse(res.text);
+  } catch {
+    throw new Error(`expected a JSON body, got ${res.status}: ${JSON.stringify(res.text)}`);
+  }
 }
 
 function problemType(res: CallResult): string {
@@ -253,8 +263,8 @@ for (const dialect of testDialects()) {
       ];
       for (const [name, headers] of cases) {
         const res = await rawPost(server.url, '/api/orders', [['authorization', authorization], ...headers], body);
-        assert.equal(res.status, 400, name);
-        assert.equal(JSON.parse(res.text).errors?.[0]?.pointer, '/headers/idempotency-key', name);
+        assert.equal(res.status, 400, `${name}: ${res.text}`);
+        assert.equal(jsonOf(res).errors?.[0]?.pointer, '/headers/idempotency-key', `${name}: ${res.text}`);
       }
       // Other control characters are not legal in a field value at all (RFC 9110 §5.5): Node's HTTP
       // parser refuses the request with 400 before the application sees it.

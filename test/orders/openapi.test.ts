@@ -82,4 +82,45 @@ describe('orders in the OpenAPI document', () => {
     assert.deepEqual(replace.properties.Status.enum, STATUSES);
     assert.equal(replace.properties.UpdatedAtUtc.type, undefined, 'UpdatedAtUtc is ignored, whatever it is');
   });
+
+  const responsesOf = (path: string, method: string): string[] => Object.keys(doc.paths[path][method].responses);
+
+  test('GET of an order documents 304, and PUT and PATCH the 204 of Prefer: return=minimal, without a body', () => {
+    const read = doc.paths['/api/orders/{id}'].get.responses;
+    assert.ok(read['304'], `GET documents 304: ${responsesOf('/api/orders/{id}', 'get')}`);
+    assert.equal(read['304'].content, undefined, '304 has no body');
+    for (const method of ['put', 'patch']) {
+      const minimal = doc.paths['/api/orders/{id}'][method].responses['204'];
+      assert.ok(minimal, `${method} documents 204: ${responsesOf('/api/orders/{id}', method)}`);
+      assert.equal(minimal.content, undefined, `${method} 204 has no body`);
+      assert.match(minimal.description, /return=minimal/);
+    }
+  });
+
+  test('limit is optional on the list operations: it has a default', () => {
+    for (const path of ['/api/orders', '/api/events', '/api/webhooks/{id}/deliveries']) {
+      const limit = (doc.paths[path].get.parameters as Parameter[]).find((p) => p.name === 'limit');
+      assert.equal(limit?.required, false, `${path} limit`);
+      assert.equal(typeof limit?.schema?.default, 'number', `${path} limit default`);
+    }
+  });
+
+  test('lists the statuses concurrent writes and bad input get: 400 everywhere, 409 on PATCH, 412 on conditional writes', () => {
+    for (const [path, item] of Object.entries(doc.paths as Record<string, Record<string, unknown>>)) {
+      if (!path.startsWith('/api/orders')) continue;
+      for (const method of Object.keys(item))
+        assert.ok(responsesOf(path, method).includes('400'), `${method} ${path} documents 400`);
+    }
+    assert.ok(responsesOf('/api/orders/{id}', 'patch').includes('409'));
+    const conflict = doc.paths['/api/orders/{id}'].patch.responses['409'].content['application/problem+json'].schema;
+    assert.deepEqual(conflict.properties.currentStatus.enum, STATUSES);
+    const conditionalWrites: [string, string][] = [
+      ['/api/orders/{id}', 'put'],
+      ['/api/orders/{id}', 'patch'],
+      ['/api/orders/{id}', 'delete'],
+      ...['pay', 'cancel', 'ship', 'deliver'].map((a): [string, string] => [`/api/orders/{id}/${a}`, 'post']),
+    ];
+    for (const [path, method] of conditionalWrites)
+      assert.ok(responsesOf(path, method).includes('412'), `${method} ${path} documents 412`);
+  });
 });

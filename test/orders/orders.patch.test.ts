@@ -5,6 +5,7 @@ import {
   applyJsonPatch,
   applyMergePatch,
   patchMediaType,
+  patchSetsMember,
 } from '../../src/orders/orders.patch-documents.ts';
 import type { PatchResult } from '../../src/orders/orders.patch-documents.ts';
 
@@ -173,4 +174,37 @@ test('json patch results do not alias the request body', () => {
   const result = documentOf(applyJsonPatch(order(), [{ op: 'add', path: '/Extra', value }]));
   assert.notEqual(result['Extra'], value);
   assert.deepEqual(result['Extra'], value);
+});
+
+test('patchSetsMember: a merge patch sets a member it names with a value, not one it removes with null', () => {
+  const merge = 'application/merge-patch+json';
+  assert.equal(patchSetsMember(merge, { Status: 'paid' }, 'Status'), true);
+  assert.equal(patchSetsMember(merge, { Status: 'open', Total: 1 }, 'Status'), true, 'even its current value');
+  assert.equal(patchSetsMember(merge, { Total: 1 }, 'Status'), false);
+  assert.equal(patchSetsMember(merge, { Status: null }, 'Status'), false);
+  assert.equal(patchSetsMember(merge, { Shipping: { Status: 'x' } }, 'Status'), false, 'only the top level');
+  assert.equal(patchSetsMember(merge, ['Status'], 'Status'), false);
+});
+
+test('patchSetsMember: a JSON Patch sets a member by add, replace, copy or move to it, or by replacing the document', () => {
+  const json = 'application/json-patch+json';
+  for (const op of [
+    { op: 'replace', path: '/Status', value: 'open' },
+    { op: 'add', path: '/Status', value: 'paid' },
+    { op: 'copy', from: '/Id', path: '/Status' },
+    { op: 'move', from: '/Id', path: '/Status' },
+    { op: 'replace', path: '', value: { Status: 'paid' } },
+  ]) {
+    assert.equal(patchSetsMember(json, [{ op: 'test', path: '/Total', value: 19.99 }, op], 'Status'), true, op.op);
+  }
+  for (const op of [
+    { op: 'test', path: '/Status', value: 'open' },
+    { op: 'remove', path: '/Status' },
+    { op: 'replace', path: '/Total', value: 1 },
+    { op: 'replace', path: '/Shipping/Status', value: 'x' },
+    { op: 'move', from: '/Status', path: '/Other' },
+  ]) {
+    assert.equal(patchSetsMember(json, [op], 'Status'), false, `${op.op} ${op.path}`);
+  }
+  assert.equal(patchSetsMember(json, { Status: 'paid' }, 'Status'), false, 'not a JSON Patch document');
 });

@@ -1,17 +1,20 @@
 // Signet behind a real nginx running deploy/nginx/signet.conf: absolute URLs follow nginx's public
-// scheme, host and port; conditional requests and ETags pass through untouched; request ids flow end
-// to end; and forwarding headers are believed only from the trusted proxy, never from clients.
+// scheme, host and port (also when the port comes on its own in X-Forwarded-Port); conditional
+// requests and ETags pass through untouched; request ids flow end to end; and forwarding headers are
+// believed only from the trusted proxy, never from clients.
 // Runs when an nginx binary exists; with TEST_NGINX_REQUIRED=1 a missing nginx fails the suite.
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
-import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
+import { request as httpRequest, type ClientRequest, type IncomingHttpHeaders, type IncomingMessage } from 'node:http';
 import { connect as http2Connect } from 'node:http2';
 import { request as httpsRequest } from 'node:https';
 import { after, before, describe, test } from 'node:test';
-import { call, CUSTOMER } from '../helpers/http.ts';
+import { withDeadline } from '../helpers/deadline.ts';
+import { call, CALL_TIMEOUT_MS, CUSTOMER } from '../helpers/http.ts';
 import { findNginx, PUBLIC_NAME, startNginx, type RunningNginx } from '../helpers/nginx.ts';
 import { startServer, type TestServer } from '../helpers/server.ts';
 import { expectStatus } from '../helpers/expect.ts';
+import { testDialects } from '../helpers/databases.ts';
 
 interface Response {
   status: number;
@@ -31,8 +34,11 @@ interface ProxiedRequest {
   contentType?: string;
 }
 
-/** node:http rather than fetch: the Host header and TLS server name must name the public host, not 127.0.0.1. */
-function send(method: string, path: string, options: ProxiedRequest): Promise<Response> {
+/**
+ * node:http rather than fetch: the Host header and TLS server name must name the public host, not 127.0.0.1.
+ * A request without a complete answer within CALL_TIMEOUT_MS is destroyed and fails with what came so far.
+ */
+async function send(method: string, path: string, options: ProxiedRequest): Promise<Response> {
   const payload = options.body === undefined ? undefined : JSON.stringify(options.body);
   const headers: Record<string, string> = {
     host: options.host ?? `${PUBLIC_NAME}:${options.port}`,
@@ -43,9 +49,16 @@ function send(method: string, path: string, options: ProxiedRequest): Promise<Re
     headers['content-length'] = String(Buffer.byteLength(payload));
   }
   const common = { host: '127.0.0.1', port: options.port, method, path, headers, agent: false as const };
-  return new Promise((resolve, reject) => {
-    const onResponse = (res: import('node:http').IncomingMessage) => {
-      const chunks: Buffer[] = [];
+  const req: ClientRequest =
+    options.scheme === 'https'
+      ? httpsRequest({ ...common, servername: headers.host!.replace(/:\d+$/, ''), ca: options.ca })
+      : httpRequest(common);
+  let status: number | undefined;
+  const chunks: Buffer[] = [];
+  const answered = new Promise<Response>((resolve, reject) => {
+    req.on('error', reject);
+    req.on('response', (res: IncomingMessage) => {
+      status = res.statusCode;
       res.on('data', (chunk: Buffer) => chunks.push(chunk));
       res.on('error', reject);
       res.on('end', () => {
@@ -58,14 +71,17 @@ function send(method: string, path: string, options: ProxiedRequest): Promise<Re
         }
         resolve({ status: res.statusCode ?? 0, headers: res.headers, text, json });
       });
-    };
-    const req =
-      options.scheme === 'https'
-        ? httpsRequest({ ...common, servername: headers.host!.replace(/:\d+$/, ''), ca: options.ca }, onResponse)
-        : httpRequest(common, onResponse);
-    req.on('error', reject);
-    req.end(payload);
+    });
   });
+  req.end(payload);
+  try {
+    return await withDeadline(answered, CALL_TIMEOUT_MS, () => {
+      const seen = status === undefined ? 'no response yet' : `status ${status}, body so far: ${Buffer.concat(chunks)}`;
+      return `${method} ${options.scheme}://${headers.host}${path} via nginx on port ${options.port}: ${seen}`;
+    });
+  } finally {
+    req.destroy(); // ends a request still waiting; a no-op for one whose response has ended
+  }
 }
 
 const nginxBinary = findNginx();
@@ -120,16 +136,23 @@ if (nginxBinary) {
           'content-type': 'application/json',
         });
         stream.end(JSON.stringify({ CustomerId: CUSTOMER, Total: 2 }));
-        const [headers] = (await once(stream, 'response')) as [Record<string, string | number>];
-        stream.resume();
-        await once(stream, 'end');
-        assert.equal(headers[':status'], 201);
+        // Headers and body as they arrive, so that a response stuck past its deadline shows what came.
+        const seen: { headers?: Record<string, string | number>; body: string } = { body: '' };
+        stream.on('response', (headers: Record<string, string | number>) => (seen.headers = headers));
+        stream.setEncoding('utf8');
+        stream.on('data', (chunk: string) => (seen.body += chunk));
+        await withDeadline(once(stream, 'end'), CALL_TIMEOUT_MS, () => {
+          const status = seen.headers ? `status ${seen.headers[':status']}` : 'no response headers';
+          return `the end of the HTTP/2 response to POST /api/orders via nginx; ${status}, body so far: ${seen.body}`;
+        });
+        const { headers = {}, body } = seen;
+        assert.equal(headers[':status'], 201, body);
         assert.match(
           String(headers.location),
           new RegExp(`^https://${authority.replaceAll('.', '\\.')}/api/orders/\\d+$`),
         );
       } finally {
-        client.close();
+        client.destroy(); // not close(): that would wait for a stream stuck past its deadline
       }
     });
 
@@ -235,6 +258,67 @@ if (nginxBinary) {
       );
     });
   });
+  for (const dialect of testDialects()) {
+    describe(`nginx forwarding the port on its own: X-Forwarded-Host $host, X-Forwarded-Port $server_port [${dialect}]`, () => {
+      let server: TestServer;
+      let nginx: RunningNginx;
+      let token: string;
+      before(async () => {
+        server = await startServer(dialect, { TRUST_PROXY: '127.0.0.1' });
+        token = await server.issuer.clientToken('orders:read orders:write events:read');
+        nginx = await startNginx(nginxBinary, Number(new URL(server.url).port), { separatePort: true });
+      });
+      after(async () => {
+        await nginx?.stop();
+        await server?.close();
+      });
+
+      // The client names no port in Host, so nginx's $host and $http_host have none: only
+      // X-Forwarded-Port ($server_port, a non-default port here) can tell the app which one it used.
+      const https = (method: string, path: string, body?: unknown) =>
+        send(method, path, {
+          scheme: 'https',
+          port: nginx.httpsPort,
+          ca: nginx.ca,
+          host: PUBLIC_NAME,
+          headers: { authorization: `Bearer ${token}` },
+          body,
+        });
+      const publicBase = () => `https://${PUBLIC_NAME}:${nginx.httpsPort}`;
+      const underPublicBase = (href: unknown) => assert.ok(String(href).startsWith(`${publicBase()}/`), String(href));
+
+      test('Location and _links carry the port nginx listens on', async () => {
+        const res = await https('POST', '/api/orders', { CustomerId: CUSTOMER, Total: 4 });
+        assert.equal(res.status, 201, res.text);
+        assert.equal(res.headers.location, `${publicBase()}/api/orders/${res.json.Id}`);
+        for (const link of Object.values(res.json._links) as { href: string }[]) underPublicBase(link.href);
+      });
+
+      test('list links, the Link header and problem type and instance carry the port', async () => {
+        await https('POST', '/api/orders', { CustomerId: CUSTOMER, Total: 5 });
+        await https('POST', '/api/orders', { CustomerId: CUSTOMER, Total: 6 });
+        const list = await https('GET', `/api/orders?limit=1&CustomerId=${CUSTOMER}`);
+        expectStatus(list, 200);
+        underPublicBase(list.json._links.next.href);
+        assert.equal(list.headers.link, `<${list.json._links.next.href}>; rel="next"`);
+        const missing = await https('GET', '/api/orders/999999');
+        expectStatus(missing, 404);
+        assert.equal(missing.json.type, `${publicBase()}/problems/not-found`, missing.text);
+        assert.equal(missing.json.instance, `${publicBase()}/api/orders/999999`, missing.text);
+      });
+
+      test('the Data links of the event the change wrote carry the port', async () => {
+        const created = await https('POST', '/api/orders', { CustomerId: CUSTOMER, Total: 7 });
+        assert.equal(created.status, 201, created.text);
+        const events = await https('GET', '/api/events?type=order.created&limit=100');
+        expectStatus(events, 200);
+        const event = events.json.Items.find((e: { Data: { Id: number } }) => e.Data.Id === created.json.Id);
+        assert.ok(event, events.text);
+        assert.deepEqual(event.Data._links, created.json._links);
+        underPublicBase(event._links.self.href);
+      });
+    });
+  }
 } else if (process.env.TEST_NGINX_REQUIRED === '1') {
   test('nginx is installed (TEST_NGINX_REQUIRED=1)', () => {
     assert.fail(

@@ -9,14 +9,20 @@ import { UsageError } from '../../src/cli/admin.ts';
 import { deadLetterCommand } from '../../src/cli/receiver-dead.ts';
 import { openInbox, signBody } from '../../src/receiver/index.ts';
 import { startAuthServer } from '../helpers/auth-server.ts';
-import { call, CUSTOMER } from '../helpers/http.ts';
+import { COMMAND_TIMEOUT_MS, exitOf, outcome } from '../helpers/deadline.ts';
+import { call, CUSTOMER, fetchWithin } from '../helpers/http.ts';
 import { tokenRequest } from '../helpers/oauth-requests.ts';
 import { waitUntil } from '../helpers/webhook-receiver.ts';
 import { expectStatus } from '../helpers/expect.ts';
+import { parseJsonText } from './kit-helpers.ts';
 
 const BIN = new URL('../../bin/signet.js', import.meta.url).pathname;
 const SECRET = `whsec_${Buffer.alloc(32, 5).toString('base64')}`;
 const OLD_SECRET = `whsec_${Buffer.alloc(32, 4).toString('base64')}`;
+/** How long a signalled receiver may take to drain and exit. */
+const EXIT_DEADLINE_MS = 20_000;
+/** The demo starts a producer and a receiver and runs twelve steps; room for a loaded machine. */
+const DEMO_DEADLINE_MS = 150_000;
 
 function run(args: string[], options: { env?: Record<string, string>; input?: string } = {}) {
   const env: Record<string, string | undefined> = {
@@ -30,15 +36,28 @@ function run(args: string[], options: { env?: Record<string, string>; input?: st
     env,
     encoding: 'utf8',
     input: options.input ?? '',
-    timeout: 30_000,
+    timeout: COMMAND_TIMEOUT_MS,
   });
 }
 
-/** Collects a child's stderr and resolves once it matches. */
+/** Each line of a command's output (or an --out file) parsed as JSON; a line that is not fails showing it. */
+function jsonLines(text: string, what: string): Record<string, unknown>[] {
+  return text
+    .trim()
+    .split('\n')
+    .map((line) => parseJsonText(line, what)!);
+}
+
+/** Ends a child a failed wait left running, so that it cannot outlive the test. */
+function killIfRunning(child: ChildProcess): void {
+  if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+}
+
+/** Collects a child's stderr: `waitFor` resolves once it matches, `output` is what came so far. */
 function stderrWatcher(child: ChildProcess) {
   let output = '';
   child.stderr?.on('data', (chunk: Buffer) => void (output += chunk.toString()));
-  return async (pattern: RegExp): Promise<RegExpExecArray> => {
+  const waitFor = async (pattern: RegExp): Promise<RegExpExecArray> => {
     await waitUntil(
       () => pattern.test(output) || child.exitCode !== null,
       20_000,
@@ -48,6 +67,7 @@ function stderrWatcher(child: ChildProcess) {
     if (!match) throw new Error(`exited with ${child.exitCode} before ${pattern}: ${output}`);
     return match;
   };
+  return { waitFor, output: () => output };
 }
 
 function delivery(body: string, signature: string, deliveryId = 'dlv_cli_1'): RequestInit {
@@ -95,8 +115,8 @@ describe('signet receiver', () => {
       },
     );
     children.push(child);
-    const waitFor = stderrWatcher(child);
-    const url = (await waitFor(/listening on (http:\/\/127\.0\.0\.1:\d+\/webhooks\/orders)/))[1]!;
+    const watched = stderrWatcher(child);
+    const url = (await watched.waitFor(/listening on (http:\/\/127\.0\.0\.1:\d+\/webhooks\/orders)/))[1]!;
 
     const body = JSON.stringify({
       Id: 'evt_cli_1',
@@ -105,15 +125,16 @@ describe('signet receiver', () => {
       Timestamp: new Date().toISOString(),
       Data: { Id: 7 },
     });
-    const accepted = await fetch(url, delivery(body, signBody(body, SECRET)));
-    assert.equal(accepted.status, 200, await accepted.clone().text());
-    assert.deepEqual(await accepted.json(), { Received: true });
+    const accepted = await fetchWithin(url, delivery(body, signBody(body, SECRET)));
+    const acceptedText = await accepted.text();
+    assert.equal(accepted.status, 200, acceptedText);
+    assert.deepEqual(parseJsonText(acceptedText, `POST ${url} answered ${accepted.status}`), { Received: true });
 
-    const forged = await fetch(url, delivery(body, signBody(body, 'whsec_someone-else'), 'dlv_cli_2'));
+    const forged = await fetchWithin(url, delivery(body, signBody(body, 'whsec_someone-else'), 'dlv_cli_2'));
     await expectStatus(forged, 401);
     assert.match(forged.headers.get('content-type') ?? '', /application\/problem\+json/);
-    const again = await fetch(url, delivery(body, signBody(body, SECRET)));
-    assert.equal(again.status, 200, 'a repeated delivery id is acknowledged');
+    const again = await fetchWithin(url, delivery(body, signBody(body, SECRET)));
+    await expectStatus(again, 200, 'a repeated delivery id is acknowledged');
 
     await waitUntil(
       () => existsSync(out) && readFileSync(out, 'utf8').endsWith('\n'),
@@ -122,7 +143,7 @@ describe('signet receiver', () => {
     );
     const lines = readFileSync(out, 'utf8').trim().split('\n');
     assert.equal(lines.length, 1, 'one line: the forged and the repeated delivery are not processed');
-    const event = JSON.parse(lines[0]!) as Record<string, unknown>;
+    const event = parseJsonText(lines[0]!, 'the line in --out')!;
     assert.equal(event.id, 'evt_cli_1');
     assert.equal(event.type, 'order.created');
     assert.equal(event.deliveryId, 'dlv_cli_1');
@@ -130,7 +151,10 @@ describe('signet receiver', () => {
 
     // Signed with the previous secret (rotation): accepted too.
     const rotatedBody = body.replace('evt_cli_1', 'evt_cli_3');
-    await expectStatus(await fetch(url, delivery(rotatedBody, signBody(rotatedBody, OLD_SECRET), 'dlv_cli_3')), 200);
+    await expectStatus(
+      await fetchWithin(url, delivery(rotatedBody, signBody(rotatedBody, OLD_SECRET), 'dlv_cli_3')),
+      200,
+    );
     await waitUntil(
       () => readFileSync(out, 'utf8').trim().split('\n').length === 2,
       20_000,
@@ -138,10 +162,8 @@ describe('signet receiver', () => {
     );
 
     child.kill('SIGTERM');
-    const code = await new Promise<number | null>((resolve) =>
-      child.exitCode !== null ? resolve(child.exitCode) : child.once('exit', resolve),
-    );
-    assert.equal(code, 0);
+    const code = await exitOf(child, EXIT_DEADLINE_MS, watched.output);
+    assert.equal(code, 0, watched.output());
   });
 
   test('a --handler module receives the events, and reads secrets from stdin', async () => {
@@ -175,10 +197,10 @@ describe('signet receiver', () => {
     );
     children.push(child);
     child.stdin!.end(`${SECRET}\n`);
-    const waitFor = stderrWatcher(child);
-    const url = (await waitFor(/listening on (http:\/\/127\.0\.0\.1:\d+\/webhooks\/shop)/))[1]!;
+    const watched = stderrWatcher(child);
+    const url = (await watched.waitFor(/listening on (http:\/\/127\.0\.0\.1:\d+\/webhooks\/shop)/))[1]!;
     const body = JSON.stringify({ Id: 'evt_h_1', Timestamp: new Date().toISOString(), Data: {} });
-    const response = await fetch(url, {
+    const response = await fetchWithin(url, {
       method: 'POST',
       body,
       headers: {
@@ -196,15 +218,12 @@ describe('signet receiver', () => {
     );
     assert.equal(readFileSync(seen, 'utf8'), 'evt_h_1 webhook\n');
     child.kill('SIGINT');
-    assert.equal(
-      await new Promise((resolve) => (child.exitCode !== null ? resolve(child.exitCode) : child.once('exit', resolve))),
-      0,
-    );
+    assert.equal(await exitOf(child, EXIT_DEADLINE_MS, watched.output), 0, watched.output());
   });
 
   test('--reconcile-from reads the producer’s missed events of --reconcile-types with a client-credentials token from stdin', async () => {
     const producer = await startAuthServer('sqlite');
-    const child = { current: undefined as ChildProcess | undefined };
+    const child = { current: undefined as ChildProcess | undefined, output: () => '' };
     try {
       const writer = await producer.createClient({
         grantTypes: ['client_credentials'],
@@ -265,8 +284,9 @@ describe('signet receiver', () => {
         { stdio: ['pipe', 'pipe', 'pipe'] },
       );
       child.current.stdin!.end(`${reader.clientSecret}\n`);
-      const waitFor = stderrWatcher(child.current);
-      await waitFor(new RegExp(`reconciling from ${producer.url.replace(/[.]/g, '\\.')}`));
+      const watched = stderrWatcher(child.current);
+      child.output = watched.output;
+      await watched.waitFor(new RegExp(`reconciling from ${producer.url.replace(/[.]/g, '\\.')}`));
       await waitUntil(
         () => existsSync(out) && readFileSync(out, 'utf8').trim().split('\n').length >= 2,
         20_000,
@@ -284,10 +304,11 @@ describe('signet receiver', () => {
         ['order.created', 'order.created'],
       );
       await inbox.close();
-      const events = readFileSync(out, 'utf8')
-        .trim()
-        .split('\n')
-        .map((l) => JSON.parse(l) as { type: string; via: string; data: { Id: number } });
+      const events = jsonLines(readFileSync(out, 'utf8'), 'a line in --out') as {
+        type: string;
+        via: string;
+        data: { Id: number };
+      }[];
       assert.deepEqual(
         events.map((e) => [e.type, e.via, e.data.Id]),
         orderIds.map((id) => ['order.created', 'reconciliation', id]),
@@ -295,7 +316,7 @@ describe('signet receiver', () => {
     } finally {
       if (child.current && child.current.exitCode === null) {
         child.current.kill('SIGTERM');
-        await new Promise((resolve) => child.current!.once('exit', resolve));
+        await exitOf(child.current, EXIT_DEADLINE_MS, child.output).finally(() => killIfRunning(child.current!));
       }
       await producer.stop();
     }
@@ -343,17 +364,17 @@ describe('signet receiver', () => {
     ];
     for (const [args, message, env] of cases) {
       const result = run(args, { env });
-      assert.equal(result.status, 2, `${args.join(' ')}: ${result.stderr}`);
-      assert.match(result.stderr, message, args.join(' '));
+      assert.equal(result.status, 2, `${args.join(' ')}: ${outcome(result)}`);
+      assert.match(result.stderr, message, `${args.join(' ')}: ${outcome(result)}`);
     }
     const noDefault = join(dir, 'no-default.mjs');
     writeFileSync(noDefault, 'export const handler = () => {};\n');
     const result = run([...base, '--secret', SECRET, '--handler', noDefault]);
-    assert.equal(result.status, 2);
-    assert.match(result.stderr, /must export a function as its default export/);
+    assert.equal(result.status, 2, outcome(result));
+    assert.match(result.stderr, /must export a function as its default export/, outcome(result));
     const help = run(['receiver', '--help']);
-    assert.equal(help.status, 0);
-    assert.match(help.stdout, /signet receiver --port <port> --source <name>/);
+    assert.equal(help.status, 0, outcome(help));
+    assert.match(help.stdout, /signet receiver --port <port> --source <name>/, outcome(help));
   });
 });
 
@@ -396,35 +417,30 @@ describe('signet receiver dead and requeue', () => {
   test('dead lists the failed entries with their last error; requeue hands one back to the running receiver', async () => {
     const seqs = await deadEntries();
     const listed = run(['receiver', 'dead', '--database', database]);
-    assert.equal(listed.status, 0, listed.stderr);
+    assert.equal(listed.status, 0, outcome(listed));
     const lines = listed.stdout.trim().split('\n');
-    assert.equal(lines.length, 2);
+    assert.equal(lines.length, 2, outcome(listed));
     assert.match(
       lines[0]!,
       new RegExp(
         `^#${seqs.orders}  orders  order\\.paid  evt_dead_orders  dlv_dead_orders  \\S+  1 attempts  TypeError: cannot read orders at handler$`,
       ),
     );
-    assert.match(listed.stderr, /2 dead entries/);
+    assert.match(listed.stderr, /2 dead entries/, outcome(listed));
     const json = run(['receiver', 'dead', '--database', database, '--source', 'billing', '--json']);
-    assert.equal(json.status, 0, json.stderr);
+    assert.equal(json.status, 0, outcome(json));
     assert.deepEqual(
-      json.stdout
-        .trim()
-        .split('\n')
-        .map((l) => JSON.parse(l) as { seq: number; eventId: string; attempts: number })
-        .map((e) => [e.seq, e.eventId, e.attempts]),
+      jsonLines(json.stdout, 'a line of `receiver dead --json`').map((e) => [e.seq, e.event_id, e.attempts]),
       [[seqs.billing, 'evt_dead_billing', 1]],
     );
 
     const requeued = run(['receiver', 'requeue', '--database', database, '--seq', String(seqs.orders)]);
-    assert.equal(requeued.status, 0, requeued.stderr);
-    assert.equal(requeued.stdout.trim(), 'requeued 1 dead entry');
+    assert.equal(requeued.status, 0, outcome(requeued));
+    assert.equal(requeued.stdout.trim(), 'requeued 1 dead entry', outcome(requeued));
+    const stillDead = run(['receiver', 'dead', '--database', database, '--json']);
+    assert.equal(stillDead.status, 0, outcome(stillDead));
     assert.deepEqual(
-      run(['receiver', 'dead', '--database', database, '--json'])
-        .stdout.trim()
-        .split('\n')
-        .map((l) => (JSON.parse(l) as { seq: number }).seq),
+      jsonLines(stillDead.stdout, 'a line of `receiver dead --json`').map((e) => e.seq),
       [seqs.billing],
     );
 
@@ -435,8 +451,9 @@ describe('signet receiver dead and requeue', () => {
       [BIN, 'receiver', '--port', '0', '--source', 'orders', '--secret', SECRET, '--database', database, '--out', out],
       { stdio: ['ignore', 'pipe', 'pipe'] },
     );
+    const watched = stderrWatcher(child);
     try {
-      await stderrWatcher(child)(/listening on/);
+      await watched.waitFor(/listening on/);
       await waitUntil(
         () => existsSync(out) && readFileSync(out, 'utf8').includes('evt_dead_orders'),
         20_000,
@@ -444,14 +461,13 @@ describe('signet receiver dead and requeue', () => {
       );
     } finally {
       child.kill('SIGTERM');
-      await new Promise((resolve) => (child.exitCode !== null ? resolve(child.exitCode) : child.once('exit', resolve)));
+      await exitOf(child, EXIT_DEADLINE_MS, watched.output).finally(() => killIfRunning(child));
     }
-    assert.equal(readFileSync(out, 'utf8').trim().split('\n').length, 1);
-    assert.equal(run(['receiver', 'requeue', '--database', database, '--all']).stdout.trim(), 'requeued 1 dead entry');
-    assert.equal(
-      run(['receiver', 'requeue', '--database', database, '--all']).stdout.trim(),
-      'requeued 0 dead entries',
-    );
+    assert.equal(readFileSync(out, 'utf8').trim().split('\n').length, 1, readFileSync(out, 'utf8'));
+    const all = run(['receiver', 'requeue', '--database', database, '--all']);
+    assert.equal(all.stdout.trim(), 'requeued 1 dead entry', outcome(all));
+    const none = run(['receiver', 'requeue', '--database', database, '--all']);
+    assert.equal(none.stdout.trim(), 'requeued 0 dead entries', outcome(none));
   });
 
   test('usage errors say what to change, exit 2, and never create an inbox', async () => {
@@ -473,8 +489,8 @@ describe('signet receiver dead and requeue', () => {
     }
     assert.equal(existsSync(join(dir, 'typo.db')), false, 'a mistyped inbox is not created');
     const result = run(['receiver', 'requeue', '--database', database]);
-    assert.equal(result.status, 2, result.stderr);
-    assert.match(result.stderr, /requeue needs --seq/);
+    assert.equal(result.status, 2, outcome(result));
+    assert.match(result.stderr, /requeue needs --seq/, outcome(result));
   });
 });
 
@@ -488,7 +504,9 @@ describe('signet demo', () => {
     let stderr = '';
     child.stdout.on('data', (chunk: Buffer) => void (stdout += chunk.toString()));
     child.stderr.on('data', (chunk: Buffer) => void (stderr += chunk.toString()));
-    const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+    const code = await exitOf(child, DEMO_DEADLINE_MS, () => `stdout: ${stdout}\nstderr: ${stderr}`).finally(() =>
+      killIfRunning(child),
+    );
     assert.equal(code, 0, `${stdout}\n${stderr}`);
     assert.match(stdout, /12\/12 {2}Summary/);
     assert.match(stdout, /each of the 6 events processed exactly once/);

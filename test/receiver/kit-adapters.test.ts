@@ -3,11 +3,11 @@
 // problem+json (no 200, so the producer retries) on both.
 import assert from 'node:assert/strict';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { test } from 'node:test';
 import Fastify from 'fastify';
 import { createWebhookHandler, openInbox, receiverPlugin, type Inbox } from '../../src/receiver/index.ts';
 import { delivery, post, SECRET, startAdapter, type Adapter } from './kit-helpers.ts';
+import { closeWithin, listenOnLoopback } from '../helpers/deadline.ts';
 import { expectStatus } from '../helpers/expect.ts';
 
 test('the Fastify plugin keeps raw bodies to its own scope: the host app still parses JSON', async () => {
@@ -42,8 +42,7 @@ test('the node handler uses req.rawBody when a framework already read the body, 
       handler(req, res);
     });
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/webhooks/orders`;
+  const url = `http://127.0.0.1:${await listenOnLoopback(server)}/webhooks/orders`;
   try {
     const d = delivery();
     const kept = await post(url, d.body, { ...d.headers, 'x-keep-raw': 'yes' });
@@ -58,7 +57,7 @@ test('the node handler uses req.rawBody when a framework already read the body, 
     );
   } finally {
     server.closeAllConnections();
-    await new Promise<void>((resolve) => server.close(() => resolve()));
+    await closeWithin(server, 'the Express stand-in');
     await inbox.close();
   }
 });

@@ -4,6 +4,8 @@ import { randomUUID } from 'node:crypto';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import Fastify from 'fastify';
+import { closeWithin, listenOnLoopback, withDeadline } from '../helpers/deadline.ts';
+import { fetchWithin } from '../helpers/http.ts';
 import {
   createWebhookHandler,
   receiverPlugin,
@@ -30,13 +32,16 @@ export function delivery(
     deliveryId?: string;
     type?: string;
     timestamp?: Date;
+    /** The Timestamp text as an older producer sent it (whole seconds), or any text at all. */
+    timestampText?: string;
     data?: unknown;
   } = {},
 ): Delivery {
   const eventId = options.eventId ?? `evt_${randomUUID()}`;
   const deliveryId = options.deliveryId ?? `dlv_${randomUUID()}`;
   const type = options.type ?? 'order.created';
-  const timestamp = new Date(Math.floor((options.timestamp ?? new Date()).getTime() / 1000) * 1000).toISOString();
+  // ISO 8601 with milliseconds, as the producer sends it (README, "What a delivery looks like").
+  const timestamp = options.timestampText ?? (options.timestamp ?? new Date()).toISOString();
   const body = JSON.stringify({
     Id: eventId,
     Type: type,
@@ -60,16 +65,34 @@ export function delivery(
 export interface Answer {
   status: number;
   contentType: string | null;
+  /** The body as received, so that a failed status assertion shows it. */
+  text: string;
   json: Record<string, unknown> | undefined;
 }
 
+/**
+ * The JSON of an answer's (or a command's) text, undefined for none. Text that is not JSON fails naming
+ * `what` and showing the text, where a bare JSON.parse would only say "Unexpected token".
+ */
+export function parseJsonText(text: string, what: string): Record<string, unknown> | undefined {
+  if (!text) return undefined;
+  try {
+    return JSON.parse(text) as Record<string, unknown>;
+  } catch (err) {
+    const shown = text.length > 2000 ? `${text.slice(0, 2000)}… (${text.length} characters)` : text;
+    throw new Error(`${what}: not JSON (${(err as Error).message}): ${shown}`, { cause: err });
+  }
+}
+
+/** A POST through fetch, with fetchWithin's deadline on the whole answer, body included. */
 export async function post(url: string, body: string | Buffer, headers: Record<string, string>): Promise<Answer> {
-  const response = await fetch(url, { method: 'POST', headers, body });
+  const response = await fetchWithin(url, { method: 'POST', headers, body });
   const text = await response.text();
   return {
     status: response.status,
     contentType: response.headers.get('content-type'),
-    json: text ? (JSON.parse(text) as Record<string, unknown>) : undefined,
+    text,
+    json: parseJsonText(text, `POST ${url} answered ${response.status}`),
   };
 }
 
@@ -87,18 +110,20 @@ export async function startAdapter(
   if (adapter === 'fastify') {
     const app = Fastify({ logger: false });
     await app.register(receiverPlugin, options);
-    await app.listen({ port: 0, host: '127.0.0.1' });
-    return { url: `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`, close: () => app.close() };
+    await withDeadline(app.listen({ port: 0, host: '127.0.0.1' }), 10_000, 'the Fastify receiver listening');
+    return {
+      url: `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`,
+      close: () => withDeadline(app.close(), 10_000, 'closing the Fastify receiver'),
+    };
   }
   const server = createServer(createWebhookHandler(options));
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const port = await listenOnLoopback(server);
   return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
+    url: `http://127.0.0.1:${port}`,
+    close: () => {
+      server.closeAllConnections();
+      return closeWithin(server, 'the node:http receiver');
+    },
   };
 }
 

@@ -102,7 +102,10 @@ for (const dialect of testDialects()) {
       const stored = await inbox.list({ source: 'orders' });
       assert.equal(stored.filter((e) => e.eventId === first.eventId).length, 1);
       const [row] = stored.filter((e) => e.eventId === first.eventId);
-      assert.deepEqual({ ...row, seq: 0 }, { ...first, seq: 0, attempts: 0, state: 'pending', lastError: null });
+      assert.deepEqual(
+        { ...row, seq: 0 },
+        { ...first, seq: 0, attempts: 0, state: 'pending', lastError: null, leaseUntil: null, leaseId: null },
+      );
     });
 
     test('entries without a delivery id (reconciliation) never collide on it', async () => {

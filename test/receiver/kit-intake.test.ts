@@ -2,13 +2,16 @@
 // test dialect: each request gets its documented status and a problem+json body, and the consumer's
 // handler runs exactly once per accepted event and never for a rejected request.
 import assert from 'node:assert/strict';
-import { request as httpRequest } from 'node:http';
+import { request as httpRequest, type ClientRequest } from 'node:http';
 import { after, before, describe, test } from 'node:test';
 import { createTestDatabase, testDialects, type TestDatabase } from '../helpers/databases.ts';
+import { withDeadline } from '../helpers/deadline.ts';
+import { CALL_TIMEOUT_MS, fetchWithin } from '../helpers/http.ts';
 import { waitUntil } from '../helpers/webhook-receiver.ts';
 import { InboxWorker, openInbox, signBody, type Inbox } from '../../src/receiver/index.ts';
 import {
   delivery,
+  parseJsonText,
   post,
   recordingHandler,
   SECRET,
@@ -237,26 +240,44 @@ const REJECTIONS: Case[] = [
   },
 ];
 
-/** A POST with header lines exactly as given (fetch would join repeated ones into a single line). */
+/**
+ * A POST with header lines exactly as given (fetch would join repeated ones into a single line), within
+ * CALL_TIMEOUT_MS: a passed deadline fails saying how far the answer got, and destroys the request.
+ */
 function postRawHeaders(url: string, body: string, headers: [string, string][]): Promise<Answer> {
-  return new Promise((resolve, reject) => {
+  let request: ClientRequest | undefined;
+  let seen = 'no response yet';
+  const answered = new Promise<Answer>((resolve, reject) => {
     // An array of header lines gets no Host added by Node (RFC 9112 §3.2 requires one).
     const lines = [['host', new URL(url).host], ...headers, ['content-length', String(Buffer.byteLength(body))]];
-    const request = httpRequest(url, { method: 'POST', headers: lines.flat() }, (response) => {
+    request = httpRequest(url, { method: 'POST', headers: lines.flat() }, (response) => {
       const chunks: Buffer[] = [];
-      response.on('data', (chunk: Buffer) => chunks.push(chunk));
+      const text = () => Buffer.concat(chunks).toString('utf8');
+      seen = `status ${response.statusCode}, body so far: (none)`;
+      response.on('data', (chunk: Buffer) => {
+        chunks.push(chunk);
+        seen = `status ${response.statusCode}, body so far: ${text()}`;
+      });
+      response.on('error', reject);
       response.on('end', () => {
-        const text = Buffer.concat(chunks).toString('utf8');
-        resolve({
-          status: response.statusCode ?? 0,
-          contentType: response.headers['content-type'] ?? null,
-          json: text ? (JSON.parse(text) as Record<string, unknown>) : undefined,
-        });
+        try {
+          const status = response.statusCode ?? 0;
+          const json = parseJsonText(text(), `POST ${url} answered ${status}`);
+          resolve({ status, contentType: response.headers['content-type'] ?? null, text: text(), json });
+        } catch (err) {
+          reject(err as Error);
+        }
       });
     });
     request.on('error', reject);
     request.end(body);
   });
+  return withDeadline(answered, CALL_TIMEOUT_MS, () => `POST ${url} with raw header lines: ${seen}`).catch(
+    (err: unknown) => {
+      request?.destroy();
+      throw err;
+    },
+  );
 }
 
 function assertProblem(answer: Answer, expected: Case): void {
@@ -407,21 +428,25 @@ for (const dialect of testDialects()) {
 
       if (adapter === 'node') {
         test('answers 404 for other paths as problem+json', async () => {
-          const other = await fetch(`${receiver.url}/elsewhere`, { method: 'POST', body: '{}' });
+          const other = await fetchWithin(`${receiver.url}/elsewhere`, { method: 'POST', body: '{}' });
           await expectStatus(other, 404);
           assert.match(other.headers.get('content-type') ?? '', /^application\/problem\+json/);
-          assert.ok(String(((await other.json()) as { type: string }).type).endsWith('/not-found'));
+          const problem = parseJsonText(await other.text(), 'POST /elsewhere answered 404');
+          assert.ok(String(problem?.type).endsWith('/not-found'), JSON.stringify(problem));
         });
       }
 
       test('answers 405 with Allow: POST for every other method on the webhook path, as problem+json', async () => {
         for (const method of ['GET', 'HEAD', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']) {
-          const answer = await fetch(url(), { method });
-          assert.equal(answer.status, 405, method);
+          const answer = await fetchWithin(url(), { method });
+          const text = await answer.text();
+          assert.equal(answer.status, 405, `${method}: ${text}`);
           assert.equal(answer.headers.get('allow'), 'POST', method);
           assert.match(answer.headers.get('content-type') ?? '', /^application\/problem\+json/, method);
-          if (method !== 'HEAD')
-            assert.ok(String(((await answer.json()) as { type: string }).type).endsWith('/method-not-allowed'), method);
+          if (method !== 'HEAD') {
+            const problem = parseJsonText(text, `${method} ${url()} answered ${answer.status}`);
+            assert.ok(String(problem?.type).endsWith('/method-not-allowed'), `${method}: ${text}`);
+          }
         }
       });
 
@@ -433,9 +458,9 @@ for (const dialect of testDialects()) {
         ] as const) {
           const d = delivery();
           const answer = await postRawHeaders(url(), d.body, [...Object.entries(d.headers), [name, extra]]);
-          assert.equal(answer.status, expected === 'repeated-header' ? 400 : 401, name);
-          assert.ok(String(answer.json?.type).endsWith(`/${expected}`), `${name}: ${String(answer.json?.type)}`);
-          assert.match(String(answer.json?.detail), /more than once/, name);
+          assert.equal(answer.status, expected === 'repeated-header' ? 400 : 401, `${name}: ${answer.text}`);
+          assert.ok(String(answer.json?.type).endsWith(`/${expected}`), `${name}: ${answer.text}`);
+          assert.match(String(answer.json?.detail), /more than once/, `${name}: ${answer.text}`);
           assert.equal(seen.count(d.eventId), 0, name);
         }
       });

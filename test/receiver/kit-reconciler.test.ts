@@ -3,9 +3,9 @@
 // stored, and dedupe by event id against what webhooks already brought.
 import assert from 'node:assert/strict';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { createTestDatabase, testDialects, type TestDatabase } from '../helpers/databases.ts';
+import { closeWithin, listenOnLoopback, withDeadline } from '../helpers/deadline.ts';
 import { waitUntil } from '../helpers/webhook-receiver.ts';
 import { openInbox, Reconciler, type Inbox } from '../../src/receiver/index.ts';
 
@@ -42,12 +42,30 @@ function addEvents(producer: FakeProducer, count: number, type = 'order.created'
   return ids;
 }
 
+/** The request body, within 10 s: a client that stops sending fails the wait showing what came. */
 function readBody(request: IncomingMessage): Promise<string> {
-  return new Promise((resolve) => {
-    let text = '';
+  let text = '';
+  const ended = new Promise<string>((resolve, reject) => {
     request.on('data', (chunk: Buffer) => (text += chunk.toString('utf8')));
     request.on('end', () => resolve(text));
+    request.on('error', reject);
   });
+  return withDeadline(
+    ended,
+    10_000,
+    () => `the end of the ${request.method} ${request.url} body; read so far: ${text}`,
+  );
+}
+
+/** One reconciliation pass, within 30 s; a stalled one fails naming the requests the fake producer saw. */
+function pass(reconciler: Reconciler, producer: FakeProducer): Promise<number> {
+  return withDeadline(
+    reconciler.runOnce(),
+    30_000,
+    () =>
+      `a reconciliation pass against ${producer.url}; token requests: ${producer.tokenRequests.length}, ` +
+      `event requests: ${JSON.stringify(producer.eventRequests)}`,
+  );
 }
 
 const basic = (id: string, secret: string) =>
@@ -105,13 +123,11 @@ async function startFakeProducer(): Promise<FakeProducer> {
     }
     json(res, 404, { title: 'not found' });
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  producer.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  producer.close = () =>
-    new Promise<void>((resolve) => {
-      server.closeAllConnections();
-      server.close(() => resolve());
-    });
+  producer.url = `http://127.0.0.1:${await listenOnLoopback(server)}`;
+  producer.close = () => {
+    server.closeAllConnections();
+    return closeWithin(server, `the fake producer at ${producer.url}`);
+  };
   return producer;
 }
 
@@ -144,7 +160,7 @@ for (const dialect of testDialects()) {
         inbox,
         onEnqueued: () => (woken += 1),
       });
-      assert.equal(await reconciler.runOnce(), 5);
+      assert.equal(await pass(reconciler, producer), 5);
       const entries = await inbox.list({ source: 'orders' });
       assert.deepEqual(
         entries.map((e) => e.eventId),
@@ -170,7 +186,7 @@ for (const dialect of testDialects()) {
       );
 
       const before = producer.eventRequests.length;
-      assert.equal(await reconciler.runOnce(), 0);
+      assert.equal(await pass(reconciler, producer), 0);
       assert.equal(producer.eventRequests[before]?.after, 'c5', 'the next pass resumes from the stored cursor');
       assert.equal(producer.tokensIssued, 1, 'the token is cached until shortly before it expires');
       assert.equal((await inbox.list({ source: 'orders' })).length, 5);
@@ -189,7 +205,7 @@ for (const dialect of testDialects()) {
           inbox,
           types: ['order.paid', 'order.deleted'],
         });
-        assert.equal(await reconciler.runOnce(), 3);
+        assert.equal(await pass(reconciler, own), 3);
         assert.deepEqual(
           (await inbox.list({ source: 'typed' })).map((e) => e.eventId),
           paid,
@@ -220,7 +236,7 @@ for (const dialect of testDialects()) {
         source: 'orders',
         inbox,
       });
-      assert.equal(await reconciler.runOnce(), 1);
+      assert.equal(await pass(reconciler, producer), 1);
       const entries = await inbox.list({ source: 'orders' });
       assert.equal(entries.filter((e) => e.eventId === byWebhook).length, 1);
       assert.equal(entries.find((e) => e.eventId === byWebhook)?.via, 'webhook');
@@ -237,7 +253,7 @@ for (const dialect of testDialects()) {
         source: 'orders',
         inbox,
       });
-      await assert.rejects(reconciler.runOnce(), /token endpoint answered 401 invalid_client/);
+      await assert.rejects(pass(reconciler, producer), /token endpoint answered 401 invalid_client/);
       assert.equal(await inbox.getCursor('orders'), 'c7');
     });
 
@@ -258,7 +274,7 @@ for (const dialect of testDialects()) {
         10_000,
         () => 'the background pass',
       );
-      await reconciler.stop();
+      await withDeadline(reconciler.stop(), 10_000, 'the background reconciler to stop');
       assert.equal(woken, 1);
       assert.equal((await inbox.list({ source: 'orders' })).length, 8);
     });

@@ -3,6 +3,7 @@
 import assert from 'node:assert/strict';
 import { afterEach, beforeEach, describe, test } from 'node:test';
 import { createTestDatabase, testDialects, type TestDatabase } from '../helpers/databases.ts';
+import { withDeadline } from '../helpers/deadline.ts';
 import { waitUntil } from '../helpers/webhook-receiver.ts';
 import {
   InboxWorker,
@@ -187,7 +188,7 @@ for (const dialect of testDialects()) {
       );
       const stopping = worker.stop();
       release();
-      await stopping;
+      await withDeadline(stopping, 10_000, 'stop() once the handler in progress was released');
       assert.equal((await inbox.list({ state: 'done' })).length, 1);
     });
   });

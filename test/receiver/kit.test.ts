@@ -8,8 +8,9 @@ import { PassThrough } from 'node:stream';
 import { test } from 'node:test';
 import { waitUntil } from '../helpers/webhook-receiver.ts';
 import { startStandaloneReceiver } from '../../src/receiver/index.ts';
-import { delivery, post, SECRET } from './kit-helpers.ts';
+import { delivery, parseJsonText, post, SECRET } from './kit-helpers.ts';
 import { expectStatus } from '../helpers/expect.ts';
+import { fetchWithin } from '../helpers/http.ts';
 
 const RECEIVER_DIR = new URL('../../src/receiver/', import.meta.url);
 // The generic database adapters the kit may share with the producer (docs/architecture.md, "Dependency direction").
@@ -94,7 +95,7 @@ test('the standalone receiver acknowledges a signed delivery and writes the even
     const lines = written
       .trim()
       .split('\n')
-      .map((l) => JSON.parse(l) as Record<string, unknown>);
+      .map((l) => parseJsonText(l, 'a line the standalone receiver wrote')!);
     assert.equal(lines.length, 1);
     assert.deepEqual(
       [lines[0]!.id, lines[0]!.deliveryId, lines[0]!.source, lines[0]!.data],
@@ -126,10 +127,15 @@ test('the standalone receiver answers stray requests with problem+json: other pa
       ['POST', '/webhooks/%zz'],
       ['POST', '/webhooks'],
     ]) {
-      const answer = await fetch(`${receiver.url}${path}`, { method, body: method === 'POST' ? '{}' : undefined });
-      assert.equal(answer.status, 404, `${method} ${path}`);
+      const answer = await fetchWithin(`${receiver.url}${path}`, {
+        method,
+        body: method === 'POST' ? '{}' : undefined,
+      });
+      const text = await answer.text();
+      assert.equal(answer.status, 404, `${method} ${path}: ${text}`);
       assert.match(answer.headers.get('content-type') ?? '', /^application\/problem\+json/, `${method} ${path}`);
-      assert.ok(String(((await answer.json()) as { type: string }).type).endsWith('/not-found'), `${method} ${path}`);
+      const problem = parseJsonText(text, `${method} ${path} answered ${answer.status}`);
+      assert.ok(String(problem?.type).endsWith('/not-found'), `${method} ${path}: ${text}`);
     }
   } finally {
     await receiver.close();

@@ -3,10 +3,10 @@
 // shorter excerpt, never a failed attempt that would send the delivery again.
 import assert from 'node:assert/strict';
 import { createServer, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { after, before, test } from 'node:test';
 import { CallbackClient } from '../../src/webhooks/delivery/callback-client.ts';
 import { AddressPolicy } from '../../src/webhooks/delivery/address-policy.ts';
+import { closeWithin, listenOnLoopback, withDeadline } from '../helpers/deadline.ts';
 
 let server: Server;
 let base: string;
@@ -34,18 +34,22 @@ before(async () => {
       res.writeHead(200).end('fine');
     }
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  base = `http://127.0.0.1:${await listenOnLoopback(server)}`;
 });
 
 after(async () => {
   for (const res of open) res.destroy();
   await client.close();
-  await new Promise<void>((resolve) => server.close(() => resolve()));
+  await closeWithin(server, 'the test receiver');
 });
 
+/** One attempt through the client under test; its own timeout is 300 ms, so 10 s means it is stuck. */
+function post(path: string) {
+  return withDeadline(client.post(`${base}${path}`, {}, '{}'), 10_000, `the callback client's POST ${path}`);
+}
+
 test('a 2xx whose body never ends within the timeout acknowledges the delivery, with the excerpt received so far', async () => {
-  const result = await client.post(`${base}/slow-body`, {}, '{}');
+  const result = await post('/slow-body');
   assert.equal(result.ok, true, JSON.stringify(result));
   assert.equal(result.statusCode, 200);
   assert.equal(result.errorKind, null);
@@ -53,15 +57,15 @@ test('a 2xx whose body never ends within the timeout acknowledges the delivery, 
 });
 
 test('a 2xx whose connection drops mid-body still acknowledges the delivery', async () => {
-  const result = await client.post(`${base}/cut-body`, {}, '{}');
+  const result = await post('/cut-body');
   assert.equal(result.ok, true, JSON.stringify(result));
   assert.equal(result.statusCode, 202);
   assert.equal(result.responseExcerpt, 'partial');
 });
 
 test('a 503 with a slow body stays a 503 with its Retry-After, not a timeout', async () => {
-  const result = await client.post(`${base}/slow-error`, {}, '{}');
-  assert.equal(result.ok, false);
+  const result = await post('/slow-error');
+  assert.equal(result.ok, false, JSON.stringify(result));
   assert.equal(result.statusCode, 503);
   assert.equal(result.errorKind, 'status');
   assert.equal(result.retryAfterMs, 7000);

@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createServer, type IncomingHttpHeaders } from 'node:http';
-import type { AddressInfo, Socket } from 'node:net';
+import type { Socket } from 'node:net';
 import { after, describe, test } from 'node:test';
 import pg from 'pg';
 import {
@@ -16,6 +16,7 @@ import {
   type TestDatabase,
   type TestDialect,
 } from '../helpers/databases.ts';
+import { closeWithin, listenOnLoopback, withDeadline } from '../helpers/deadline.ts';
 import { call, CUSTOMER } from '../helpers/http.ts';
 import { createTestIssuer, TEST_ISSUER, TEST_RESOURCE } from '../helpers/tokens.ts';
 import { startServer, type TestServer } from '../helpers/server.ts';
@@ -53,7 +54,7 @@ async function kill(d: Dispatcher, signal: NodeJS.Signals): Promise<void> {
   clearTimeout(timer);
   if (running()) {
     d.child.kill('SIGKILL');
-    await d.exited;
+    await withDeadline(d.exited, 10_000, () => `pid ${d.child.pid} still running after SIGKILL: ${d.output()}`);
   }
 }
 
@@ -169,13 +170,12 @@ async function startCountingReceiver(delayMs: number) {
     sockets.add(socket);
     socket.on('close', () => sockets.delete(socket));
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  state.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  state.url = `http://127.0.0.1:${await listenOnLoopback(server)}`;
   return {
     state,
     close: async () => {
       for (const socket of sockets) socket.destroy();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await closeWithin(server, () => `the counting receiver (${sockets.size} sockets)`);
     },
   };
 }
@@ -283,7 +283,14 @@ for (const dialect of testDialects()) {
             body: body === undefined ? undefined : JSON.stringify(body),
             signal: AbortSignal.timeout(5000),
           });
-          return { status: res.status, json: (await res.json()) as { Id: string } };
+          const text = await res.text();
+          let json = {} as { Id: string };
+          try {
+            json = JSON.parse(text) as { Id: string };
+          } catch {
+            // Not JSON: expectStatus shows `text`.
+          }
+          return { status: res.status, text, json };
         };
         const register = async (url: string) => {
           const res = await request('POST', '/api/webhooks', { Url: url, Events: ['webhook.ping'] });
@@ -303,7 +310,7 @@ for (const dialect of testDialects()) {
           () => 'both slots busy',
         );
         await ping(c); // wakes the dispatcher while it has no room
-        assert.equal((await request('GET', `/api/webhooks/${c}`)).status, 200, 'the process still answers');
+        expectStatus(await request('GET', `/api/webhooks/${c}`), 200, 'the process still answers');
         assert.equal(fast.received.length, 0, 'no slot for the new delivery yet');
         const opened = Date.now();
         open();

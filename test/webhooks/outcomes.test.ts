@@ -6,7 +6,6 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, beforeEach, describe, test } from 'node:test';
 import pino from 'pino';
-import { toDbTime } from '../../src/db/codecs.ts';
 import { openDatabase, type DatabaseHandle } from '../../src/db/database.ts';
 import { migrateToLatest } from '../../src/db/migrate.ts';
 import { CallbackClient, type AttemptResult } from '../../src/webhooks/delivery/callback-client.ts';
@@ -16,6 +15,7 @@ import { AddressPolicy } from '../../src/webhooks/delivery/address-policy.ts';
 import { SecretBox } from '../../src/webhooks/store/secrets.ts';
 import { createTestDatabase, testDialects, type TestDatabase } from '../helpers/databases.ts';
 import { startReceiver, waitUntil, type TestReceiver } from '../helpers/webhook-receiver.ts';
+import { seedDelivery } from '../helpers/webhook-seed.ts';
 
 const box = new SecretBox(randomBytes(32));
 const SETTINGS = {
@@ -84,61 +84,8 @@ for (const dialect of testDialects()) {
     });
 
     /** An endpoint at `path` on the receiver with one delivery due now; returns the delivery id. */
-    async function addDelivery(path: string): Promise<string> {
-      const now = toDbTime(new Date());
-      const endpointId = `whep_${randomBytes(16).toString('hex')}`;
-      const eventId = `evt_${randomBytes(16).toString('hex')}`;
-      const id = `dlv_${randomBytes(16).toString('hex')}`;
-      await handle.db
-        .insertInto('webhook_endpoints')
-        .values({
-          id: endpointId,
-          owner: 'client-a',
-          url: `${receiver.url}${path}`,
-          description: '',
-          event_types: '["*"]',
-          enabled: 1,
-          disabled_reason: null,
-          secret: box.seal(endpointId, `whsec_${randomBytes(32).toString('base64')}`),
-          previous_secret: null,
-          previous_secret_expires_at: null,
-          failing_since: null,
-          created_at: now,
-          updated_at: now,
-        })
-        .execute();
-      await handle.db
-        .insertInto('webhook_events')
-        .values({
-          id: eventId,
-          type: 'order.created',
-          occurred_at: now,
-          data: '{"Id":1}',
-          owner: null,
-          customer_id: null,
-          order_id: null,
-        })
-        .execute();
-      await handle.db
-        .insertInto('webhook_deliveries')
-        .values({
-          id,
-          event_id: eventId,
-          endpoint_id: endpointId,
-          state: 'pending',
-          attempt_count: 0,
-          retry_index: 0,
-          next_attempt_at: now,
-          lease_owner: null,
-          lease_until: null,
-          last_status_code: null,
-          last_error: null,
-          created_at: now,
-          updated_at: now,
-        })
-        .execute();
-      return id;
-    }
+    const addDelivery = (path: string): Promise<string> =>
+      seedDelivery(handle.db, box, { url: `${receiver.url}${path}` });
 
     /** Sends the poisoned delivery and four healthy ones in one claim; returns their ids and what was logged. */
     async function dispatchWithPoison(
@@ -167,16 +114,18 @@ for (const dialect of testDialects()) {
       try {
         dispatcher.start();
         await receiver.waitFor(5);
+        let seen: string[] = [];
         await waitUntil(
-          async () => (await states(healthy)).every((s) => s === 'succeeded'),
+          async () => (seen = await states(healthy)).every((s) => s === 'succeeded'),
           10_000,
-          () => 'the healthy deliveries were recorded',
+          () => `the healthy deliveries were recorded: ${seen.join(', ')}`,
         );
         const givenUp = () => logs.some((l) => l.deliveryId === poisoned && /lease will expire/.test(l.msg));
         await waitUntil(
-          async () => (await states([poisoned]))[0] !== 'pending' || givenUp(),
+          async () => (seen = await states([poisoned]))[0] !== 'pending' || givenUp(),
           10_000,
-          () => 'the poisoned outcome was recorded or given up',
+          () =>
+            `the poisoned outcome was recorded (${seen.join()}) or given up: ${JSON.stringify(logs.map((l) => l.msg))}`,
         );
       } finally {
         await dispatcher.stop(1000);

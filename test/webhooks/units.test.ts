@@ -33,6 +33,7 @@ import {
   SigningSecret,
   standardSignature,
 } from '../../src/webhooks/delivery/signing.ts';
+import { withDeadline } from '../helpers/deadline.ts';
 
 const secretOf = (bytes: number, fill = 1) => `whsec_${Buffer.alloc(bytes, fill).toString('base64')}`;
 
@@ -231,8 +232,12 @@ describe('storableText', () => {
 
 describe('guardedLookup', () => {
   const lookup = (policy: AddressPolicy, host: string, all: boolean) =>
-    new Promise<{ err: NodeJS.ErrnoException | null; address: unknown }>((resolve) =>
-      guardedLookup(policy)(host, { all }, (err, address) => resolve({ err, address })),
+    withDeadline(
+      new Promise<{ err: NodeJS.ErrnoException | null; address: unknown }>((resolve) =>
+        guardedLookup(policy)(host, { all }, (err, address) => resolve({ err, address })),
+      ),
+      10_000,
+      `resolving ${host} (all: ${all})`,
     );
 
   test('refuses a host name that resolves to a non-public address (code ESSRF)', async () => {
@@ -411,11 +416,11 @@ describe('signing', () => {
     dataJson: '{"Total":1.10,"b":1,"a":"é"}',
   };
 
-  test('the body is the envelope with the attempt time in whole seconds and Data exactly as stored', () => {
+  test('the body is the envelope with the attempt time in milliseconds and Data exactly as stored', () => {
     const body = deliveryBody(event, new Date('2026-03-04T05:07:08.999Z'));
     assert.equal(
       body,
-      '{"Id":"evt_0123456789abcdef0123456789abcdef","Type":"order.paid","OccurredAtUtc":"2026-03-04T05:06:07.891Z","Timestamp":"2026-03-04T05:07:08.000Z","Data":{"Total":1.10,"b":1,"a":"é"}}',
+      '{"Id":"evt_0123456789abcdef0123456789abcdef","Type":"order.paid","OccurredAtUtc":"2026-03-04T05:06:07.891Z","Timestamp":"2026-03-04T05:07:08.999Z","Data":{"Total":1.10,"b":1,"a":"é"}}',
     );
     assert.deepEqual(JSON.parse(body).Data, { Total: 1.1, b: 1, a: 'é' });
   });

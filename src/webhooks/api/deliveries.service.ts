@@ -1,4 +1,5 @@
 // The delivery log and manual re-sends, for the endpoint's owner only.
+import { isStorableTime } from '../../db/codecs.ts';
 import type { Executor } from '../../db/database.ts';
 import { Problem } from '../../http/problems.ts';
 import { validationProblem } from '../../http/validation.ts';
@@ -33,14 +34,8 @@ async function redeliver(db: Executor, outbox: Outbox, owner: string, id: string
   return (await repo.findDelivery(db, id))!;
 }
 
-/** Years 1 to 9999: what both databases store (PostgreSQL refuses year 0 and the ±YYYYYY forms beyond). */
-const EARLIEST = Date.parse('0001-01-01T00:00:00.000Z');
-const LATEST = Date.parse('9999-12-31T23:59:59.999Z');
-
-/** False for NaN too: ajv's date-time takes a leap second (`23:59:60`), which Date cannot represent. */
-export function isStorableTime(ms: number): boolean {
-  return ms >= EARLIEST && ms <= LATEST;
-}
+// Re-exported: the webhook routes read it from here.
+export { isStorableTime };
 
 async function recover(
   db: Executor,

@@ -8,7 +8,7 @@ import { publicBaseUrl } from '../../http/origin.ts';
 import { listPage } from '../../http/pages.ts';
 import { Problem } from '../../http/problems.ts';
 import { createDeliveriesService, isStorableTime } from './deliveries.service.ts';
-import { createEndpointsService, type EndpointContext } from './endpoints.service.ts';
+import { createEndpointsService, type ChangedBy, type EndpointContext } from './endpoints.service.ts';
 import { attemptView, deliveryUrl, deliveryView, endpointUrl, endpointView } from './webhooks.representation.ts';
 import * as schemas from './webhooks.schemas.ts';
 
@@ -36,6 +36,15 @@ export function ownerOf(request: FastifyRequest): string {
   return principal.clientId ?? principal.subject;
 }
 
+/** The audit actor of a change (README, "The audit trail"): the owning client, with the request's id and address. */
+function changedBy(request: FastifyRequest): ChangedBy {
+  return {
+    actor: { type: 'client', id: ownerOf(request) },
+    requestId: request.id,
+    sourceAddress: request.clientOrigin.ip,
+  };
+}
+
 export async function endpointRoutes(fastify: FastifyInstance, options: EndpointRouteOptions): Promise<void> {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
   const { db, context } = options;
@@ -52,12 +61,12 @@ export async function endpointRoutes(fastify: FastifyInstance, options: Endpoint
         tags: TAGS,
         summary: 'Register a webhook endpoint (the secret is returned only now)',
         body: schemas.CreateEndpointBody,
-        response: { 201: schemas.CreatedEndpoint },
+        response: schemas.CreateEndpointResponses,
       },
     },
     async (request, reply) => {
       const now = new Date();
-      const { endpoint, secret } = await endpoints.create(ownerOf(request), request.body, now);
+      const { endpoint, secret } = await endpoints.create(ownerOf(request), request.body, now, changedBy(request));
       const baseUrl = publicBaseUrl(request);
       return reply
         .code(201)
@@ -71,7 +80,7 @@ export async function endpointRoutes(fastify: FastifyInstance, options: Endpoint
     '/api/webhooks',
     {
       config: manage,
-      schema: { tags: TAGS, summary: "List the caller's webhook endpoints", response: { 200: schemas.EndpointList } },
+      schema: { tags: TAGS, summary: "List the caller's webhook endpoints", response: schemas.EndpointListResponses },
     },
     async (request) => {
       const baseUrl = publicBaseUrl(request);
@@ -92,7 +101,7 @@ export async function endpointRoutes(fastify: FastifyInstance, options: Endpoint
         tags: TAGS,
         summary: 'Read a webhook endpoint',
         params: schemas.EndpointIdParams,
-        response: { 200: schemas.Endpoint },
+        response: schemas.EndpointResponses,
       },
     },
     async (request) =>
@@ -108,12 +117,18 @@ export async function endpointRoutes(fastify: FastifyInstance, options: Endpoint
         summary: 'Change the URL, event types or description; enable or disable',
         params: schemas.EndpointIdParams,
         body: schemas.PatchEndpointBody,
-        response: { 200: schemas.Endpoint },
+        response: schemas.EndpointResponses,
       },
     },
     async (request) => {
       const now = new Date();
-      const endpoint = await endpoints.change(ownerOf(request), request.params.id, request.body, now);
+      const endpoint = await endpoints.change(
+        ownerOf(request),
+        request.params.id,
+        request.body,
+        now,
+        changedBy(request),
+      );
       return endpointView(endpoint, publicBaseUrl(request), now);
     },
   );
@@ -126,11 +141,11 @@ export async function endpointRoutes(fastify: FastifyInstance, options: Endpoint
         tags: TAGS,
         summary: 'Delete an endpoint and its delivery log',
         params: schemas.EndpointIdParams,
-        response: { 204: { type: 'null', description: 'Deleted' } },
+        response: schemas.DeleteEndpointResponses,
       },
     },
     async (request, reply) => {
-      await endpoints.remove(ownerOf(request), request.params.id);
+      await endpoints.remove(ownerOf(request), request.params.id, changedBy(request));
       return reply.code(204).send(null);
     },
   );
@@ -143,7 +158,7 @@ export async function endpointRoutes(fastify: FastifyInstance, options: Endpoint
         tags: TAGS,
         summary: 'Send a webhook.ping event to this endpoint only',
         params: schemas.EndpointIdParams,
-        response: { 202: schemas.Delivery },
+        response: schemas.PingResponses,
       },
     },
     async (request, reply) => {
@@ -167,7 +182,7 @@ export async function endpointRoutes(fastify: FastifyInstance, options: Endpoint
         summary: 'Replace the signing secret; the previous one keeps signing during the overlap',
         params: schemas.EndpointIdParams,
         body: schemas.RotateSecretBody,
-        response: { 200: schemas.RotatedSecret },
+        response: schemas.RotateSecretResponses,
       },
     },
     async (request, reply) => {
@@ -177,6 +192,7 @@ export async function endpointRoutes(fastify: FastifyInstance, options: Endpoint
         request.params.id,
         chosen,
         new Date(),
+        changedBy(request),
       );
       return reply
         .header('cache-control', NO_STORE)
@@ -193,7 +209,7 @@ export async function endpointRoutes(fastify: FastifyInstance, options: Endpoint
         summary: 'Queue again every failed delivery created since a time',
         params: schemas.EndpointIdParams,
         body: schemas.RecoverBody,
-        response: { 202: schemas.Recovered },
+        response: schemas.RecoverResponses,
       },
     },
     async (request, reply) =>
@@ -217,7 +233,7 @@ export async function endpointRoutes(fastify: FastifyInstance, options: Endpoint
         summary: 'Deliveries to this endpoint, newest first',
         params: schemas.EndpointIdParams,
         querystring: schemas.DeliveryListQuery,
-        response: { 200: schemas.DeliveryList },
+        response: schemas.DeliveryListResponses,
       },
     },
     async (request, reply) => {
@@ -251,7 +267,7 @@ export async function endpointRoutes(fastify: FastifyInstance, options: Endpoint
         tags: TAGS,
         summary: 'One delivery with every attempt',
         params: schemas.DeliveryIdParams,
-        response: { 200: schemas.DeliveryWithAttempts },
+        response: schemas.DeliveryResponses,
       },
     },
     async (request) => {
@@ -269,7 +285,7 @@ export async function endpointRoutes(fastify: FastifyInstance, options: Endpoint
         tags: TAGS,
         summary: 'Send this delivery again (same delivery id)',
         params: schemas.DeliveryIdParams,
-        response: { 202: schemas.Delivery },
+        response: schemas.RedeliverResponses,
       },
     },
     async (request, reply) =>

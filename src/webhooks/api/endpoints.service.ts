@@ -2,6 +2,7 @@
 // others), callback URL and event-type validation, secrets (generated or chosen, rotated with an
 // overlap), enabling and disabling. Knows nothing of HTTP.
 import { sql } from 'kysely';
+import { recordAudit, type AuditEntry } from '../../audit/audit.ts';
 import type { Db, Dialect, Executor } from '../../db/database.ts';
 import { Problem, type FieldError } from '../../http/problems.ts';
 import { validationProblem } from '../../http/validation.ts';
@@ -24,6 +25,25 @@ export interface EndpointContext {
   outbox: Outbox;
   urlRules: UrlRules;
   secretOverlapMs: number;
+}
+
+/** Who made the change, for the audit trail (README, "The audit trail"): the owning client, or an admin. */
+export type ChangedBy = Pick<AuditEntry, 'actor' | 'requestId' | 'sourceAddress'>;
+
+/** The audit entry of a change to an endpoint, on the executor of the change (same transaction). */
+export function recordEndpointAudit(
+  executor: Executor,
+  by: ChangedBy,
+  action: AuditEntry['action'],
+  endpoint: EndpointRecord,
+  details: AuditEntry['details'] = {},
+): Promise<void> {
+  return recordAudit(executor, {
+    ...by,
+    action,
+    target: { type: 'webhook_endpoint', id: endpoint.id },
+    details: { client_id: endpoint.owner, ...details },
+  });
 }
 
 export interface EndpointInput {
@@ -69,6 +89,7 @@ async function createEndpoint(
   owner: string,
   input: EndpointInput,
   now: Date,
+  by: ChangedBy,
 ): Promise<{ endpoint: EndpointRecord; secret: string }> {
   const errors: FieldError[] = [];
   const url = checkUrl(input.Url, ctx.urlRules, errors);
@@ -98,6 +119,10 @@ async function createEndpoint(
         `a client may register at most ${MAX_ENDPOINTS_PER_OWNER} endpoints; delete one first`,
       );
     }
+    await recordEndpointAudit(trx, by, 'webhook_endpoint.created', inserted, {
+      url: inserted.url,
+      events: inserted.eventTypes,
+    });
     return inserted;
   });
   return { endpoint, secret };
@@ -137,6 +162,7 @@ async function changeEndpoint(
   id: string,
   patch: EndpointPatch,
   now: Date,
+  by: ChangedBy,
 ): Promise<EndpointRecord> {
   const endpoint = await getOwnedEndpoint(db, owner, id);
   const errors: FieldError[] = [];
@@ -155,12 +181,27 @@ async function changeEndpoint(
     Object.assign(changes, { enabled: false, disabledReason: 'manual' });
     await deliveries.failPending(db, id, 'endpoint disabled', now);
   }
-  return (await repo.updateEndpoint(db, id, changes, now))!;
+  const updated = (await repo.updateEndpoint(db, id, changes, now))!;
+  const changed = (['Url', 'Events', 'Description'] as const).filter((member) => patch[member] !== undefined);
+  if (changed.length > 0)
+    await recordEndpointAudit(db, by, 'webhook_endpoint.updated', updated, { changed, url: updated.url });
+  if (updated.enabled !== endpoint.enabled)
+    await recordEndpointAudit(
+      db,
+      by,
+      updated.enabled ? 'webhook_endpoint.enabled' : 'webhook_endpoint.disabled',
+      updated,
+      {
+        reason: updated.disabledReason,
+      },
+    );
+  return updated;
 }
 
-async function removeEndpoint(db: Executor, owner: string, id: string): Promise<void> {
-  await getOwnedEndpoint(db, owner, id);
+async function removeEndpoint(db: Executor, owner: string, id: string, by: ChangedBy): Promise<void> {
+  const endpoint = await getOwnedEndpoint(db, owner, id);
   await repo.deleteEndpoint(db, id);
+  await recordEndpointAudit(db, by, 'webhook_endpoint.deleted', endpoint, { url: endpoint.url });
 }
 
 /**
@@ -174,6 +215,7 @@ async function rotateSecret(
   id: string,
   chosen: string | undefined,
   now: Date,
+  by: ChangedBy,
 ): Promise<{ secret: string; previousExpiresAt: Date }> {
   const endpoint = await getOwnedEndpoint(db, owner, id);
   const issue = chosen === undefined ? undefined : secretProblem(chosen);
@@ -191,6 +233,9 @@ async function rotateSecret(
     now,
   );
   if (!rotated) throw overlapRunning(id, previousExpiresAt); // a concurrent rotation won
+  await recordEndpointAudit(db, by, 'webhook_endpoint.secret_rotated', endpoint, {
+    previous_secret_expires_at: previousExpiresAt.toISOString(),
+  });
   return { secret, previousExpiresAt };
 }
 
@@ -222,12 +267,14 @@ export function createEndpointsService({ db, context }: { db: Db; context: Endpo
   return {
     list: (owner: string) => repo.listEndpoints(db, owner),
     get: (owner: string, id: string) => getOwnedEndpoint(db, owner, id),
-    create: (owner: string, input: EndpointInput, now: Date) => createEndpoint(db, context, owner, input, now),
-    change: (owner: string, id: string, patch: EndpointPatch, now: Date) =>
-      db.transaction().execute((trx) => changeEndpoint(trx, context, owner, id, patch, now)),
-    remove: (owner: string, id: string) => removeEndpoint(db, owner, id),
-    rotateSecret: (owner: string, id: string, chosen: string | undefined, now: Date) =>
-      rotateSecret(db, context, owner, id, chosen, now),
+    create: (owner: string, input: EndpointInput, now: Date, by: ChangedBy) =>
+      createEndpoint(db, context, owner, input, now, by),
+    change: (owner: string, id: string, patch: EndpointPatch, now: Date, by: ChangedBy) =>
+      db.transaction().execute((trx) => changeEndpoint(trx, context, owner, id, patch, now, by)),
+    remove: (owner: string, id: string, by: ChangedBy) =>
+      db.transaction().execute((trx) => removeEndpoint(trx, owner, id, by)),
+    rotateSecret: (owner: string, id: string, chosen: string | undefined, now: Date, by: ChangedBy) =>
+      db.transaction().execute((trx) => rotateSecret(trx, context, owner, id, chosen, now, by)),
     ping: (owner: string, id: string, now: Date) =>
       db.transaction().execute((trx) => ping(trx, context, owner, id, now)),
   };

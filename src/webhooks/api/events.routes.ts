@@ -11,7 +11,7 @@ import { ALL_EVENTS, isEventType } from '../outbox/events.catalogue.ts';
 import { findEvent, listEvents, START, type EventPosition, type EventReader } from '../store/events.repository.ts';
 import { ownerOf } from './endpoints.routes.ts';
 import { eventView } from './webhooks.representation.ts';
-import { Event, EventIdParams, EventList, EventListQuery } from './webhooks.schemas.ts';
+import { EventIdParams, EventListQuery, EventListResponses, EventResponses } from './webhooks.schemas.ts';
 
 const TAGS = ['events'];
 const read = { scope: 'events:read' };
@@ -68,7 +68,7 @@ export async function eventRoutes(fastify: FastifyInstance, options: { db: Db; d
         tags: TAGS,
         summary: 'Events in commit order, for reconciliation',
         querystring: EventListQuery,
-        response: { 200: EventList },
+        response: EventListResponses,
       },
     },
     async (request, reply) => {
@@ -97,7 +97,10 @@ export async function eventRoutes(fastify: FastifyInstance, options: { db: Db; d
 
   app.get(
     '/api/events/:id',
-    { config: read, schema: { tags: TAGS, summary: 'One event', params: EventIdParams, response: { 200: Event } } },
+    {
+      config: read,
+      schema: { tags: TAGS, summary: 'One event', params: EventIdParams, response: EventResponses },
+    },
     async (request) => {
       const event = await findEvent(db, dialect, readerOf(request), request.params.id);
       if (!event)

@@ -1,6 +1,7 @@
 // Request and response schemas of the webhook API: they validate, type the handlers and feed the OpenAPI document.
 import Type from 'typebox';
 import type { Static } from 'typebox';
+import { problemResponse } from '../../http/openapi.ts';
 import { EVENT_DESCRIPTIONS, EVENT_TYPES } from '../outbox/events.catalogue.ts';
 
 const Timestamp = Type.String({ format: 'date-time', description: 'UTC, RFC 3339.' });
@@ -77,10 +78,13 @@ const endpointMembers = {
   Events: Type.Array(Type.String()),
   Description: Type.String(),
   Enabled: Type.Boolean(),
-  DisabledReason: Type.Union([Type.Literal('manual'), Type.Literal('gone'), Type.Literal('failing'), Type.Null()], {
-    description:
-      'Why it is disabled: by its owner, after answering 410 Gone, or after failing for WEBHOOK_DISABLE_AFTER.',
-  }),
+  DisabledReason: Type.Union(
+    [Type.Literal('manual'), Type.Literal('admin'), Type.Literal('gone'), Type.Literal('failing'), Type.Null()],
+    {
+      description:
+        'Why it is disabled: by its owner (`manual`), by a Signet administrator (`admin`), after answering 410 Gone, or after failing for WEBHOOK_DISABLE_AFTER.',
+    },
+  ),
   FailingSinceUtc: NullableTimestamp,
   PreviousSecretExpiresAtUtc: Type.Union([Timestamp, Type.Null()], {
     description: 'Until then, the previous secret still signs too (after a rotation).',
@@ -90,6 +94,11 @@ const endpointMembers = {
   _links: Links,
 };
 export const Endpoint = Type.Object(endpointMembers);
+/** An endpoint as the admin API shows it (README, "The admin API"): with the client that owns it. */
+export const AdminEndpoint = Type.Object({
+  ...endpointMembers,
+  ClientId: Type.String({ description: 'The client that registered the endpoint.' }),
+});
 export const CreatedEndpoint = Type.Object({
   ...endpointMembers,
   Secret: Type.String({ description: 'Shown only now: store it to verify signatures.' }),
@@ -162,3 +171,30 @@ export const EventListQuery = Type.Object({
   type: Type.Optional(Type.String({ maxLength: 2000, description: 'Comma-separated event types to include.' })),
   limit: Type.Integer({ minimum: 1, maximum: 500, default: 100 }),
 });
+
+// Responses by status, beside those every operation shares (src/http/openapi.ts). Fastify serializes
+// the 2xx bodies with these schemas; problems are sent as text and only documented here.
+const DISABLED = 'The endpoint is disabled: enable it with PATCH {"Enabled": true} first.';
+const NO_CONTENT = { type: 'null', description: 'Deleted' };
+
+export const CreateEndpointResponses = {
+  201: CreatedEndpoint,
+  409: problemResponse('The caller has as many endpoints as it may register (`limit-reached`).'),
+};
+export const EndpointListResponses = { 200: EndpointList };
+export const EndpointResponses = { 200: Endpoint };
+export const DeleteEndpointResponses = { 204: NO_CONTENT };
+export const PingResponses = { 202: Delivery, 409: problemResponse(DISABLED) };
+export const RotateSecretResponses = {
+  200: RotatedSecret,
+  409: problemResponse('A rotation’s overlap is still running (both secrets sign until it ends).'),
+};
+export const RecoverResponses = { 202: Recovered, 409: problemResponse(DISABLED) };
+export const DeliveryListResponses = { 200: DeliveryList };
+export const DeliveryResponses = { 200: DeliveryWithAttempts };
+export const RedeliverResponses = {
+  202: Delivery,
+  409: problemResponse(`The delivery is already pending, or: ${DISABLED}`),
+};
+export const EventListResponses = { 200: EventList };
+export const EventResponses = { 200: Event };

@@ -19,7 +19,7 @@ import { OpenedSecrets } from './opened-secrets.ts';
 import { purgeEvents } from '../store/events.repository.ts';
 import { nextRetryDelay, type RetrySettings } from './retry-policy.ts';
 import type { SecretBox } from '../store/secrets.ts';
-import { deliveryBody, signatureHeaders } from './signing.ts';
+import { bodyTimestamp, deliveryBody, signatureHeaders } from './signing.ts';
 import { settleEndpoints } from './endpoint-health.ts';
 import type { Outbox } from '../outbox/events.outbox.ts';
 
@@ -73,6 +73,8 @@ export class Dispatcher {
   #stopping = false;
   #loop: Promise<void> | undefined;
   #retention: NodeJS.Timeout | undefined;
+  /** Told of every attempt's result (app.ts wires the metrics, README "Metrics"). */
+  #onAttempt: ((result: AttemptResult) => void) | undefined;
 
   constructor(deps: DispatcherDeps) {
     this.#deps = deps;
@@ -80,6 +82,11 @@ export class Dispatcher {
     this.#secrets = new OpenedSecrets(deps.box);
     const { concurrency, endpointConcurrency } = deps.settings;
     this.#claimBatch = Math.max(1, Math.floor(Math.min(concurrency, endpointConcurrency) / 4));
+  }
+
+  /** Reports each attempt's result (outcome, error kind, duration) as soon as the receiver answered. */
+  observeAttempts(observer: (result: AttemptResult) => void): void {
+    this.#onAttempt = observer;
   }
 
   start(): void {
@@ -203,9 +210,11 @@ export class Dispatcher {
   async #attempt(d: SendableDelivery, leaseToken: string): Promise<void> {
     const { client, settings } = this.#deps;
     const startedAt = this.#now();
+    // The time the body and webhook-timestamp carry: never before the event, even if the clock stepped back.
+    const stampedAt = bodyTimestamp(d.occurredAt, startedAt);
     const body = deliveryBody(
       { id: d.eventId, type: d.eventType, occurredAt: d.occurredAt, dataJson: d.dataJson },
-      startedAt,
+      stampedAt,
     );
     const secrets = this.#secrets.active(d, startedAt);
     const headers = signatureHeaders({
@@ -213,10 +222,11 @@ export class Dispatcher {
       deliveryId: d.id,
       eventType: d.eventType,
       body,
-      attemptAt: startedAt,
+      attemptAt: stampedAt,
       secrets,
     });
     const result = await client.post(d.url, headers, body);
+    this.#onAttempt?.(result);
     this.#outcomes.push(this.#decide(d, leaseToken, startedAt, result));
     this.#scheduleFlush();
   }

@@ -1,6 +1,7 @@
 // After a batch of attempts: a success ends an endpoint's run of failures; a failure starts or extends
 // it. 410 Gone disables the endpoint at once; failing without a break for WEBHOOK_DISABLE_AFTER
 // disables it too, and the owner is told with a `webhook.endpoint.disabled` event.
+import { recordAudit, SYSTEM_ACTOR } from '../../audit/audit.ts';
 import type { Executor } from '../../db/database.ts';
 import type { Outcome } from '../store/dispatch.repository.ts';
 import * as deliveries from '../store/deliveries.repository.ts';
@@ -40,11 +41,19 @@ async function disableEndpoint(
   trx: Executor,
   outbox: Outbox,
   endpoint: EndpointRecord,
-  reason: Exclude<DisabledReason, 'manual'>,
+  reason: Exclude<DisabledReason, 'manual' | 'admin'>,
   now: Date,
 ): Promise<void> {
   await updateEndpoint(trx, endpoint.id, { enabled: false, disabledReason: reason }, now);
   await deliveries.failPending(trx, endpoint.id, `endpoint disabled (${reason})`, now);
+  // Signet itself decided, in the transaction that records the batch (README, "The audit trail").
+  await recordAudit(trx, {
+    actor: SYSTEM_ACTOR,
+    action: 'webhook_endpoint.disabled',
+    target: { type: 'webhook_endpoint', id: endpoint.id },
+    details: { client_id: endpoint.owner, reason, url: endpoint.url },
+    at: now,
+  });
   await outbox.record(trx, {
     type: 'webhook.endpoint.disabled',
     data: {

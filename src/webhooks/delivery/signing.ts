@@ -18,8 +18,18 @@ export interface EventEnvelope {
  * bytes (README, "What a delivery looks like"), so a retry hours later is still fresh; OccurredAtUtc never changes.
  */
 export function deliveryBody(event: EventEnvelope, attemptAt: Date): string {
-  const timestamp = new Date(Math.floor(attemptAt.getTime() / 1000) * 1000).toISOString();
+  const timestamp = bodyTimestamp(event.occurredAt, attemptAt).toISOString();
   return `{"Id":${JSON.stringify(event.id)},"Type":${JSON.stringify(event.type)},"OccurredAtUtc":${JSON.stringify(event.occurredAt.toISOString())},"Timestamp":${JSON.stringify(timestamp)},"Data":${event.dataJson}}`;
+}
+
+/**
+ * The body's Timestamp: the attempt time to the millisecond, like OccurredAtUtc (ISO 8601 with
+ * milliseconds, README "What a delivery looks like"), and never before the event. Cut to the whole
+ * second, an attempt in the event's own second would claim to be older than the event; and a clock
+ * stepped back (NTP) between the event's commit and the attempt must not make it so either.
+ */
+export function bodyTimestamp(occurredAt: Date, attemptAt: Date): Date {
+  return new Date(Math.max(occurredAt.getTime(), attemptAt.getTime()));
 }
 
 export interface SignatureInput {
@@ -62,6 +72,8 @@ export function standardSignature(
 }
 
 export function signatureHeaders(input: SignatureInput): Record<string, string> {
+  // Standard Webhooks requires webhook-timestamp in integer seconds since the epoch; only the body's
+  // Timestamp carries milliseconds.
   const seconds = Math.floor(input.attemptAt.getTime() / 1000);
   const [newest] = input.secrets;
   if (newest === undefined) throw new Error('an endpoint always has a secret');

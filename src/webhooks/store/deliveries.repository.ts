@@ -168,3 +168,45 @@ export async function requeueFailedSince(db: Executor, endpointId: string, since
     .executeTakeFirst();
   return Number(result.numUpdatedRows);
 }
+
+/** One client's delivery counts over [since, until) (the admin API's webhook stats). */
+export interface DeliveryStats {
+  /** Attempts started in the window: how each ended. */
+  attempts: { succeeded: number; failed: Record<string, number> };
+  /** Deliveries created in the window, by their state now (failed: dead, no retry left). */
+  deliveries: { pending: number; succeeded: number; dead: number };
+}
+
+export async function deliveryStats(db: Executor, owner: string, since: Date, until: Date): Promise<DeliveryStats> {
+  const [from, to] = [toDbTime(since), toDbTime(until)];
+  // An attempt failed when it carries an error kind (callback-client.ts sets one on every failure).
+  const attempts = await db
+    .selectFrom('webhook_attempts as a')
+    .innerJoin('webhook_deliveries as d', 'd.id', 'a.delivery_id')
+    .innerJoin('webhook_endpoints as en', 'en.id', 'd.endpoint_id')
+    .select(['a.error_kind', (eb) => eb.fn.countAll<number | string>().as('n')])
+    .where('en.owner', '=', owner)
+    .where('a.started_at', '>=', from)
+    .where('a.started_at', '<', to)
+    .groupBy('a.error_kind')
+    .execute();
+  const deliveries = await db
+    .selectFrom('webhook_deliveries as d')
+    .innerJoin('webhook_endpoints as en', 'en.id', 'd.endpoint_id')
+    .select(['d.state', (eb) => eb.fn.countAll<number | string>().as('n')])
+    .where('en.owner', '=', owner)
+    .where('d.created_at', '>=', from)
+    .where('d.created_at', '<', to)
+    .groupBy('d.state')
+    .execute();
+  const stats: DeliveryStats = {
+    attempts: { succeeded: 0, failed: {} },
+    deliveries: { pending: 0, succeeded: 0, dead: 0 },
+  };
+  for (const row of attempts) {
+    if (row.error_kind === null) stats.attempts.succeeded += Number(row.n);
+    else stats.attempts.failed[row.error_kind] = Number(row.n);
+  }
+  for (const row of deliveries) stats.deliveries[row.state === 'failed' ? 'dead' : row.state] += Number(row.n);
+  return stats;
+}

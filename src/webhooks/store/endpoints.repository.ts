@@ -3,7 +3,8 @@ import type { Executor } from '../../db/database.ts';
 import { fromDbTime, toDbTime } from '../../db/codecs.ts';
 import type { WebhookEndpointsTable } from '../../db/schema.ts';
 
-export type DisabledReason = 'manual' | 'gone' | 'failing';
+/** manual: by its owner; admin: by a Signet administrator; gone, failing: by the dispatcher. */
+export type DisabledReason = 'manual' | 'admin' | 'gone' | 'failing';
 
 export interface EndpointRecord {
   id: string;
@@ -96,6 +97,32 @@ export async function listEndpoints(db: Executor, owner: string): Promise<Endpoi
     .where('owner', '=', owner)
     .orderBy('created_at')
     .orderBy('id')
+    .execute();
+  return rows.map(toRecord);
+}
+
+/**
+ * Every client's endpoints (the admin API), in (created_at, id) order from just after `after`, one
+ * more than `limit` to tell whether another page follows.
+ */
+export async function listAllEndpoints(
+  db: Executor,
+  options: { owner?: string; after?: { createdAt: Date; id: string }; limit: number },
+): Promise<EndpointRecord[]> {
+  let query = db.selectFrom('webhook_endpoints').selectAll();
+  if (options.owner !== undefined) query = query.where('owner', '=', options.owner);
+  const after = options.after;
+  if (after)
+    query = query.where((eb) =>
+      eb.or([
+        eb('created_at', '>', toDbTime(after.createdAt)),
+        eb.and([eb('created_at', '=', toDbTime(after.createdAt)), eb('id', '>', after.id)]),
+      ]),
+    );
+  const rows = await query
+    .orderBy('created_at')
+    .orderBy('id')
+    .limit(options.limit + 1)
     .execute();
   return rows.map(toRecord);
 }

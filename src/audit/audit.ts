@@ -1,0 +1,98 @@
+// The audit trail (README, "Operating Signet"): one append-only row per security-relevant action, written
+// on the executor of the change it records, so the entry and the change commit or roll back together.
+// An entry names who did what to which target, when, from where and with what outcome; it never holds a
+// secret, a password or a token (details carry plain facts: names, scopes, counts).
+import { randomBytes } from 'node:crypto';
+import { userInfo } from 'node:os';
+import type { Executor } from '../db/database.ts';
+import { toDbTime } from '../db/codecs.ts';
+
+/** Every action the trail records. Adding one: here, and a row in the README's audit table. */
+export const AUDIT_ACTIONS = [
+  'client.created',
+  'client.updated',
+  'client.deleted',
+  'client.secret_rotated',
+  'client.registered', // RFC 7591 dynamic registration
+  'registration_token.issued',
+  'user.created',
+  'user.updated',
+  'user.role_changed',
+  'user.password_set',
+  'user.disabled',
+  'user.enabled',
+  'user.deleted',
+  'keys.rotated',
+  'webhook_endpoint.created',
+  'webhook_endpoint.updated',
+  'webhook_endpoint.deleted',
+  'webhook_endpoint.secret_rotated',
+  'webhook_endpoint.disabled',
+  'webhook_endpoint.enabled',
+  'signin.succeeded',
+  'signin.failed',
+  'consent.granted',
+  'grant.revoked',
+  'session.ended',
+  'refresh_token.reuse_detected',
+] as const;
+export type AuditAction = (typeof AUDIT_ACTIONS)[number];
+
+export type ActorType = 'user' | 'client' | 'cli' | 'system';
+
+/** Who acted: a user (`sub`), a client (`client_id`), the CLI (with the OS user), or Signet itself. */
+export interface AuditActor {
+  type: ActorType;
+  id: string;
+}
+
+export interface AuditEntry {
+  actor: AuditActor;
+  action: AuditAction;
+  target?: { type: string; id: string };
+  outcome?: 'success' | 'failure';
+  requestId?: string;
+  sourceAddress?: string;
+  /** Plain facts about the change; never a secret, password or token. */
+  details?: Readonly<Record<string, string | number | boolean | null | readonly string[]>>;
+  at?: Date;
+}
+
+/** The CLI as actor: `cli` with the OS user that ran the command. */
+export function cliActor(): AuditActor {
+  let name = 'unknown';
+  try {
+    name = userInfo().username;
+  } catch {
+    // no passwd entry (a container's arbitrary uid): still an entry, without a name
+  }
+  return { type: 'cli', id: name };
+}
+
+/** Signet itself (the automatic disable of a failing webhook endpoint, retention). */
+export const SYSTEM_ACTOR: AuditActor = { type: 'system', id: 'signet' };
+
+export async function recordAudit(executor: Executor, entry: AuditEntry): Promise<void> {
+  await executor
+    .insertInto('audit_log')
+    .values({
+      id: `aud_${randomBytes(12).toString('hex')}`,
+      occurred_at: toDbTime(entry.at ?? new Date()),
+      actor_type: entry.actor.type,
+      actor_id: entry.actor.id,
+      action: entry.action,
+      target_type: entry.target?.type ?? null,
+      target_id: entry.target?.id ?? null,
+      outcome: entry.outcome ?? 'success',
+      request_id: entry.requestId ?? null,
+      source_address: entry.sourceAddress ?? null,
+      details: JSON.stringify(entry.details ?? {}),
+    })
+    .execute();
+}
+
+/** Retention (AUDIT_RETENTION): entries older than `before` go. */
+export async function purgeAudit(executor: Executor, before: Date): Promise<number> {
+  const result = await executor.deleteFrom('audit_log').where('occurred_at', '<', toDbTime(before)).executeTakeFirst();
+  return Number(result.numDeletedRows);
+}

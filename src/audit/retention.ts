@@ -1,0 +1,62 @@
+// Retention of the audit trail (AUDIT_RETENTION, README "The audit trail"): entries older than the
+// retention period are deleted in small batches, so a purge after a long outage (or the first one on a
+// large table) never holds a long lock nor runs into the statement timeout. Several instances may purge
+// at once: a batch deletes what is still there, and deleting a row twice is a no-op.
+import type { Executor } from '../db/database.ts';
+import { toDbTime } from '../db/codecs.ts';
+
+export const AUDIT_PURGE_BATCH = 1000;
+export const AUDIT_PURGE_INTERVAL_MS = 60 * 60 * 1000;
+
+/** Deletes every entry older than `before`, `batchSize` rows per statement; the number deleted. */
+export async function purgeAuditBefore(db: Executor, before: Date, batchSize = AUDIT_PURGE_BATCH): Promise<number> {
+  let total = 0;
+  for (;;) {
+    // The oldest first, by the primary key: each statement touches at most batchSize rows.
+    const batch = db
+      .selectFrom('audit_log')
+      .select('seq')
+      .where('occurred_at', '<', toDbTime(before))
+      .orderBy('seq')
+      .limit(batchSize);
+    const result = await db.deleteFrom('audit_log').where('seq', 'in', batch).executeTakeFirst();
+    const deleted = Number(result.numDeletedRows);
+    total += deleted;
+    if (deleted < batchSize) return total;
+  }
+}
+
+export interface AuditRetention {
+  /** Stops the timers and waits for a purge in flight, so the database can be closed after it. */
+  stop(): Promise<void>;
+}
+
+/**
+ * Purges once soon after start (an instance that was down catches up) and then every
+ * AUDIT_PURGE_INTERVAL_MS; a failure is reported and the next round tries again.
+ */
+export function startAuditRetention(
+  db: Executor,
+  retentionMs: number,
+  onError: (err: unknown) => void,
+  now: () => Date = () => new Date(),
+): AuditRetention {
+  let running: Promise<void> | undefined;
+  const purge = (): void => {
+    if (running) return; // a slow purge is not stacked on itself
+    running = purgeAuditBefore(db, new Date(now().getTime() - retentionMs))
+      .then(() => undefined, onError)
+      .finally(() => {
+        running = undefined;
+      });
+  };
+  const first = setTimeout(purge, 0).unref();
+  const every = setInterval(purge, AUDIT_PURGE_INTERVAL_MS).unref();
+  return {
+    async stop() {
+      clearTimeout(first);
+      clearInterval(every);
+      await running;
+    },
+  };
+}

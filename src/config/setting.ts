@@ -1,0 +1,99 @@
+// The shape of the configuration and of one setting (settings.ts, webhook-settings.ts list them).
+
+export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
+export interface Config {
+  host: string;
+  port: number;
+  databaseUrl: string;
+  sqliteSynchronous: 'NORMAL' | 'FULL';
+  /** How long a SQLite write waits for another process's write lock before a 503. */
+  sqliteBusyTimeoutMs: number;
+  /** How long a query waits for a PostgreSQL connection, new or pooled, before a 503. */
+  databaseConnectTimeoutMs: number;
+  /** PostgreSQL statement_timeout; a query unanswered 2 s after it closes its connection (a stalled network). */
+  databaseStatementTimeoutMs: number;
+  /** PostgreSQL lock_timeout. */
+  databaseLockTimeoutMs: number;
+  /** PostgreSQL idle_in_transaction_session_timeout. */
+  databaseIdleInTransactionTimeoutMs: number;
+  publicUrl: string | undefined;
+  trustProxy: false | number | string[];
+  logLevel: LogLevel;
+  authIssuer: string;
+  authJwksUrl: string | undefined;
+  authJwksFile: string | undefined;
+  authAlgorithms: string[];
+  authClockToleranceSeconds: number;
+  authTokenCacheSize: number;
+  apiResource: string;
+  authServerEnabled: boolean;
+  oauthIssuer: string;
+  accessTokenTtlSeconds: number;
+  accessTokenAlg: 'ES256' | 'EdDSA' | 'RS256' | 'PS256';
+  refreshTokenTtlSeconds: number;
+  sessionTtlSeconds: number;
+  keyEncryptionKey: Buffer | undefined;
+  loginMaxFailures: number;
+  corsOrigins: string[];
+  idempotencyKeyTtlSeconds: number;
+  idempotencyLockSeconds: number;
+  rateLimitMax: number;
+  rateLimitWindowSeconds: number;
+  redisUrl: string | undefined;
+  redisTimeoutMs: number;
+  bodyLimitBytes: number;
+  maxEventLoopDelayMs: number;
+  maxConnections: number;
+  shutdownDrainMs: number;
+  webhookHeaderName: string;
+  webhookTimeoutMs: number;
+  webhookRetryScheduleMs: number[];
+  webhookRetryAfterCapMs: number;
+  webhookDisableAfterMs: number;
+  webhookSecretOverlapMs: number;
+  webhookSecretKey: Buffer | undefined;
+  webhookAllowHttp: boolean;
+  webhookAllowedNetworks: string[];
+  webhookDispatcher: boolean;
+  webhookConcurrency: number;
+  webhookEndpointConcurrency: number;
+  webhookPollIntervalMs: number;
+  eventRetentionMs: number;
+  /** How long audit entries are kept (AUDIT_RETENTION). */
+  auditRetentionMs: number;
+  /** Where /metrics is served: 'main' (the API's port), 'off', or a port of its own. */
+  metricsListener: 'main' | 'off' | number;
+  /** RFC 7591 dynamic client registration, gated by initial access tokens; off unless turned on. */
+  dynamicRegistration: boolean;
+}
+
+export type Env = Record<string, string | undefined>;
+
+export interface Setting<K extends keyof Config> {
+  key: K;
+  env: string;
+  doc: string;
+  default: string | undefined;
+  parse: (raw: string, env: Env) => Config[K];
+}
+
+export function setting<K extends keyof Config>(s: Setting<K>): Setting<K> {
+  return s;
+}
+
+/** Asymmetric algorithms only: an HMAC algorithm here would let anyone holding the public key forge tokens. */
+export const ALLOWED_JWS_ALGORITHMS = [
+  'RS256',
+  'RS384',
+  'RS512',
+  'PS256',
+  'PS384',
+  'PS512',
+  'ES256',
+  'ES384',
+  'ES512',
+  'EdDSA',
+  'Ed25519',
+];

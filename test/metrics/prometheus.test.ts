@@ -1,0 +1,124 @@
+// The real thing (README, "Metrics"): Debian's Prometheus scrapes a running Signet every second and
+// its HTTP API answers queries over the series; promtool accepts the exposition and the README's alert
+// rules. Skipped when prometheus is not installed, unless TEST_PROMETHEUS_REQUIRED=1 (.ci/run).
+import assert from 'node:assert/strict';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { freePort } from '../helpers/auth-server.ts';
+import { testDialects } from '../helpers/databases.ts';
+import { waitUntil } from '../helpers/deadline.ts';
+import { call, fetchWithin } from '../helpers/http.ts';
+import { prometheusMissing, promtool, scrape, startPrometheus } from '../helpers/prometheus.ts';
+import { startServer, type TestServer } from '../helpers/server.ts';
+
+const skip = prometheusMissing();
+const README = new URL('../../README.md', import.meta.url);
+
+/** The YAML block of the README's "Metrics" subsection that starts with `groups:`: the alert rules. */
+function readmeAlertRules(): string {
+  const readme = readFileSync(README, 'utf8');
+  const section = readme.slice(readme.indexOf('### Metrics'));
+  const block = /```yaml\n(groups:[\s\S]*?)```/.exec(section);
+  assert.ok(block, 'no ```yaml block starting with groups: under ### Metrics in the README');
+  return block[1]!;
+}
+
+interface QueryAnswer {
+  status: string;
+  data?: { result: { metric: Record<string, string>; value: [number, string] }[] };
+}
+
+async function query(prometheus: string, expr: string): Promise<QueryAnswer> {
+  const response = await fetchWithin(`${prometheus}/api/v1/query?query=${encodeURIComponent(expr)}`);
+  return (await response.json()) as QueryAnswer;
+}
+
+for (const dialect of testDialects()) {
+  describe(`Prometheus scrapes Signet (${dialect})`, { skip }, () => {
+    let server: TestServer;
+    let work: string;
+    before(async () => {
+      server = await startServer(dialect);
+      work = mkdtempSync(join(tmpdir(), 'signet-prometheus-'));
+    });
+    after(async () => {
+      await server?.close();
+      if (work) rmSync(work, { recursive: true, force: true });
+    });
+
+    test('promtool check metrics accepts the exposition', async () => {
+      await call(server.url, 'GET', '/healthz');
+      const checked = promtool(['check', 'metrics'], await scrape(server.url));
+      assert.equal(checked.status, 0, checked.output);
+    });
+
+    test("promtool check rules accepts the README's alert rules", () => {
+      const file = join(work, 'signet-alerts.yml');
+      writeFileSync(file, readmeAlertRules());
+      const checked = promtool(['check', 'rules', file]);
+      assert.equal(checked.status, 0, checked.output);
+      assert.match(checked.output, /SUCCESS: 4 rules found/);
+    });
+
+    test('a scraping Prometheus answers queries over the series', async () => {
+      const target = new URL(server.url).host;
+      const config = join(work, 'prometheus.yml');
+      writeFileSync(
+        config,
+        [
+          'global:',
+          '  scrape_interval: 1s',
+          '  scrape_timeout: 1s',
+          'scrape_configs:',
+          '  - job_name: signet',
+          '    metrics_path: /metrics',
+          '    static_configs:',
+          `      - targets: ['${target}']`,
+          '',
+        ].join('\n'),
+      );
+      const port = await freePort();
+      const prometheus = startPrometheus(config, join(work, 'data'), port);
+      const api = `http://127.0.0.1:${port}`;
+      try {
+        const token = await server.issuer.clientToken('orders:read');
+        for (let i = 0; i < 3; i++) await call(server.url, 'GET', '/api/orders', { token });
+        let last: unknown;
+        const answer = async (expr: string) => {
+          try {
+            const result = await query(api, expr);
+            last = result;
+            return result.status === 'success' && (result.data?.result.length ?? 0) > 0 ? result : undefined;
+          } catch (err) {
+            last = err; // not listening yet
+            return undefined;
+          }
+        };
+        const detail = () => `${JSON.stringify(last)}\nprometheus log:\n${prometheus.log()}`;
+        await waitUntil(
+          async () => (await answer('up{job="signet"} == 1')) !== undefined,
+          60_000,
+          () => `the target never came up: ${detail()}`,
+        );
+        let requests: QueryAnswer | undefined;
+        await waitUntil(
+          async () =>
+            (requests = await answer(
+              'signet_http_request_duration_seconds_count{route="/api/orders",method="GET",status_class="2xx"}',
+            )) !== undefined,
+          60_000,
+          () => `no request series: ${detail()}`,
+        );
+        assert.ok(Number(requests!.data!.result[0]!.value[1]) >= 3, JSON.stringify(requests));
+        const pending = await answer('signet_webhook_deliveries_pending');
+        assert.equal(pending?.data?.result[0]?.value[1], '0', detail());
+        const cpu = await answer('process_cpu_seconds_total');
+        assert.ok(cpu, `no process metrics: ${detail()}`);
+      } finally {
+        await prometheus.stop();
+      }
+    });
+  });
+}
