@@ -44,7 +44,7 @@ export default tseslint.config(
 /** One no-restricted-imports entry per layer: the modules it may not import, as patterns on the specifier. */
 function layerRules() {
   const up = (...names) => `(^|/)(${names.join('|')})/`;
-  const top = '(^|/)(app|main)\\.ts$|(^|/)(cli|admin)/';
+  const top = '(^|/)(app|main)\\.ts$|(^|/)(cli|admin|console)/';
   const layer = (files, message, ...regexes) => ({
     files,
     rules: { 'no-restricted-imports': ['error', { patterns: regexes.map((regex) => ({ regex, message })) }] },

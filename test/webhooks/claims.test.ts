@@ -349,5 +349,105 @@ for (const dialect of testDialects()) {
         await counting.db.destroy();
       }
     });
+
+    test('a failed claim is tried again within a second, not at the next (minute-long) poll', async () => {
+      const receiver = await startReceiver();
+      const client = new CallbackClient({
+        timeoutMs: 5000,
+        connectionsPerOrigin: 4,
+        policy: new AddressPolicy(['loopback']),
+        userAgent: 'test',
+      });
+      // The first claim statement fails, as it does when the connection is lost under it.
+      let failed = false;
+      const db = handle.db.withPlugin({
+        transformQuery(args) {
+          if (
+            !failed &&
+            args.node.kind === 'RawNode' &&
+            args.node.sqlFragments.join('').includes('set lease_owner =')
+          ) {
+            failed = true;
+            throw new Error('connection lost (simulated before the statement is sent)');
+          }
+          return args.node;
+        },
+        transformResult: async (args) => args.result,
+      });
+      let dispatcher: Dispatcher | undefined;
+      try {
+        await addEndpoint('whep_a', `${receiver.url}/hook`);
+        await addDelivery('whep_a', -60_000);
+        dispatcher = new Dispatcher({
+          db,
+          dialect: handle.dialect,
+          box,
+          outbox: new Outbox(handle.dialect, () => undefined),
+          client,
+          log: pino({ level: 'silent' }),
+          settings: {
+            concurrency: 4,
+            endpointConcurrency: 4,
+            pollIntervalMs: 60_000,
+            timeoutMs: 5000,
+            retry: { scheduleMs: [0], retryAfterCapMs: 0 },
+            disableAfterMs: 86_400_000,
+            headerName: 'Service',
+            retentionMs: 86_400_000 * 30,
+          },
+        });
+        dispatcher.start();
+        await receiver.waitFor(1, 15_000);
+        assert.ok(failed, 'the first claim failed');
+      } finally {
+        await dispatcher?.stop(1000);
+        await client.close();
+        await receiver.close();
+      }
+    });
+
+    test("an idle dispatcher wakes when a lost claim's lease expires, not only at the next poll", async () => {
+      // A claim whose outcome was never recorded (the connection was lost) leaves its delivery leased;
+      // nothing else will wake the dispatcher when the lease ends, and the poll here is a minute long.
+      const receiver = await startReceiver();
+      const client = new CallbackClient({
+        timeoutMs: 5000,
+        connectionsPerOrigin: 4,
+        policy: new AddressPolicy(['loopback']),
+        userAgent: 'test',
+      });
+      let dispatcher: Dispatcher | undefined;
+      try {
+        await addEndpoint('whep_a', `${receiver.url}/hook`);
+        const leaseEnds = new Date(Date.now() + 1500);
+        const id = await addDelivery('whep_a', -60_000, { owner: 'a-lost-claim', until: leaseEnds });
+        dispatcher = new Dispatcher({
+          db: handle.db,
+          dialect: handle.dialect,
+          box,
+          outbox: new Outbox(handle.dialect, () => undefined),
+          client,
+          log: pino({ level: 'silent' }),
+          settings: {
+            concurrency: 4,
+            endpointConcurrency: 4,
+            pollIntervalMs: 60_000,
+            timeoutMs: 5000,
+            retry: { scheduleMs: [0], retryAfterCapMs: 0 },
+            disableAfterMs: 86_400_000,
+            headerName: 'Service',
+            retentionMs: 86_400_000 * 30,
+          },
+        });
+        dispatcher.start();
+        await receiver.waitFor(1, 15_000);
+        assert.equal(receiver.received[0]!.headers['x-service-delivery'], id);
+        assert.ok(Date.now() >= leaseEnds.getTime(), 'not before the lease ended');
+      } finally {
+        await dispatcher?.stop(1000);
+        await client.close();
+        await receiver.close();
+      }
+    });
   });
 }

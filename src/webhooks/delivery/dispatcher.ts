@@ -50,6 +50,14 @@ const LEASE_MARGIN_MS = 10_000;
 const RETENTION_INTERVAL_MS = 3_600_000;
 /** While a backlog waits, a freed slot is claimed again within this long, together with any freed meanwhile. */
 const CLAIM_GATHER_MS = 2;
+/** After a failed claim (the database was lost), the next try comes this soon, or at the poll if that is sooner. */
+const CLAIM_RETRY_MS = 1000;
+/**
+ * Woken this long after a retry falls due or a lease ends: times are stored to the millisecond and a
+ * lease is free only once it is past (dispatch.repository.ts), and a timer may fire a millisecond early
+ * by the wall clock. Waking exactly at the boundary would find nothing, and then sleep a whole poll.
+ */
+const DUE_MARGIN_MS = 2;
 
 export class Dispatcher {
   readonly #deps: DispatcherDeps;
@@ -143,8 +151,9 @@ export class Dispatcher {
         if (this.#stopping) break;
         await this.#sleep(this.#backlogged ? settings.pollIntervalMs : await this.#idleDelay());
       } catch (err) {
-        log.error({ err }, 'webhook dispatcher: claim failed; retrying after the poll interval');
-        await this.#sleep(settings.pollIntervalMs);
+        log.error({ err }, 'webhook dispatcher: claim failed; retrying shortly');
+        // Not a whole (possibly long) poll interval: the backlog the failure left behind waits for it.
+        await this.#sleep(Math.min(settings.pollIntervalMs, CLAIM_RETRY_MS));
       }
     }
   }
@@ -333,7 +342,7 @@ export class Dispatcher {
     const now = this.#now();
     const due = await deliveries.nextDueAt(db, now);
     return due
-      ? Math.min(Math.max(due.getTime() - now.getTime(), 0), settings.pollIntervalMs)
+      ? Math.min(Math.max(due.getTime() - now.getTime() + DUE_MARGIN_MS, 0), settings.pollIntervalMs)
       : settings.pollIntervalMs;
   }
 

@@ -1,9 +1,10 @@
 // SQL for deliveries and their attempts: leases given back, the next retry's time, the delivery log and
 // re-queues. Plain functions over the database or an open transaction. The dispatcher's batched claim
 // and record are in dispatch.repository.ts.
+import { sql } from 'kysely';
 import type { Executor } from '../../db/database.ts';
 import { fromDbTime, toDbTime } from '../../db/codecs.ts';
-import type { WebhookDeliveriesTable } from '../../db/schema.ts';
+import type { DbTime, WebhookDeliveriesTable } from '../../db/schema.ts';
 
 export type DeliveryState = WebhookDeliveriesTable['state'];
 
@@ -18,13 +19,19 @@ export async function releaseLeases(db: Executor, ids: string[], leaseToken: str
     .execute();
 }
 
-/** When the next scheduled retry falls due (to sleep exactly that long), if any. */
+/**
+ * When a pending delivery next becomes claimable (to sleep exactly that long), if any: its retry falls
+ * due, or the lease of a claim whose outcome was never recorded (the database was lost meanwhile) expires.
+ */
 export async function nextDueAt(db: Executor, now: Date): Promise<Date | undefined> {
+  const at = toDbTime(now);
   const row = await db
     .selectFrom('webhook_deliveries')
-    .select((eb) => eb.fn.min('next_attempt_at').as('due'))
+    .select(
+      sql<DbTime>`min(case when lease_until > next_attempt_at then lease_until else next_attempt_at end)`.as('due'),
+    )
     .where('state', '=', 'pending')
-    .where('next_attempt_at', '>', toDbTime(now))
+    .where((eb) => eb.or([eb('next_attempt_at', '>', at), eb('lease_until', '>', at)]))
     .executeTakeFirst();
   return row?.due ? fromDbTime(row.due) : undefined;
 }
