@@ -1,7 +1,7 @@
 // buildApp(config): the whole service as a Fastify instance. It never listens: main.ts does, and
 // tests listen on port 0. Plugin order matters and is spelled out here once.
 import cors from '@fastify/cors';
-import Fastify, { type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify';
 import type { Redis } from 'ioredis';
 import { hostForUrl, type Config } from './config/config.ts';
 import { databaseOptions, openDatabase, type DatabaseHandle } from './db/database.ts';
@@ -22,6 +22,7 @@ import { createMetrics, type Metrics } from './metrics/metrics.ts';
 import { deliveryBacklog } from './webhooks/store/backlog.repository.ts';
 import { ADMIN_FEATURE, ADMIN_ROLE, ADMIN_SCOPES } from './admin/admin.feature.ts';
 import { registerAdmin } from './admin/plugin.ts';
+import { registerConsole } from './console/plugin.ts';
 import { startAuditRetention } from './audit/retention.ts';
 import { capConnections } from './http/connections.ts';
 import { registerOpenApi } from './http/openapi.ts';
@@ -59,6 +60,11 @@ export const API_SCOPES: Readonly<Record<string, string>> = { ...ORDERS_SCOPES, 
 /** What each feature brings to the shared layers (http/feature.ts): problem types, OpenAPI prose, PATCH media types. */
 function features(config: Readonly<Config>): FeatureContribution[] {
   return [ORDERS_FEATURE, webhooksFeature(config.webhookHeaderName), ADMIN_FEATURE];
+}
+
+/** What the console asks for: the user's identity, and the admin and webhook scopes their roles allow. */
+function consoleScopes(): string[] {
+  return ['openid', 'profile', 'email', ...Object.keys(ADMIN_SCOPES), ...Object.keys(WEBHOOKS_SCOPES)];
 }
 
 /** The resource servers (RFC 8707) tokens are issued for: the API, with every scope of its features. */
@@ -136,7 +142,11 @@ async function assembleApp(
     logger:
       options.logger === false
         ? false
-        : { level: config.logLevel, redact: ['req.headers.authorization', 'req.headers.cookie'] },
+        : {
+            level: config.logLevel,
+            redact: ['req.headers.authorization', 'req.headers.cookie'],
+            serializers: { req: serializeRequest },
+          },
     genReqId: requestIdGenerator(trust),
     requestIdHeader: false,
     bodyLimit: config.bodyLimitBytes,
@@ -221,6 +231,8 @@ async function assembleApp(
   const orderEvents = await registerWebhooks(app, config, database);
   exposeMetrics(app, config, metrics);
   await registerAdmin(app, { config, database, authServer, apiScopes: Object.keys(API_SCOPES) });
+  // The console signs in through the built-in authorization server, whose tokens the API must trust (README, "Console").
+  if (authServer && ownIssuer) await registerConsole(app, { config, database, scopes: consoleScopes() });
   await app.register(ordersRoutes, {
     db: database.db,
     events: orderEvents,
@@ -244,6 +256,29 @@ async function assembleApp(
     await database.db.destroy();
   });
   return app;
+}
+
+/** Fastify's request fields, with a portal link's one-time token masked: a log must not open a portal. */
+function serializeRequest(req: FastifyRequest) {
+  return {
+    method: req.method,
+    url: maskPortalLink(req.url),
+    version: typeof req.headers['accept-version'] === 'string' ? req.headers['accept-version'] : undefined,
+    host: req.host,
+    remoteAddress: req.ip,
+    remotePort: req.socket?.remotePort,
+  };
+}
+
+/** The router matches the decoded path, so a percent-encoded link is masked as well. */
+export function maskPortalLink(url: string): string {
+  let path = url.split('?')[0]!;
+  try {
+    path = decodeURIComponent(path);
+  } catch {
+    // not decodable: the router answers 400 or 404, and the raw form is checked below
+  }
+  return path.startsWith('/console/portal-links/') ? '/console/portal-links/[token]' : url;
 }
 
 /** README, "Metrics": the webhook numbers, then /metrics where METRICS_PORT says. */

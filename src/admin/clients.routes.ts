@@ -10,18 +10,18 @@ import {
   createClientsService,
   type ClientChanges,
   type ClientRecord,
+  type OwnerChange,
 } from '../auth-server/clients.service.ts';
 import { issueRegistrationToken } from '../auth-server/registration-tokens.ts';
 import type { Db } from '../db/database.ts';
 import { evaluatePreconditions } from '../http/conditional.ts';
-import { decodeCursor, requireDecimalLimit } from '../http/cursor.ts';
+import { requireDecimalLimit } from '../http/cursor.ts';
 import { publicBaseUrl } from '../http/origin.ts';
 import { listPage } from '../http/pages.ts';
 import { Problem } from '../http/problems.ts';
-import { hasControlCharacter } from '../http/validation.ts';
-import { isStorableTime } from '../db/codecs.ts';
 import * as schemas from './clients.schemas.ts';
 import { auditContext } from './context.ts';
+import { clientCursorOf } from './query-params.ts';
 
 export interface ClientRouteOptions {
   db: Db;
@@ -34,7 +34,6 @@ export interface ClientRouteOptions {
 const TAGS = ['admin'];
 const read = { scope: 'admin:read' };
 const write = { scope: 'admin:write' };
-const CURSOR_SHAPE = { c: 'string', i: 'string' } as const;
 
 /** The service's rule violations as 422 problems pointing at the member (like the orders API). */
 function asProblem(err: unknown): never {
@@ -44,20 +43,6 @@ function asProblem(err: unknown): never {
 
 const scopeList = (scope: string | undefined): string[] | undefined =>
   scope === undefined ? undefined : scope.split(' ').filter(Boolean);
-
-/**
- * The client a cursor points after. It is not signed, so its values are checked before they reach SQL:
- * a time neither database stores, or U+0000 in the id (PostgreSQL refuses it in text), is a 400, not a 500.
- */
-function afterOf(cursor: string | undefined): { createdAt: string; id: string } | undefined {
-  if (cursor === undefined) return undefined;
-  const decoded = decodeCursor(cursor, CURSOR_SHAPE);
-  if (!decoded || !isStorableTime(Date.parse(decoded.c as string)) || hasControlCharacter(decoded.i as string))
-    throw new Problem('invalidParameter', 'cursor is not one this list gave out', {
-      errors: [{ pointer: '/cursor', detail: 'use the next link of the previous page' }],
-    });
-  return { createdAt: decoded.c as string, id: decoded.i as string };
-}
 
 export async function clientRoutes(fastify: FastifyInstance, options: ClientRouteOptions): Promise<void> {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
@@ -76,8 +61,8 @@ export async function clientRoutes(fastify: FastifyInstance, options: ClientRout
       },
     },
     async (request, reply) => {
-      const { limit, cursor } = request.query;
-      const page = await clients.list({ limit, after: afterOf(cursor) });
+      const { limit, cursor, owner } = request.query;
+      const page = await clients.list({ limit, after: clientCursorOf(cursor), ownerEmail: owner });
       const baseUrl = publicBaseUrl(request);
       const last = page.clients.at(-1);
       reply.header('cache-control', 'no-store');
@@ -130,6 +115,7 @@ export async function clientRoutes(fastify: FastifyInstance, options: ClientRout
             corsOrigins: body.cors_origins ?? [],
             firstParty: body.first_party ?? false,
             resourceServer: body.resource_server ?? false,
+            owner: body.owner,
           },
           auditContext(request),
         )
@@ -145,7 +131,8 @@ export async function clientRoutes(fastify: FastifyInstance, options: ClientRout
       config: write,
       schema: {
         tags: TAGS,
-        summary: 'Change the name, redirect and post-logout URIs, scopes, CORS origins or first-party (If-Match)',
+        summary:
+          'Change the name, redirect and post-logout URIs, scopes, CORS origins, first-party or owner (If-Match)',
         params: schemas.ClientIdParams,
         body: schemas.PatchClientBody,
         response: schemas.PatchClientResponses,
@@ -153,13 +140,14 @@ export async function clientRoutes(fastify: FastifyInstance, options: ClientRout
     },
     async (request, reply) => {
       const body = request.body;
-      const changes: ClientChanges = {
+      const changes: ClientChanges & OwnerChange = {
         name: body.client_name,
         redirectUris: body.redirect_uris,
         postLogoutRedirectUris: body.post_logout_redirect_uris,
         scopes: scopeList(body.scope),
         corsOrigins: body.cors_origins,
         firstParty: body.first_party,
+        owner: body.owner,
       };
       const client = await clients
         .update(request.params.client_id, changes, auditContext(request), (current) =>

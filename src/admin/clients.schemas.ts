@@ -32,8 +32,16 @@ const RedirectUris = Uris('Exact-match redirect URIs: https, or http on localhos
 const PostLogoutUris = Uris('Where RP-initiated logout may return; the same rules as redirect URIs.');
 const CorsOrigins = Uris('Browser origins (scheme://host[:port]) allowed to call the token endpoint.');
 const FirstParty = Type.Boolean({ description: 'Signet’s own application: no consent page.' });
+const OwnerEmail = Type.String({ minLength: 3, maxLength: 254, pattern: NO_CONTROL_CHARACTERS_PATTERN });
+const Owner = Type.Union([OwnerEmail, Type.Null()], {
+  description:
+    'The e-mail address of the Signet user who owns the client and manages its webhooks in the console; null: none. An unknown address is a 422 pointing at /owner. Deleting the user leaves the client without an owner.',
+});
 
 export const ClientListQuery = Type.Object({
+  owner: Type.Optional(
+    Type.String({ ...OwnerEmail, description: 'Only the clients this user (e-mail address) owns.' }),
+  ),
   limit: Type.Integer({ minimum: 1, maximum: 100, default: 20 }),
   cursor: Type.Optional(Type.String({ maxLength: 512 })),
 });
@@ -55,6 +63,7 @@ export const CreateClientBody = Type.Object(
     resource_server: Type.Optional(
       Type.Boolean({ description: 'May introspect every access token (confidential clients only).' }),
     ),
+    owner: Type.Optional(Owner),
   },
   { additionalProperties: false },
 );
@@ -68,6 +77,7 @@ export const PatchClientBody = Type.Object(
     scope: Type.Optional(Scope),
     cors_origins: Type.Optional(CorsOrigins),
     first_party: Type.Optional(FirstParty),
+    owner: Type.Optional(Owner),
   },
   {
     additionalProperties: false,
@@ -91,6 +101,7 @@ const clientMembers = {
   resource_server: Type.Boolean(),
   created_at: Timestamp,
   secret_rotated_at: Type.Union([Timestamp, Type.Null()]),
+  owner: Type.Union([Type.String(), Type.Null()], { description: 'The owner’s e-mail address; null: none.' }),
   _links: Links,
 };
 

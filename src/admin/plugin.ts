@@ -12,6 +12,10 @@ import { auditRoutes } from './audit.routes.ts';
 import { grantRoutes } from './grants.routes.ts';
 import { keyRoutes } from './keys.routes.ts';
 import { webhookAdminRoutes } from './webhooks.routes.ts';
+import { deliveryAdminRoutes } from './deliveries.routes.ts';
+import { eventAdminRoutes } from './events.routes.ts';
+import { statsRoutes } from './stats.routes.ts';
+import { meRoutes } from './me.routes.ts';
 
 export interface AdminDependencies {
   config: Readonly<Config>;
@@ -34,7 +38,13 @@ export async function registerAdmin(app: FastifyInstance, deps: AdminDependencie
   await app.register(grantRoutes, { db: deps.database.db });
   await app.register(keyRoutes, { db: deps.database.db, config: deps.config, authServer: deps.authServer });
   await app.register(webhookAdminRoutes, { db: deps.database.db });
+  // The outbox wakes the dispatchers after a redeliver or recover (registerWebhooks decorates it first).
+  const log = { db: deps.database.db, outbox: app.webhooks.context.outbox };
+  await app.register(deliveryAdminRoutes, log);
+  await app.register(eventAdminRoutes, log);
   await app.register(auditRoutes, { db: deps.database.db });
+  await app.register(statsRoutes, { db: deps.database.db, dialect: deps.database.dialect });
+  await app.register(meRoutes, { db: deps.database.db });
 }
 
 /** RFC 7591's endpoint when dynamic registration is on (DYNAMIC_REGISTRATION and the built-in server). */

@@ -8,16 +8,16 @@ import { decodeCursor, requireDecimalLimit } from '../http/cursor.ts';
 import { publicBaseUrl } from '../http/origin.ts';
 import { listPage } from '../http/pages.ts';
 import { Problem } from '../http/problems.ts';
-import { EARLIEST_STORABLE_MS, isStorableTime } from '../db/codecs.ts';
+import { isStorableTime } from '../db/codecs.ts';
 import { hasControlCharacter } from '../http/validation.ts';
 import { createWebhookAdminService } from '../webhooks/api/admin.service.ts';
 import { endpointView } from '../webhooks/api/webhooks.representation.ts';
 import type { EndpointRecord } from '../webhooks/store/endpoints.repository.ts';
 import { auditContext } from './context.ts';
+import { boundedWindow } from './query-params.ts';
 import * as schemas from './webhooks.schemas.ts';
 
 const TAGS = ['admin'];
-const DAY_MS = 24 * 3600 * 1000;
 
 function adminEndpointUrl(baseUrl: string, id: string): string {
   return `${baseUrl}/api/admin/webhook-endpoints/${id}`;
@@ -54,30 +54,6 @@ function afterOf(cursor: string | undefined): { createdAt: Date; id: string } | 
       errors: [{ pointer: '/cursor', detail: 'use the next link of the previous page' }],
     });
   return { createdAt: new Date(t), id: decoded.i as string };
-}
-
-/** A time from the query, refused with a 400 naming it when neither database can store it (years 0001 to 9999). */
-function timeOf(value: string, name: string): Date {
-  const time = new Date(value);
-  if (!isStorableTime(time.getTime()))
-    throw new Problem('invalidParameter', `${name} is not a time this service can compare`, {
-      errors: [{ pointer: `/${name}`, detail: 'RFC 3339 date-time from year 0001 to 9999, without a leap second' }],
-    });
-  return time;
-}
-
-/** The window [since, until): until defaults to now, since to a day before until (year 0001 at the earliest). */
-function windowOf(query: { since?: string; until?: string }, now: Date): { since: Date; until: Date } {
-  const until = query.until === undefined ? now : timeOf(query.until, 'until');
-  const since =
-    query.since === undefined
-      ? new Date(Math.max(until.getTime() - DAY_MS, EARLIEST_STORABLE_MS))
-      : timeOf(query.since, 'since');
-  if (since >= until)
-    throw new Problem('invalidParameter', 'since must be a time before until', {
-      errors: [{ pointer: '/since', detail: 'RFC 3339 date-time, before until' }],
-    });
-  return { since, until };
 }
 
 export async function webhookAdminRoutes(fastify: FastifyInstance, options: { db: Db }): Promise<void> {
@@ -170,7 +146,7 @@ export async function webhookAdminRoutes(fastify: FastifyInstance, options: { db
     },
     async (request, reply) => {
       const clientId = request.query.client_id;
-      const { since, until } = windowOf(request.query, new Date());
+      const { since, until } = boundedWindow(request.query, new Date());
       const stats = await endpoints.stats(clientId, since, until);
       reply.header('cache-control', 'no-store');
       return {

@@ -29,6 +29,10 @@ export const AUDIT_ACTIONS = [
   'webhook_endpoint.secret_rotated',
   'webhook_endpoint.disabled',
   'webhook_endpoint.enabled',
+  'webhook_endpoint.recovered', // by an admin (the owner's recover is not audited)
+  'webhook_delivery.redelivered', // by an admin (the owner's redeliver is not audited)
+  'portal_link.issued',
+  'portal_link.used',
   'signin.succeeded',
   'signin.failed',
   'consent.granted',

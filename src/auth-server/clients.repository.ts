@@ -26,6 +26,8 @@ export interface NewClient {
   postLogoutRedirectUris?: string[];
   /** May introspect every access token, not only its own (README, "Authorization server", Introspection). */
   resourceServer?: boolean;
+  /** The user (users.id) who owns the client and manages its webhooks in the portal; null: nobody. */
+  ownerId?: string | null;
 }
 
 export interface ClientRecord extends NewClient {
@@ -34,6 +36,9 @@ export interface ClientRecord extends NewClient {
   clientId: string;
   createdAt: string;
   secretRotatedAt: string | null;
+  ownerId: string | null;
+  /** The owner's e-mail address, read with the client (null: no owner). */
+  ownerEmail: string | null;
 }
 
 export function hashClientSecret(secret: string): string {
@@ -71,6 +76,7 @@ export async function createClient(
       resource_server: client.resourceServer ? 1 : 0,
       created_at: toDbTime(new Date()),
       secret_rotated_at: null,
+      owner_id: client.ownerId ?? null,
     })
     .execute();
   const record = await findClient(db, clientId);
@@ -78,13 +84,22 @@ export async function createClient(
   return { record, clientSecret };
 }
 
+/** The clients with their owner's e-mail address (a left join: most clients have no owner). */
+function selectClients(db: Executor) {
+  return db
+    .selectFrom('oauth_clients')
+    .leftJoin('users', 'users.id', 'oauth_clients.owner_id')
+    .selectAll('oauth_clients')
+    .select('users.email as owner_email');
+}
+
 export async function findClient(db: Executor, clientId: string): Promise<ClientRecord | undefined> {
-  const row = await db.selectFrom('oauth_clients').selectAll().where('id', '=', clientId).executeTakeFirst();
+  const row = await selectClients(db).where('oauth_clients.id', '=', clientId).executeTakeFirst();
   return row ? toRecord(row) : undefined;
 }
 
 export async function listClients(db: Kysely<Database>): Promise<ClientRecord[]> {
-  const rows = await db.selectFrom('oauth_clients').selectAll().orderBy('created_at').orderBy('id').execute();
+  const rows = await selectClients(db).orderBy('oauth_clients.created_at').orderBy('oauth_clients.id').execute();
   return rows.map(toRecord);
 }
 
@@ -92,23 +107,29 @@ export interface ClientPageQuery {
   limit: number;
   /** The last client of the previous page (created_at, id order). */
   after?: { createdAt: string; id: string } | undefined;
+  /** Only the clients this user (users.id) owns. */
+  ownerId?: string | undefined;
 }
 
 export async function listClientsPage(
   db: Executor,
   query: ClientPageQuery,
 ): Promise<{ clients: ClientRecord[]; more: boolean }> {
-  let select = db.selectFrom('oauth_clients').selectAll();
+  let select = selectClients(db);
   const after = query.after;
   if (after) {
     const at = toDbTime(new Date(after.createdAt));
     select = select.where((eb) =>
-      eb.or([eb('created_at', '>', at), eb.and([eb('created_at', '=', at), eb('id', '>', after.id)])]),
+      eb.or([
+        eb('oauth_clients.created_at', '>', at),
+        eb.and([eb('oauth_clients.created_at', '=', at), eb('oauth_clients.id', '>', after.id)]),
+      ]),
     );
   }
+  if (query.ownerId !== undefined) select = select.where('oauth_clients.owner_id', '=', query.ownerId);
   const rows = await select
-    .orderBy('created_at')
-    .orderBy('id')
+    .orderBy('oauth_clients.created_at')
+    .orderBy('oauth_clients.id')
     .limit(query.limit + 1)
     .execute();
   return { clients: rows.slice(0, query.limit).map(toRecord), more: rows.length > query.limit };
@@ -116,7 +137,10 @@ export async function listClientsPage(
 
 /** What an update may change; type and grant types are fixed at creation. */
 export type ClientChanges = Partial<
-  Pick<NewClient, 'name' | 'redirectUris' | 'postLogoutRedirectUris' | 'scopes' | 'corsOrigins' | 'firstParty'>
+  Pick<
+    NewClient,
+    'name' | 'redirectUris' | 'postLogoutRedirectUris' | 'scopes' | 'corsOrigins' | 'firstParty' | 'ownerId'
+  >
 >;
 
 /**
@@ -140,6 +164,7 @@ export async function updateClientRow(db: Executor, clientId: string, changes: C
   if (changes.scopes !== undefined) set.scopes = changes.scopes.join(' ');
   if (changes.corsOrigins !== undefined) set.cors_origins = JSON.stringify(changes.corsOrigins);
   if (changes.firstParty !== undefined) set.first_party = changes.firstParty ? 1 : 0;
+  if (changes.ownerId !== undefined) set.owner_id = changes.ownerId;
   if (Object.keys(set).length === 0) return;
   await db.updateTable('oauth_clients').set(set).where('id', '=', clientId).execute();
 }
@@ -176,7 +201,7 @@ export async function findClientMetadata(
   clientId: string,
 ): Promise<Record<string, unknown> | undefined> {
   const row = await db.selectFrom('oauth_clients').selectAll().where('id', '=', clientId).executeTakeFirst();
-  return row ? toMetadata(toRecord(row), row.secret_hash ?? undefined) : undefined;
+  return row ? toMetadata(toRecord({ ...row, owner_email: null }), row.secret_hash ?? undefined) : undefined;
 }
 
 export function toMetadata(
@@ -201,7 +226,7 @@ export function toMetadata(
   };
 }
 
-function toRecord(row: OAuthClientsTable): ClientRecord {
+function toRecord(row: OAuthClientsTable & { owner_email: string | null }): ClientRecord {
   return {
     clientId: row.id,
     name: row.name,
@@ -215,5 +240,7 @@ function toRecord(row: OAuthClientsTable): ClientRecord {
     resourceServer: Boolean(row.resource_server),
     createdAt: new Date(row.created_at).toISOString(),
     secretRotatedAt: row.secret_rotated_at === null ? null : new Date(row.secret_rotated_at).toISOString(),
+    ownerId: row.owner_id,
+    ownerEmail: row.owner_email,
   };
 }

@@ -6,6 +6,7 @@ import { recordAudit, type AuditEntry } from '../audit/audit.ts';
 import type { Db, Executor } from '../db/database.ts';
 import { Problem, problemType } from '../http/problems.ts';
 import { hasControlCharacter } from '../http/validation.ts';
+import { findUserByEmail } from './users.repository.ts';
 import {
   createClient,
   deleteClient,
@@ -25,6 +26,8 @@ import {
 
 export type { ClientChanges, ClientRecord, GrantType, NewClient } from './clients.repository.ts';
 
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
 export const CLIENT_PROBLEMS = {
   publicClient: problemType('public-client', 409, 'A public client has no secret'),
 } as const;
@@ -42,7 +45,13 @@ export type ClientField =
   | 'scope'
   | 'cors_origins'
   | 'first_party'
-  | 'resource_server';
+  | 'resource_server'
+  | 'owner';
+
+/** The owner by e-mail address as the admin API and the CLI name it; null takes the owner away. */
+export interface OwnerChange {
+  owner?: string | null | undefined;
+}
 
 /**
  * A registration that could not work or would be unsafe. `explain` words it for whoever asked: the CLI
@@ -85,6 +94,7 @@ export function clientMetadataView(c: ClientRecord) {
     resource_server: c.resourceServer,
     created_at: c.createdAt,
     secret_rotated_at: c.secretRotatedAt,
+    owner: c.ownerEmail,
   };
 }
 
@@ -187,7 +197,7 @@ function checkRedirectUri(uri: string, field: ClientField, index: number): void 
 }
 
 /** The facts an audit entry may hold about a client: never its secret. */
-function auditDetails(client: ClientRecord): Record<string, string | boolean | readonly string[]> {
+function auditDetails(client: ClientRecord): Record<string, string | boolean | null | readonly string[]> {
   return {
     client_name: client.name,
     client_type: client.type,
@@ -195,6 +205,7 @@ function auditDetails(client: ClientRecord): Record<string, string | boolean | r
     scope: client.scopes.join(' '),
     redirect_uris: client.redirectUris,
     first_party: client.firstParty,
+    owner: client.ownerEmail,
   };
 }
 
@@ -207,6 +218,7 @@ function changedFields(before: ClientRecord, after: ClientRecord): string[] {
     ['scope', before.scopes, after.scopes],
     ['cors_origins', before.corsOrigins, after.corsOrigins],
     ['first_party', before.firstParty, after.firstParty],
+    ['owner', before.ownerId, after.ownerId],
   ];
   return pairs.filter(([, a, b]) => JSON.stringify(a) !== JSON.stringify(b)).map(([name]) => name);
 }
@@ -220,13 +232,28 @@ export function createClientsService(deps: { db: Db; apiScopes: readonly string[
     return client;
   }
 
+  /** The owner's users.id from their e-mail address; an unknown address is refused, pointing at `owner`. */
+  async function ownerIdOf(executor: Executor, change: OwnerChange): Promise<string | null | undefined> {
+    if (change.owner === undefined || change.owner === null) return change.owner;
+    const email = change.owner;
+    const user = await findUserByEmail(executor, email);
+    if (!user) throw new ClientRuleError('owner', (n) => `${n} ${email}: no user has this e-mail address`);
+    return user.id;
+  }
+
   function record(executor: Executor, by: ChangedBy, action: AuditEntry['action'], clientId: string, details = {}) {
     return recordAudit(executor, { ...by, action, target: { type: 'client', id: clientId }, details });
   }
 
   return {
-    async list(query: ClientPageQuery): Promise<{ clients: ClientRecord[]; more: boolean }> {
-      return listClientsPage(db, query);
+    /** `ownerEmail`: only that user's clients (none when no user has the address). */
+    async list(query: ClientPageQuery & { ownerEmail?: string }): Promise<{ clients: ClientRecord[]; more: boolean }> {
+      const { ownerEmail, ...page } = query;
+      // A user id is a UUID (users.id): another subject owns nothing, and PostgreSQL would refuse it as uuid.
+      if (page.ownerId !== undefined && !UUID.test(page.ownerId)) return { clients: [], more: false };
+      if (ownerEmail === undefined) return listClientsPage(db, page);
+      const owner = await findUserByEmail(db, ownerEmail);
+      return owner ? listClientsPage(db, { ...page, ownerId: owner.id }) : { clients: [], more: false };
     },
 
     async get(clientId: string): Promise<ClientRecord> {
@@ -234,10 +261,15 @@ export function createClientsService(deps: { db: Db; apiScopes: readonly string[
     },
 
     /** The secret (confidential clients) is returned here once; only its hash is stored. */
-    async create(input: NewClient, by: ChangedBy): Promise<{ client: ClientRecord; clientSecret: string | undefined }> {
-      const client = validateNewClient({ ...input, name: input.name.trim() }, apiScopes);
+    async create(
+      input: NewClient & OwnerChange,
+      by: ChangedBy,
+    ): Promise<{ client: ClientRecord; clientSecret: string | undefined }> {
+      const { owner, ...fields } = input;
+      const client = validateNewClient({ ...fields, name: input.name.trim() }, apiScopes);
       return db.transaction().execute(async (trx) => {
-        const { record: created, clientSecret } = await createClient(trx, client);
+        const ownerId = await ownerIdOf(trx, { owner });
+        const { record: created, clientSecret } = await createClient(trx, { ...client, ownerId });
         await record(trx, by, 'client.created', created.clientId, auditDetails(created));
         return { client: created, clientSecret };
       });
@@ -249,20 +281,24 @@ export function createClientsService(deps: { db: Db; apiScopes: readonly string[
      */
     async update(
       clientId: string,
-      changes: ClientChanges,
+      input: ClientChanges & OwnerChange,
       by: ChangedBy,
       expected?: (client: ClientRecord) => void,
     ): Promise<ClientRecord> {
+      const { owner, ...rest } = input;
       return db.transaction().execute(async (trx) => {
         await lockClient(trx, clientId);
         const before = await existing(trx, clientId);
         expected?.(before);
-        const merged = { ...before, ...definedOnly(changes) };
+        const changes = definedOnly({ ...rest, ownerId: await ownerIdOf(trx, { owner }) });
+        const merged = { ...before, ...changes };
         validateNewClient({ ...merged, name: merged.name.trim() }, apiScopes);
-        await updateClientRow(trx, clientId, { ...definedOnly(changes), name: merged.name.trim() });
+        await updateClientRow(trx, clientId, { ...changes, name: merged.name.trim() });
         const after = await existing(trx, clientId);
         const changed = changedFields(before, after);
-        if (changed.length > 0) await record(trx, by, 'client.updated', clientId, { changed });
+        // An owner change names both addresses: who could manage the client's webhooks, and who can now.
+        const owners = changed.includes('owner') ? { previous_owner: before.ownerEmail, owner: after.ownerEmail } : {};
+        if (changed.length > 0) await record(trx, by, 'client.updated', clientId, { changed, ...owners });
         return after;
       });
     },

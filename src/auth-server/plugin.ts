@@ -12,6 +12,7 @@ import { ensureKeys, signingAlgorithms } from './keys.ts';
 import { purgeExpiredPayloads } from './oidc-adapter.ts';
 import { KEY_CHECK_INTERVAL_MS, ProviderHolder } from './provider-holder.ts';
 import type { ProviderSettings } from './provider.ts';
+import { TokenCounter } from './token-stats.ts';
 
 export interface AuthServerOptions extends ProviderSettings {
   db: Kysely<Database>;
@@ -75,7 +76,22 @@ export async function registerAuthServer(app: FastifyInstance, options: AuthServ
   app.addHook('onClose', async () => {
     for (const timer of timers) clearInterval(timer);
   });
+  countTokens(app, holder, db);
   return holder;
+}
+
+/**
+ * Tokens per hour for GET /api/admin/stats: counted in memory, written every few seconds and when the app
+ * closes. onClose hooks run last-registered first, so app.ts's, which closes the database, runs before any
+ * of ours: the counts are written at preClose (new requests are refused by then), and once more at onClose
+ * in case requests still in flight issued tokens (then only if the database is still open).
+ */
+function countTokens(app: FastifyInstance, holder: ProviderHolder, db: Kysely<Database>): void {
+  const counter = new TokenCounter(db, (err) => app.log.warn({ err }, 'token counts not written yet'));
+  holder.observeTokens((grantType) => counter.record(grantType));
+  const lost = (err: unknown) => app.log.error({ err }, 'token counts lost at shutdown');
+  app.addHook('preClose', async () => counter.flush().catch(lost));
+  app.addHook('onClose', async () => counter.close().catch(lost));
 }
 
 /**

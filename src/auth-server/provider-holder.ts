@@ -23,8 +23,8 @@ export class ProviderHolder {
   readonly #settings: ProviderSettings;
   readonly #kek: Buffer | undefined;
   readonly #log: FastifyBaseLogger | undefined;
-  /** Told of each token endpoint success, by grant type (app.ts wires the metrics, README "Metrics"). */
-  #onTokenIssued: ((grantType: unknown) => void) | undefined;
+  /** Told of each token endpoint success, by grant type: the metrics (app.ts) and the hourly counts (plugin.ts). */
+  readonly #tokenObservers: ((grantType: unknown) => void)[] = [];
 
   private constructor(
     db: Kysely<Database>,
@@ -68,15 +68,15 @@ export class ProviderHolder {
     auditProviderEvents(provider, this.#db, (err) => this.#log?.error({ err }, 'audit trail entry not written'));
     // 'grant.success': the token endpoint issued tokens (oidc-provider lib/actions/token.js), for any
     // grant type; the listener looks the observer up when it fires, so a rebuilt provider reports too.
-    provider.on('grant.success', (ctx: { oidc: { params?: { grant_type?: unknown } } }) =>
-      this.#onTokenIssued?.(ctx.oidc.params?.grant_type),
-    );
+    provider.on('grant.success', (ctx: { oidc: { params?: { grant_type?: unknown } } }) => {
+      for (const observer of this.#tokenObservers) observer(ctx.oidc.params?.grant_type);
+    });
     return provider;
   }
 
   /** Reports every successful token endpoint response with its grant_type. */
   observeTokens(observer: (grantType: unknown) => void): void {
-    this.#onTokenIssued = observer;
+    this.#tokenObservers.push(observer);
   }
 
   get provider(): Provider {

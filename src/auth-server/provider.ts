@@ -16,6 +16,7 @@ import { scopesAllowedFor, type ScopeRoles } from './roles.ts';
 import { registerResponseShaping, requestIdOf, type ProviderRoutes } from './response-shaping.ts';
 import { OIDC_SCOPE_CLAIMS, OIDC_SCOPE_DESCRIPTIONS, USERINFO_SCOPES, type ResourceDefinition } from './scopes.ts';
 import { registerJwtUserinfo } from './userinfo.ts';
+import { registerConsoleTokens } from './console-tokens.ts';
 
 export interface ProviderSettings {
   issuer: string;
@@ -149,42 +150,44 @@ export function createProvider(db: Kysely<Database>, keys: KeyMaterial, settings
         enabled: true,
         // Clients allowed any API scope get API access tokens by default; clients that only sign users in
         // get a token for the userinfo endpoint.
-        defaultResource: (_ctx, client) => {
-          const allowed = (client?.scope ?? '').split(' ');
-          return (
-            settings.resources.find((r) => r.scopes.some((s) => allowed.includes(s)))?.uri ??
-            (undefined as unknown as string)
-          );
-        },
+        defaultResource: (_ctx, client) => defaultResourceFor(client?.scope) ?? (undefined as unknown as string),
         useGrantedResource: () => true,
-        getResourceServerInfo: (ctx, uri, client) => {
-          const resource = resourceFor(uri);
-          if (!resource) throw new errors.InvalidTarget(`unknown resource ${uri}`);
-          // Only what the client is registered for today: a scope an admin took away from the client
-          // (PATCH /api/admin/clients) never reaches a new token, even from a grant or refresh token
-          // consented before. At the token endpoint (code exchange, refresh) the user is known too: a
-          // scope their roles do not allow never reaches an access token either. Client credentials have
-          // no account, and the client's registered scopes bound them.
-          const registered = client?.scope === undefined ? undefined : new Set(client.scope.split(' '));
-          const forClient = registered ? resource.scopes.filter((s) => registered.has(s)) : resource.scopes;
-          const account = ctx.oidc.account as SignetAccount | undefined;
-          const scopes = account ? scopesAllowedFor(forClient, account.roles, scopeRoles) : forClient;
-          return {
-            // The OIDC scopes too: a code-flow token that was granted openid says so, and works at
-            // UserInfo (userinfo.ts; OIDC Core §5.3.1). The API checks only its own scopes.
-            scope: [...USERINFO_SCOPES, ...scopes].join(' '),
-            audience: resource.uri,
-            accessTokenTTL: settings.accessTokenTtlSeconds,
-            accessTokenFormat: 'jwt', // RFC 9068
-            jwt: { sign: { alg: settings.accessTokenAlg } },
-          };
-        },
+        getResourceServerInfo: (ctx, uri, client) => resourceServerInfo(uri, client?.scope, ctx.oidc.account),
       },
     },
     enabledJWA: {
       idTokenSigningAlgValues: ['RS256', 'PS256', 'ES256', 'EdDSA'],
     },
   };
+
+  function defaultResourceFor(clientScope: string | undefined): string | undefined {
+    const allowed = (clientScope ?? '').split(' ');
+    return settings.resources.find((r) => r.scopes.some((s) => allowed.includes(s)))?.uri;
+  }
+
+  function resourceServerInfo(uri: string, clientScope: string | undefined, account: unknown) {
+    const resource = resourceFor(uri);
+    if (!resource) throw new errors.InvalidTarget(`unknown resource ${uri}`);
+    // Only what the client is registered for today: a scope an admin took away from the client
+    // (PATCH /api/admin/clients) never reaches a new token, even from a grant or refresh token
+    // consented before. At the token endpoint (code exchange, refresh) the user is known too: a
+    // scope their roles do not allow never reaches an access token either. Client credentials have
+    // no account, and the client's registered scopes bound them.
+    const registered = clientScope === undefined ? undefined : new Set(clientScope.split(' '));
+    const forClient = registered ? resource.scopes.filter((s) => registered.has(s)) : resource.scopes;
+    const user = account as SignetAccount | undefined;
+    const scopes = user ? scopesAllowedFor(forClient, user.roles, scopeRoles) : forClient;
+    return {
+      // The OIDC scopes too: a code-flow token that was granted openid says so, and works at
+      // UserInfo (userinfo.ts; OIDC Core §5.3.1). The API checks only its own scopes.
+      scope: [...USERINFO_SCOPES, ...scopes].join(' '),
+      audience: resource.uri,
+      accessTokenTTL: settings.accessTokenTtlSeconds,
+      accessTokenFormat: 'jwt' as const, // RFC 9068
+      jwt: { sign: { alg: settings.accessTokenAlg } },
+    };
+  }
+
   const provider = new Provider(settings.issuer, configuration);
   // The provider sees the request as arriving at the issuer's own origin (see request-shaping.ts).
   provider.proxy = true;
@@ -201,6 +204,11 @@ export function createProvider(db: Kysely<Database>, keys: KeyMaterial, settings
     db,
   });
   registerJwtIntrospection(provider, { db, keys, issuer: settings.issuer, accessTokenAlg: settings.accessTokenAlg });
+  // The console's tokens for a client (console-tokens.ts) take the client_credentials grant's resource rules.
+  registerConsoleTokens(provider, {
+    defaultResource: defaultResourceFor,
+    resourceServerInfo: (uri, clientScope) => resourceServerInfo(uri, clientScope, undefined),
+  });
   return provider;
 }
 

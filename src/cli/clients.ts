@@ -9,6 +9,7 @@ import {
   createClientsService,
   type ClientField,
   type ClientsService,
+  type OwnerChange,
 } from '../auth-server/clients.service.ts';
 import { issueRegistrationToken, parseDuration } from '../auth-server/registration-tokens.ts';
 import { API_SCOPES } from '../app.ts';
@@ -19,7 +20,7 @@ export const CLIENT_USAGE = `usage:
   signet client create --name <name> --type confidential|public
                        --grant authorization_code,refresh_token,client_credentials
                        [--redirect-uri <url>]... [--post-logout-redirect-uri <url>]... [--scope "openid profile email orders:read"]
-                       [--cors-origin <origin>]... [--first-party] [--resource-server] [--json]
+                       [--cors-origin <origin>]... [--first-party] [--resource-server] [--owner <email>] [--json]
   signet client list [--json]
   signet client delete <client_id> [--json]
   signet client rotate-secret <client_id> [--json]
@@ -37,6 +38,7 @@ const OPTION_FOR: Record<ClientField, string> = {
   cors_origins: '--cors-origin',
   first_party: '--first-party',
   resource_server: '--resource-server',
+  owner: '--owner',
 };
 
 /** Exit 1: the client does not exist, or has no secret to rotate. */
@@ -64,6 +66,7 @@ export async function clientCommand(args: string[]): Promise<number> {
       'cors-origin': { type: 'string', multiple: true },
       'first-party': { type: 'boolean' },
       'resource-server': { type: 'boolean' },
+      owner: { type: 'string' },
       'expires-in': { type: 'string' },
       json: { type: 'boolean' },
     },
@@ -79,7 +82,7 @@ export async function clientCommand(args: string[]): Promise<number> {
   try {
     switch (action) {
       case 'create': {
-        const input: NewClient = {
+        const input: NewClient & OwnerChange = {
           name: values.name?.trim() ?? '',
           type: values.type as NewClient['type'],
           grantTypes: listOption(values.grant) as GrantType[],
@@ -89,6 +92,7 @@ export async function clientCommand(args: string[]): Promise<number> {
           corsOrigins: listOption(values['cors-origin']),
           firstParty: values['first-party'] ?? false,
           resourceServer: values['resource-server'] ?? false,
+          owner: values.owner,
         };
         const { client, clientSecret } = await withClients((clients) => clients.create(input, { actor: cliActor() }));
         output(
@@ -176,6 +180,7 @@ function clientJson(c: ClientRecord): Record<string, unknown> {
 
 function describeCreated(record: ClientRecord, secret: string | undefined): string {
   const lines = [`client_id: ${record.clientId}`];
+  if (record.ownerEmail) lines.push(`owner: ${record.ownerEmail}`);
   if (secret)
     lines.push(
       `client_secret: ${secret}`,

@@ -10,6 +10,11 @@ import { hashedTokenIdsMigration } from './migrations/0004-hashed-token-ids.ts';
 import { postLogoutRedirectUrisMigration } from './migrations/0005-post-logout-redirect-uris.ts';
 import { resourceServerClientsMigration } from './migrations/0006-resource-server-clients.ts';
 import { operationsMigration } from './migrations/0007-operations.ts';
+import { consoleSessionsMigration } from './migrations/0008-console-sessions.ts';
+import { clientOwnersPortalLinksMigration } from './migrations/0009-client-owners-portal-links.ts';
+import { tokenStatsMigration } from './migrations/0010-token-stats.ts';
+import { adminDeliveryIndexesMigration } from './migrations/0011-admin-delivery-indexes.ts';
+import { portalSessionsMigration } from './migrations/0012-portal-sessions.ts';
 
 function migrationsFor(handle: DatabaseHandle): Record<string, Migration> {
   return {
@@ -20,6 +25,11 @@ function migrationsFor(handle: DatabaseHandle): Record<string, Migration> {
     '0005-post-logout-redirect-uris': postLogoutRedirectUrisMigration(),
     '0006-resource-server-clients': resourceServerClientsMigration(),
     '0007-operations': operationsMigration(handle.dialect),
+    '0008-console-sessions': consoleSessionsMigration(handle.dialect),
+    '0009-client-owners-portal-links': clientOwnersPortalLinksMigration(handle.dialect),
+    '0010-token-stats': tokenStatsMigration(handle.dialect),
+    '0011-admin-delivery-indexes': adminDeliveryIndexesMigration(),
+    '0012-portal-sessions': portalSessionsMigration(handle.dialect),
   };
 }
 

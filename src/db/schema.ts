@@ -75,6 +75,16 @@ export interface OAuthClientsTable {
   secret_rotated_at: DbTime | null;
   post_logout_redirect_uris: string; // JSON array (migration 0005)
   resource_server: number; // 1: may introspect every access token (migration 0006)
+  owner_id: string | null; // users.id, the client's owner (migration 0009); SET NULL when the user goes
+}
+
+/** One-time links to the integrator portal (migration 0009): only the token's SHA-256 is stored. */
+export interface WebhookPortalLinksTable {
+  token_hash: string;
+  client_id: string;
+  created_at: DbTime;
+  expires_at: DbTime;
+  used_at: DbTime | null;
 }
 
 export interface OidcPayloadsTable {
@@ -163,6 +173,40 @@ export interface WebhookAttemptsTable {
   response_excerpt: string | null;
 }
 
+/** The console's server-side sessions (migration 0008); `tokens` is sealed, `id_hash` is SHA-256 of the cookie. */
+export interface ConsoleSessionsTable {
+  id_hash: string;
+  user_id: string;
+  name: string;
+  email: string;
+  scope: string;
+  tokens: string;
+  access_expires_at: DbTime;
+  created_at: DbTime;
+  expires_at: DbTime;
+}
+
+/** The integrator portal's sessions (migration 0012); `token` is sealed, `id_hash` is SHA-256 of the cookie. */
+export interface ConsolePortalSessionsTable {
+  id_hash: string;
+  client_id: string;
+  client_name: string;
+  via: string;
+  console_session_hash: string | null;
+  scope: string;
+  token: string;
+  access_expires_at: DbTime;
+  created_at: DbTime;
+  expires_at: DbTime;
+}
+
+/** Tokens the built-in authorization server issued, per UTC hour and grant type (migration 0010). */
+export interface TokenStatsTable {
+  hour: DbTime;
+  grant_type: string;
+  count: number | string; // bigint on PostgreSQL: pg returns it as text
+}
+
 export interface Database {
   orders: OrdersTable;
   order_status_changes: OrderStatusChangesTable;
@@ -177,4 +221,8 @@ export interface Database {
   webhook_deliveries: WebhookDeliveriesTable;
   webhook_attempts: WebhookAttemptsTable;
   audit_log: AuditLogTable;
+  token_stats: TokenStatsTable;
+  console_sessions: ConsoleSessionsTable;
+  console_portal_sessions: ConsolePortalSessionsTable;
+  webhook_portal_links: WebhookPortalLinksTable;
 }

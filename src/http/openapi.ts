@@ -3,6 +3,7 @@
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { FastifyInstance } from 'fastify';
+import { precompress, sendEncoded, type Encoded } from './encodings.ts';
 import type { FeatureContribution } from './feature.ts';
 import { PROBLEM_TYPES, type ProblemType } from './problems.ts';
 
@@ -163,5 +164,14 @@ export async function registerOpenApi(app: FastifyInstance, features: readonly F
       'openapiObject' in documentObject ? optionalBodies(documentObject.openapiObject) : documentObject.swaggerObject,
   });
   await app.register(swaggerUi, { routePrefix: '/docs', staticCSP: true });
-  app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+  // 700 KB of JSON, fixed once the app is ready: serialized and compressed on the first request, then
+  // sent in the coding the client accepts with a per-coding ETag (http/encodings.ts); revalidated, never stale.
+  let document: Encoded | undefined;
+  app.get('/openapi.json', { schema: { hide: true } }, async (request, reply) => {
+    document ??= precompress(Buffer.from(JSON.stringify(app.swagger())));
+    return sendEncoded(request, reply, document, {
+      contentType: 'application/json; charset=utf-8',
+      cacheControl: 'no-cache',
+    });
+  });
 }

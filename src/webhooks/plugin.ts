@@ -6,6 +6,7 @@ import type { DatabaseHandle } from '../db/database.ts';
 import type { OrderEventSinkAt } from '../orders/orders.events.ts';
 import { endpointRoutes } from './api/endpoints.routes.ts';
 import { eventRoutes } from './api/events.routes.ts';
+import { portalLinkRoutes } from './api/portal-links.routes.ts';
 import { orderEventSink } from './outbox/order-events.ts';
 import { createWebhookRuntime, type WebhookRuntime } from './runtime.ts';
 
@@ -25,6 +26,7 @@ export async function registerWebhooks(
   app.decorate('webhooks', runtime);
   await app.register(endpointRoutes, { db: database.db, context: runtime.context });
   await app.register(eventRoutes, { db: database.db, dialect: database.dialect });
+  await app.register(portalLinkRoutes, { db: database.db });
   app.addHook('onReady', async () => runtime.start());
   app.addHook('preClose', async () => runtime.stop());
   return orderEventSink(runtime.context.outbox);

@@ -1,4 +1,5 @@
 // Small fetch wrappers so tests read as requests and assertions.
+import { expectStatus } from './expect.ts';
 export interface CallOptions {
   token?: string;
   body?: unknown;
@@ -84,4 +85,42 @@ export async function locationOf(response: Response, base?: string): Promise<URL
   if (location === null)
     throw new Error(`expected a redirect with a Location, got ${response.status}: ${await response.text()}`);
   return new URL(location, base);
+}
+
+/**
+ * call() that must answer `status`: a refused request fails with its status and body (expectStatus);
+ * otherwise the result.
+ */
+export async function callExpecting(
+  baseUrl: string,
+  method: string,
+  path: string,
+  status: number,
+  options: CallOptions = {},
+  what = `${method} ${path}`,
+): Promise<CallResult> {
+  const result = await call(baseUrl, method, path, options);
+  expectStatus(result, status, what);
+  return result;
+}
+
+/** Every page of a cursor-paged list as `token` reads it, following `_links.next` until there is none. */
+export async function allPages<T>(
+  baseUrl: string,
+  path: string,
+  token: string,
+): Promise<{ items: T[]; pages: number }> {
+  const items: T[] = [];
+  let next: string | undefined = path;
+  let pages = 0;
+  while (next) {
+    const page: { Items: T[]; _links: { next?: { href: string } } } = (
+      await callExpecting(baseUrl, 'GET', next, 200, { token }, `page ${pages + 1} of ${path}`)
+    ).json;
+    items.push(...page.Items);
+    pages += 1;
+    const href: string | undefined = page._links.next?.href;
+    next = href && new URL(href).pathname + new URL(href).search;
+  }
+  return { items, pages };
 }

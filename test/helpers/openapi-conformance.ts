@@ -16,6 +16,7 @@ const UNDOCUMENTED: readonly { prefix: string; why: string }[] = [
   { prefix: '/.well-known/oauth-authorization-server', why: 'RFC 8414 metadata, a copy of the OIDC discovery' },
   { prefix: '/docs', why: 'the reference page (@fastify/swagger-ui) and its assets' },
   { prefix: '/openapi.json', why: 'the document itself' },
+  { prefix: '/console', why: 'the browser console: HTML, assets and its backend-for-frontend (src/console/)' },
 ];
 
 /** @fastify/cors answers every preflight (OPTIONS, Fetch standard §3.2.2) on its catch-all route. */
@@ -53,6 +54,7 @@ function pointerSegment(segment: string): string {
 }
 
 function isUndocumentedOnPurpose(routeUrl: string): boolean {
+  if (routeUrl === '/') return true; // the redirect to the console
   return UNDOCUMENTED.some(({ prefix }) => routeUrl === prefix || routeUrl.startsWith(prefix));
 }
 

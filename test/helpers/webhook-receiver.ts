@@ -82,7 +82,7 @@ export const LOCAL_WEBHOOKS_ENV = {
 export const WEBHOOK_SCOPES = 'orders:read orders:write webhooks:manage events:read';
 
 export async function registerEndpoint(
-  server: TestServer,
+  server: Pick<TestServer, 'url'>,
   token: string,
   url: string,
   events: string[] = ['*'],

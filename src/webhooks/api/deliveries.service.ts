@@ -23,42 +23,71 @@ async function getOwnedDelivery(
   return { delivery, endpoint };
 }
 
-/** The same delivery (same X-Service-Delivery, so receivers can dedupe) goes out again, with a fresh retry schedule. */
+/** A disabled endpoint gets nothing re-sent: a 409 saying how the caller enables it (`with …`). */
+function disabled(endpoint: EndpointRecord, enable: string): Problem {
+  return new Problem(WEBHOOK_PROBLEMS.webhookState, `endpoint ${endpoint.id} is disabled; enable it ${enable} first`);
+}
+
+/**
+ * A re-send's rules, the owner's and the operators' alike, once the caller has found the delivery and its
+ * endpoint under its own visibility: the same delivery (same X-Service-Delivery, so receivers can dedupe)
+ * goes out again with a fresh retry schedule; a disabled endpoint or an already pending delivery is a 409.
+ */
+export async function requeueOne(
+  db: Executor,
+  outbox: Outbox,
+  deliveryId: string,
+  endpoint: EndpointRecord,
+  enable: string,
+  now: Date,
+): Promise<void> {
+  if (!endpoint.enabled) throw disabled(endpoint, enable);
+  if (!(await repo.requeue(db, deliveryId, now)))
+    throw new Problem(WEBHOOK_PROBLEMS.webhookState, `delivery ${deliveryId} is already pending`);
+  await outbox.announce(db);
+}
+
+/**
+ * A recovery's rules, the owner's and the operators' alike: every failed delivery of the endpoint created
+ * since `since` is queued again. `since` must be a time both databases store, checked before `find` looks
+ * the endpoint up (under the caller's visibility, 404); then a disabled endpoint is a 409 and a `since`
+ * in the future a 422.
+ */
+export async function recoverEndpoint(
+  db: Executor,
+  outbox: Outbox,
+  find: () => Promise<EndpointRecord>,
+  since: Date,
+  enable: string,
+  now: Date,
+): Promise<{ endpoint: EndpointRecord; requeued: number }> {
+  if (!isStorableTime(since.getTime())) {
+    const detail = 'must be a time from year 0001 to 9999, without a leap second';
+    throw validationProblem([{ pointer: '/Since', detail }]);
+  }
+  const endpoint = await find();
+  if (!endpoint.enabled) throw disabled(endpoint, enable);
+  if (since > now) throw validationProblem([{ pointer: '/Since', detail: 'must not be in the future' }]);
+  const requeued = await repo.requeueFailedSince(db, endpoint.id, since, now);
+  if (requeued > 0) await outbox.announce(db);
+  return { endpoint, requeued };
+}
+
+/** How an owner enables its endpoint (webhooks.schemas.ts, the 409's description). */
+const OWNER_ENABLE = 'with PATCH {"Enabled": true}';
+
 async function redeliver(db: Executor, outbox: Outbox, owner: string, id: string, now: Date): Promise<DeliveryRecord> {
   const { endpoint } = await getOwnedDelivery(db, owner, id);
-  if (!endpoint.enabled)
-    throw new Problem(WEBHOOK_PROBLEMS.webhookState, `endpoint ${endpoint.id} is disabled; enable it first`);
-  if (!(await repo.requeue(db, id, now)))
-    throw new Problem(WEBHOOK_PROBLEMS.webhookState, `delivery ${id} is already pending`);
-  await outbox.announce(db);
+  await requeueOne(db, outbox, id, endpoint, OWNER_ENABLE, now);
   return (await repo.findDelivery(db, id))!;
 }
 
 // Re-exported: the webhook routes read it from here.
 export { isStorableTime };
 
-async function recover(
-  db: Executor,
-  outbox: Outbox,
-  owner: string,
-  endpointId: string,
-  since: Date,
-  now: Date,
-): Promise<number> {
-  if (!isStorableTime(since.getTime())) {
-    const detail = 'must be a time from year 0001 to 9999, without a leap second';
-    throw validationProblem([{ pointer: '/Since', detail }]);
-  }
-  const endpoint = await getOwnedEndpoint(db, owner, endpointId);
-  if (!endpoint.enabled)
-    throw new Problem(
-      WEBHOOK_PROBLEMS.webhookState,
-      `endpoint ${endpointId} is disabled; enable it with PATCH {"Enabled": true} first`,
-    );
-  if (since > now) throw validationProblem([{ pointer: '/Since', detail: 'must not be in the future' }]);
-  const requeued = await repo.requeueFailedSince(db, endpointId, since, now);
-  if (requeued > 0) await outbox.announce(db);
-  return requeued;
+async function recover(db: Executor, outbox: Outbox, owner: string, endpointId: string, since: Date, now: Date) {
+  const find = () => getOwnedEndpoint(db, owner, endpointId);
+  return (await recoverEndpoint(db, outbox, find, since, OWNER_ENABLE, now)).requeued;
 }
 
 export interface DeliveryPage {

@@ -1,6 +1,6 @@
 // Webhook endpoint registration and the delivery log: HTTP only, one service call per handler.
 // Every route needs `webhooks:manage`; an endpoint belongs to the client that registered it.
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { Db } from '../../db/database.ts';
 import { decodeCursor, requireDecimalLimit } from '../../http/cursor.ts';
@@ -150,6 +150,13 @@ export async function endpointRoutes(fastify: FastifyInstance, options: Endpoint
     },
   );
 
+  /** 202 with the queued delivery and its Location: where to watch it arrive. */
+  async function acceptedDelivery(request: FastifyRequest, reply: FastifyReply, owner: string, deliveryId: string) {
+    const { delivery } = await deliveries.get(owner, deliveryId);
+    const baseUrl = publicBaseUrl(request);
+    return reply.code(202).header('location', deliveryUrl(baseUrl, delivery.id)).send(deliveryView(delivery, baseUrl));
+  }
+
   app.post(
     '/api/webhooks/:id/ping',
     {
@@ -164,12 +171,26 @@ export async function endpointRoutes(fastify: FastifyInstance, options: Endpoint
     async (request, reply) => {
       const owner = ownerOf(request);
       const recorded = await endpoints.ping(owner, request.params.id, new Date());
-      const { delivery } = await deliveries.get(owner, recorded.deliveryIds[0]!);
-      const baseUrl = publicBaseUrl(request);
-      return reply
-        .code(202)
-        .header('location', deliveryUrl(baseUrl, delivery.id))
-        .send(deliveryView(delivery, baseUrl));
+      return acceptedDelivery(request, reply, owner, recorded.deliveryIds[0]!);
+    },
+  );
+
+  app.post(
+    '/api/webhooks/:id/test-events',
+    {
+      config: manage,
+      schema: {
+        tags: TAGS,
+        summary: "Send a test event of any type to this endpoint only, with the type's example Data",
+        params: schemas.EndpointIdParams,
+        body: schemas.TestEventBody,
+        response: schemas.TestEventResponses,
+      },
+    },
+    async (request, reply) => {
+      const owner = ownerOf(request);
+      const recorded = await endpoints.sendTestEvent(owner, request.params.id, request.body.Type, new Date());
+      return acceptedDelivery(request, reply, owner, recorded.deliveryIds[0]!);
     },
   );
 

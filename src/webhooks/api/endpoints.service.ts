@@ -11,6 +11,7 @@ import * as deliveries from '../store/deliveries.repository.ts';
 import * as repo from '../store/endpoints.repository.ts';
 import type { EndpointRecord } from '../store/endpoints.repository.ts';
 import { ALL_EVENTS, isEventType, newId } from '../outbox/events.catalogue.ts';
+import { EVENT_DATA } from '../outbox/events.examples.ts';
 import type { Outbox, RecordedEvent } from '../outbox/events.outbox.ts';
 import { callbackUrl, callbackUrlProblem, type UrlRules } from '../delivery/address-policy.ts';
 import { generateSecret, secretProblem, type SecretBox } from '../store/secrets.ts';
@@ -248,11 +249,7 @@ function overlapRunning(id: string, until: Date): Problem {
 
 async function ping(db: Executor, ctx: EndpointContext, owner: string, id: string, now: Date): Promise<RecordedEvent> {
   const endpoint = await getOwnedEndpoint(db, owner, id);
-  if (!endpoint.enabled)
-    throw new Problem(
-      WEBHOOK_PROBLEMS.webhookState,
-      `webhook endpoint ${id} is disabled; enable it with PATCH {"Enabled": true} first`,
-    );
+  if (!endpoint.enabled) throw disabledProblem(id);
   return ctx.outbox.record(db, {
     type: 'webhook.ping',
     data: { EndpointId: id, Url: endpoint.url },
@@ -260,6 +257,39 @@ async function ping(db: Executor, ctx: EndpointContext, owner: string, id: strin
     owner,
     endpointIds: [id],
   });
+}
+
+/**
+ * A test event (README, "Test events"): one delivery of `type` to this endpoint only, whatever it subscribes
+ * to (like a ping: the point is to see a type before subscribing to it), whose Data is the catalogue's example
+ * (events.examples.ts, the OpenAPI `webhooks` section). Owned by the client, so no other client's feed shows it.
+ */
+async function sendTestEvent(
+  db: Executor,
+  ctx: EndpointContext,
+  owner: string,
+  id: string,
+  type: string,
+  now: Date,
+): Promise<RecordedEvent> {
+  const endpoint = await getOwnedEndpoint(db, owner, id);
+  if (!isEventType(type))
+    throw validationProblem([{ pointer: '/Type', detail: `unknown event type "${type}": see the event catalogue` }]);
+  if (!endpoint.enabled) throw disabledProblem(id);
+  return ctx.outbox.record(db, {
+    type,
+    data: EVENT_DATA[type].example,
+    occurredAt: now,
+    owner,
+    endpointIds: [id],
+  });
+}
+
+function disabledProblem(id: string): Problem {
+  return new Problem(
+    WEBHOOK_PROBLEMS.webhookState,
+    `webhook endpoint ${id} is disabled; enable it with PATCH {"Enabled": true} first`,
+  );
 }
 
 /** The endpoint rules bound once to the database and the webhook context; `now` stamps the request. */
@@ -277,6 +307,8 @@ export function createEndpointsService({ db, context }: { db: Db; context: Endpo
       db.transaction().execute((trx) => rotateSecret(trx, context, owner, id, chosen, now, by)),
     ping: (owner: string, id: string, now: Date) =>
       db.transaction().execute((trx) => ping(trx, context, owner, id, now)),
+    sendTestEvent: (owner: string, id: string, type: string, now: Date) =>
+      db.transaction().execute((trx) => sendTestEvent(trx, context, owner, id, type, now)),
   };
 }
 

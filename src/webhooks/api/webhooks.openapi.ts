@@ -1,6 +1,7 @@
 // The outgoing side in the OpenAPI document: OpenAPI 3.1 `webhooks` describe what Signet POSTs to a
 // registered callback URL, one entry per event type, with the signature headers and the envelope.
-import { EVENT_DESCRIPTIONS, EVENT_TYPES } from '../outbox/events.catalogue.ts';
+import { EVENT_DESCRIPTIONS, EVENT_TYPES, type EventType } from '../outbox/events.catalogue.ts';
+import { EVENT_DATA } from '../outbox/events.examples.ts';
 
 export const WEBHOOKS_DESCRIPTION = `**Webhooks**: register a callback with \`POST /api/webhooks\` (scope \`webhooks:manage\`). Each event is POSTed as JSON
 \`{"Id":"evt_…","Type":"order.paid","OccurredAtUtc":"…","Timestamp":"…","Data":{…}}\`, signed over the exact body bytes:
@@ -31,7 +32,8 @@ export function openApiWebhooks(headerName: string): Record<string, unknown> {
       'Standard Webhooks: space-separated `v1,<base64>` signatures, one per active secret.',
     ),
   ];
-  const envelope = {
+  // One envelope per type: Data is that type's schema (events.examples.ts), with its example.
+  const envelope = (type: EventType) => ({
     type: 'object',
     required: ['Id', 'Type', 'OccurredAtUtc', 'Timestamp', 'Data'],
     properties: {
@@ -46,9 +48,16 @@ export function openApiWebhooks(headerName: string): Record<string, unknown> {
         format: 'date-time',
         description: 'When this attempt was signed; inside the signed bytes (replay protection).',
       },
-      Data: { type: 'object' },
+      Data: EVENT_DATA[type].schema,
     },
-  };
+  });
+  const example = (type: EventType) => ({
+    Id: 'evt_00000000000000000000000000000000',
+    Type: type,
+    OccurredAtUtc: '2026-01-15T09:45:00.000Z',
+    Timestamp: '2026-01-15T09:45:00.250Z',
+    Data: EVENT_DATA[type].example,
+  });
   return Object.fromEntries(
     EVENT_TYPES.map((type) => [
       type,
@@ -56,7 +65,10 @@ export function openApiWebhooks(headerName: string): Record<string, unknown> {
         post: {
           summary: EVENT_DESCRIPTIONS[type],
           parameters,
-          requestBody: { required: true, content: { 'application/json': { schema: envelope } } },
+          requestBody: {
+            required: true,
+            content: { 'application/json': { schema: envelope(type), example: example(type) } },
+          },
           responses: {
             '2XX': { description: 'Acknowledged. Anything else (or no answer within the timeout) is retried.' },
             '410': { description: 'Disables the endpoint.' },

@@ -140,6 +140,16 @@ export const DeliveryListQuery = Type.Object({
   limit: Type.Integer({ minimum: 1, maximum: 100, default: 20 }),
   cursor: Type.Optional(Type.String({ maxLength: 512 })),
 });
+export const TestEventBody = Type.Object(
+  {
+    Type: Type.String({
+      minLength: 1,
+      maxLength: 100,
+      description: 'An event type of the catalogue (not `*`); the endpoint need not subscribe to it.',
+    }),
+  },
+  { additionalProperties: false },
+);
 export const RecoverBody = Type.Object({ Since: Timestamp }, { additionalProperties: false });
 export const Recovered = Type.Object({
   Requeued: Type.Integer({ description: 'Failed deliveries created since then, queued again.' }),
@@ -185,6 +195,11 @@ export const EndpointListResponses = { 200: EndpointList };
 export const EndpointResponses = { 200: Endpoint };
 export const DeleteEndpointResponses = { 204: NO_CONTENT };
 export const PingResponses = { 202: Delivery, 409: problemResponse(DISABLED) };
+export const TestEventResponses = {
+  202: Delivery,
+  409: problemResponse(DISABLED),
+  422: problemResponse('`Type` is not an event type of the catalogue (pointer `/Type`).'),
+};
 export const RotateSecretResponses = {
   200: RotatedSecret,
   409: problemResponse('A rotation’s overlap is still running (both secrets sign until it ends).'),

@@ -60,28 +60,32 @@ export interface DeliveryRecord {
   updatedAt: Date;
 }
 
+/** The webhook_deliveries columns (as `d`) a delivery view reads; its event's type comes from a join. */
+export const DELIVERY_COLUMNS = [
+  'd.id',
+  'd.event_id',
+  'd.endpoint_id',
+  'd.state',
+  'd.attempt_count',
+  'd.next_attempt_at',
+  'd.last_status_code',
+  'd.last_error',
+  'd.created_at',
+  'd.updated_at',
+] as const;
+
 function deliveryQuery(db: Executor) {
   return db
     .selectFrom('webhook_deliveries as d')
     .innerJoin('webhook_events as e', 'e.id', 'd.event_id')
-    .select([
-      'd.id',
-      'd.event_id',
-      'e.type',
-      'd.endpoint_id',
-      'd.state',
-      'd.attempt_count',
-      'd.next_attempt_at',
-      'd.last_status_code',
-      'd.last_error',
-      'd.created_at',
-      'd.updated_at',
-    ]);
+    .select([...DELIVERY_COLUMNS, 'e.type']);
 }
 
-type DeliveryRow = Awaited<ReturnType<ReturnType<typeof deliveryQuery>['executeTakeFirstOrThrow']>>;
+/** A delivery row with its event's type: what deliveryQuery and the admin log (admin-log.repository.ts) read. */
+export type DeliveryRow = Awaited<ReturnType<ReturnType<typeof deliveryQuery>['executeTakeFirstOrThrow']>>;
 
-function toDelivery(r: DeliveryRow): DeliveryRecord {
+/** The one row → record mapper of deliveries; a pending delivery alone has a next attempt. */
+export function toDelivery(r: DeliveryRow): DeliveryRecord {
   return {
     id: r.id,
     eventId: r.event_id,
@@ -117,9 +121,9 @@ export async function listDeliveries(db: Executor, filter: DeliveryFilter): Prom
   const before = filter.before;
   if (before) {
     const at = toDbTime(before.createdAt);
-    query = query.where((eb) =>
-      eb.or([eb('d.created_at', '<', at), eb.and([eb('d.created_at', '=', at), eb('d.id', '<', before.id)])]),
-    );
+    // A row-value comparison, not `a < x or (a = x and b < y)`: PostgreSQL turns only this form into an
+    // index range, so a deep page reads its own rows instead of filtering every newer one (bench/console-scale.ts).
+    query = query.where((eb) => eb(eb.refTuple('d.created_at', 'd.id'), '<', eb.tuple(at, before.id)));
   }
   const rows = await query.orderBy('d.created_at', 'desc').orderBy('d.id', 'desc').limit(filter.limit).execute();
   return rows.map(toDelivery);
