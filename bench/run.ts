@@ -56,8 +56,10 @@ const WRITE_DOCS = process.env.BENCH_DOCS
   : ONLY === undefined && PROFILE_DIR === undefined;
 /** `npm run bench` (or `-- api`): the resource API; `-- auth`: the authorization server; `-- webhooks`: webhook deliveries. */
 const SUITE = process.argv[2] ?? 'api';
-if (SUITE !== 'api' && SUITE !== 'auth' && SUITE !== 'webhooks')
-  throw new Error(`unknown benchmark suite "${SUITE}" (api, auth or webhooks)`);
+if (SUITE !== 'api' && SUITE !== 'auth' && SUITE !== 'webhooks' && SUITE !== 'scale')
+  throw new Error(`unknown benchmark suite "${SUITE}" (api, auth, webhooks or scale)`);
+// `npm run bench -- scale`: cost as data grows (bench/scale.ts, its settings there); never touches the docs.
+if (SUITE === 'scale') process.exit(await (await import('./scale.ts')).runScaleBench());
 
 /** Throughput targets, as a fraction of the bare route's req/s. */
 export const TARGETS: Record<string, number> = { get: 0.5, 'get-304': 0.5, post: 0.25 };

@@ -28,6 +28,7 @@ import { buildApp } from '../src/app.ts';
 import { loadConfig, type Config } from '../src/config/config.ts';
 import { openDatabase, type DatabaseHandle } from '../src/db/database.ts';
 import { createWebhookRuntime, type WebhookRuntime } from '../src/webhooks/runtime.ts';
+import type { DispatcherStats } from '../src/webhooks/delivery/dispatcher.ts';
 import {
   TEST_WEBHOOK_SECRET_KEY,
   createTestDatabase,
@@ -54,7 +55,7 @@ export type WebhookServerMessage =
   | { type: 'ready'; instances: Record<string, number>; databases: Record<string, string> }
   | { type: 'dispatcher-started' }
   /** After the instance closed (attempts in flight finished and recorded): its deliveries by state. */
-  | { type: 'instance-stopped'; states: Record<string, number> }
+  | { type: 'instance-stopped'; states: Record<string, number>; dispatched: DispatcherStats | undefined }
   | { type: 'sql-stats'; statements: SqlStatements };
 
 export const BENCH_WEBHOOK_ENV = {
@@ -210,8 +211,14 @@ process.on('message', (message: WebhookServerRequest) => {
       sendToParent({ type: 'dispatcher-started' } satisfies WebhookServerMessage);
     } else if (message.type === 'stop-instance') {
       const target = instance(message.instance);
+      const dispatcher = target.dispatcher?.runtime.dispatcher ?? target.app.webhooks.dispatcher;
       await stopInstance(target);
-      sendToParent({ type: 'instance-stopped', states: await deliveryStates(target) } satisfies WebhookServerMessage);
+      const dispatched = dispatcher && { ...dispatcher.stats };
+      sendToParent({
+        type: 'instance-stopped',
+        states: await deliveryStates(target),
+        dispatched,
+      } satisfies WebhookServerMessage);
     } else if (message.type === 'sql-stats') {
       sendToParent({ type: 'sql-stats', statements: sqlStatements } satisfies WebhookServerMessage);
       sqlStatements = {};

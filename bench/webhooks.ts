@@ -38,6 +38,7 @@ import { toRepresentation } from '../src/orders/orders.representation.ts';
 import { newId } from '../src/webhooks/outbox/events.catalogue.ts';
 import { USER_AGENT } from '../src/webhooks/runtime.ts';
 import { deliveryBody, signatureHeaders, SigningSecret } from '../src/webhooks/delivery/signing.ts';
+import type { DispatcherStats } from '../src/webhooks/delivery/dispatcher.ts';
 import { forkBenchChild, type BenchChild, type MeasuredMessage } from './child-control.ts';
 import { finishRun, machineBusySeconds, machineInfo } from './report.ts';
 import { createBenchIssuer } from './tokens.ts';
@@ -488,7 +489,7 @@ async function settle(
   const started = performance.now();
   const drained = await drain(receiver, instance.name, expected);
   const drainSeconds = (drained?.verified ?? 0) >= expected ? (performance.now() - started) / 1000 : undefined;
-  const { states } = (await ask(
+  const { states, dispatched } = (await ask(
     server,
     { type: 'stop-instance', instance: instance.name },
     'instance-stopped',
@@ -510,6 +511,7 @@ async function settle(
   const note = [
     stats?.duplicates ? `${stats.duplicates} duplicates` : '',
     pending > 0 ? `${int(pending)} still pending ${DRAIN_TIMEOUT_MS / 1000} s after the load` : '',
+    handedOver(dispatched),
   ]
     .filter(Boolean)
     .join(', ');
@@ -528,6 +530,13 @@ async function settle(
     unexpected: 0,
     check: `${int(verified)} verified${note ? `, ${note}` : ', none lost'}`,
   };
+}
+
+/** How the dispatcher got its deliveries: handed over by the outbox in its process (no claim), or claimed. */
+function handedOver(dispatched: DispatcherStats | undefined): string {
+  const total = dispatched ? dispatched.claimed + dispatched.handedOff : 0;
+  if (!dispatched || total === 0) return '';
+  return `${Math.round((dispatched.handedOff / total) * 100)}% handed over without a claim`;
 }
 
 function quantile(sorted: number[], q: number): number {

@@ -6,17 +6,16 @@ import type { Redis } from 'ioredis';
 import { hostForUrl, type Config } from './config/config.ts';
 import { databaseOptions, openDatabase, type DatabaseHandle } from './db/database.ts';
 import { migrateToLatest } from './db/migrate.ts';
-import { registerBearerAuth, registerScopeCheck } from './http/auth.ts';
+import { decorateAuth, registerScopeCheck } from './http/auth.ts';
 import { registerErrorHandler } from './http/errors.ts';
 import { registerHealth } from './http/health.ts';
 import { createRedis, redisHealth } from './http/redis.ts';
 import { purgeExpiredKeys } from './http/idempotency.ts';
 import { registerJsonBody } from './http/json-body.ts';
-import { clientErrorHandler, frameworkErrors, registerConnectAnswer, registerHostCheck } from './http/malformed.ts';
+import { clientErrorHandler, frameworkErrors, hostCheck, registerConnectAnswer } from './http/malformed.ts';
 import { registerNotFound } from './http/not-found.ts';
-import { registerEarlyResponseClose } from './http/early-response.ts';
-import { registerOverloadGuard } from './http/overload.ts';
-import { registerMetricsListener, registerMetricsRoute, registerRequestDuration } from './http/metrics.ts';
+import { overloadGuard } from './http/overload.ts';
+import { registerMetricsListener, registerMetricsRoute, requestDurationObserver } from './http/metrics.ts';
 import { countDatabaseErrors } from './http/outage.ts';
 import { createMetrics, type Metrics } from './metrics/metrics.ts';
 import { deliveryBacklog } from './webhooks/store/backlog.repository.ts';
@@ -26,11 +25,13 @@ import { registerConsole } from './console/plugin.ts';
 import { startAuditRetention } from './audit/retention.ts';
 import { capConnections } from './http/connections.ts';
 import { registerOpenApi } from './http/openapi.ts';
-import { registerOrigin, requestIdGenerator } from './http/origin.ts';
+import { registerOrigin, requestIdGenerator, requestIdHeader } from './http/origin.ts';
 import { compileTrust } from './http/forwarded.ts';
-import { registerRateLimit } from './http/rate-limit.ts';
-import { registerSecurityHeaders } from './http/security-headers.ts';
-import { registerShutdownResponses } from './http/shutdown.ts';
+import { createRateLimiter } from './http/rate-limit.ts';
+import { registerAdmission, registerResponseHooks, type AdmissionStep } from './http/request-pipeline.ts';
+import { registerRouteGuard } from './http/route-guard.ts';
+import { securityHeaders } from './http/security-headers.ts';
+import { createDrain } from './http/shutdown.ts';
 import { createTokenVerifier } from './http/token-verifier.ts';
 import { validatorCompiler } from './http/validation.ts';
 import { ordersRoutes } from './orders/orders.routes.ts';
@@ -161,7 +162,6 @@ async function assembleApp(
   app.decorate('database', database);
   const metrics = createMetrics({ defaultMetrics: config.metricsListener !== 'off' });
   app.decorate('metrics', metrics);
-  if (config.metricsListener !== 'off') registerRequestDuration(app, metrics);
   countDatabaseErrors(app, metrics);
   app.setValidatorCompiler(validatorCompiler);
   registerErrorHandler(app, patchMediaTypes); // first, or plugins keep Fastify's default error format
@@ -171,14 +171,27 @@ async function assembleApp(
     publicUrl: config.publicUrl,
     fallbackHost: `${hostForUrl(config.host)}:${config.port}`,
   });
-  registerShutdownResponses(app); // right after the request id, before every other onRequest hook
-  registerHostCheck(app);
   registerConnectAnswer(app);
-  registerEarlyResponseClose(app);
   registerJsonBody(app, patchMediaTypes);
-  registerSecurityHeaders(app, { https: Boolean(config.publicUrl?.startsWith('https://')) });
-  await registerCors(app, config);
-  registerOverloadGuard(app, config.maxEventLoopDelayMs);
+  const drain = createDrain(app);
+  registerResponseHooks(app, drain, config.metricsListener !== 'off' ? requestDurationObserver(metrics) : undefined);
+  // One onRequest hook for what every request goes through, in this order (http/request-pipeline.ts):
+  // the request id first, draining before anything else runs, then Host, security headers, overload.
+  const admission: AdmissionStep[] = [
+    requestIdHeader,
+    drain.admit,
+    hostCheck,
+    securityHeaders({ https: Boolean(config.publicUrl?.startsWith('https://')) }),
+  ];
+  const overload = overloadGuard(app, config.maxEventLoopDelayMs);
+  if (config.corsOrigins.length === 0) {
+    registerAdmission(app, overload ? [...admission, overload] : admission);
+  } else {
+    // CORS answers preflights and decorates responses before the overload guard may refuse them.
+    registerAdmission(app, admission);
+    await registerCors(app, config);
+    if (overload) registerAdmission(app, [overload]);
+  }
   const authServer = config.authServerEnabled ? await registerAuthServerFor(app, config, database) : undefined;
   // The API trusts its issuer by issuer + JWKS like any resource server; when that issuer is the
   // built-in one, the published keys are read in process rather than fetched over HTTP from ourselves.
@@ -186,34 +199,38 @@ async function assembleApp(
   app.decorate('authServer', authServer);
   authServer?.observeTokens((grantType) => metrics.tokenIssued(grantType));
 
-  registerBearerAuth(
-    app,
-    createTokenVerifier({
-      issuer: config.authIssuer,
-      audience: config.apiResource,
-      algorithms: config.authAlgorithms,
-      clockToleranceSeconds: config.authClockToleranceSeconds,
-      cacheSize: config.authTokenCacheSize,
-      jwksFile: config.authJwksFile,
-      jwksUrl: config.authJwksUrl,
-      localJwks: ownIssuer ? () => authServer.publicJwks() : undefined,
-      remoteKeys: {
-        onStateChange: (state, err) => {
-          if (state === 'failing')
-            app.log.warn(
-              { err },
-              'token issuer keys could not be fetched; requests needing them get 503 until a fetch succeeds',
-            );
-          else app.log.info('token issuer keys fetched again');
-        },
+  decorateAuth(app);
+  const verifier = createTokenVerifier({
+    issuer: config.authIssuer,
+    audience: config.apiResource,
+    algorithms: config.authAlgorithms,
+    clockToleranceSeconds: config.authClockToleranceSeconds,
+    cacheSize: config.authTokenCacheSize,
+    jwksFile: config.authJwksFile,
+    jwksUrl: config.authJwksUrl,
+    localJwks: ownIssuer ? () => authServer.publicJwks() : undefined,
+    remoteKeys: {
+      onStateChange: (state, err) => {
+        if (state === 'failing')
+          app.log.warn(
+            { err },
+            'token issuer keys could not be fetched; requests needing them get 503 until a fetch succeeds',
+          );
+        else app.log.info('token issuer keys fetched again');
       },
-    }),
-  );
+    },
+  });
   const redis = config.redisUrl ? createRedis(config.redisUrl, config.redisTimeoutMs) : undefined;
   redis?.on('error', (err) => app.log.warn({ err }, 'redis connection error'));
   if (redis) await firstConnection(redis);
-  await registerRateLimit(app, { max: config.rateLimitMax, windowSeconds: config.rateLimitWindowSeconds, redis });
-  registerScopeCheck(app, { resourceMetadataUrl: resourceMetadataUrl(config.apiResource) });
+  const limiter = createRateLimiter(
+    { max: config.rateLimitMax, windowSeconds: config.rateLimitWindowSeconds, redis },
+    app.log,
+    () => metrics.rateLimitRefusals.inc(),
+  );
+  // Every route registered from here on authenticates and counts its caller in one hook of its own.
+  registerRouteGuard(app, verifier, limiter);
+  registerScopeCheck(app, verifier, { resourceMetadataUrl: resourceMetadataUrl(config.apiResource) });
   // Before the routes it documents: @fastify/swagger sees only routes added after it (the resource metadata too).
   await registerOpenApi(app, composed);
   registerResourceMetadata(app, {

@@ -3,26 +3,35 @@
 // large table) never holds a long lock nor runs into the statement timeout. Several instances may purge
 // at once: a batch deletes what is still there, and deleting a row twice is a no-op.
 import type { Executor } from '../db/database.ts';
-import { toDbTime } from '../db/codecs.ts';
+import { fromDbTime, toDbTime } from '../db/codecs.ts';
 
 export const AUDIT_PURGE_BATCH = 1000;
 export const AUDIT_PURGE_INTERVAL_MS = 60 * 60 * 1000;
 
-/** Deletes every entry older than `before`, `batchSize` rows per statement; the number deleted. */
+/**
+ * Deletes every entry older than `before`, `batchSize` rows per statement, oldest first; the number
+ * deleted. The batch is read in audit_log_occurred_at order, so each statement reads only the rows it
+ * deletes (in seq order the last batch would walk every entry kept), and from where the last one ended:
+ * on PostgreSQL deleted rows stay in the index until VACUUM. Between batches the purge yields to the
+ * event loop (SQLite runs a statement on it, holding the single write lock), so writers wait for one
+ * batch at most.
+ */
 export async function purgeAuditBefore(db: Executor, before: Date, batchSize = AUDIT_PURGE_BATCH): Promise<number> {
   let total = 0;
+  let mark: string | Date | undefined;
   for (;;) {
-    // The oldest first, by the primary key: each statement touches at most batchSize rows.
-    const batch = db
+    let batch = db
       .selectFrom('audit_log')
       .select('seq')
       .where('occurred_at', '<', toDbTime(before))
-      .orderBy('seq')
+      .orderBy('occurred_at')
       .limit(batchSize);
-    const result = await db.deleteFrom('audit_log').where('seq', 'in', batch).executeTakeFirst();
-    const deleted = Number(result.numDeletedRows);
-    total += deleted;
-    if (deleted < batchSize) return total;
+    if (mark !== undefined) batch = batch.where('occurred_at', '>=', mark);
+    const deleted = await db.deleteFrom('audit_log').where('seq', 'in', batch).returning('occurred_at').execute();
+    total += deleted.length;
+    if (deleted.length < batchSize) return total;
+    mark = deleted.map((row) => row.occurred_at).reduce((a, b) => (fromDbTime(a) >= fromDbTime(b) ? a : b));
+    await new Promise((resolve) => setImmediate(resolve));
   }
 }
 

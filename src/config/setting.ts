@@ -8,6 +8,8 @@ export interface Config {
   port: number;
   databaseUrl: string;
   sqliteSynchronous: 'NORMAL' | 'FULL';
+  /** How long a finished SQLite write waits for others to share its COMMIT (sqlite-group-commit.ts). */
+  sqliteGroupCommitWindowMs: number;
   /** How long a SQLite write waits for another process's write lock before a 503. */
   sqliteBusyTimeoutMs: number;
   /** How long a query waits for a PostgreSQL connection, new or pooled, before a 503. */

@@ -30,6 +30,13 @@ export const SETTINGS = [
     parse: parsers.oneOf(['NORMAL', 'FULL'] as const),
   }),
   setting({
+    key: 'sqliteGroupCommitWindowMs',
+    env: 'SQLITE_GROUP_COMMIT_WINDOW',
+    default: '1ms',
+    doc: 'SQLite group commit: how long the first finished write of a group waits for others to join its one COMMIT (and fsync). No answer is sent before that COMMIT. `0` commits at the end of the event-loop turn (lowest latency, fewer writes per fsync under load).',
+    parse: parsers.duration(0, 100),
+  }),
+  setting({
     key: 'sqliteBusyTimeoutMs',
     env: 'SQLITE_BUSY_TIMEOUT',
     default: '3s',

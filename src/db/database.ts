@@ -8,6 +8,7 @@ import pino from 'pino';
 import type { Config } from '../config/config.ts';
 import { CurrentSchemaPostgresDialect } from './current-schema-introspector.ts';
 import { NodeSqliteDialect } from './sqlite-dialect.ts';
+import type { GroupCommitStats } from './sqlite-group-commit.ts';
 import { openSqlite } from './sqlite-driver.ts';
 import type { Database } from './schema.ts';
 
@@ -19,10 +20,11 @@ export type Executor = Kysely<Database> | Transaction<Database>;
 export interface DatabaseHandle {
   db: Db;
   dialect: Dialect;
+  /** SQLite: how many COMMITs the writer issued for how many transactions (sqlite-group-commit.ts). */
+  groupCommit?: Readonly<GroupCommitStats>;
 }
 
 const PG_INT8_OID = 20;
-const SQLITE_SYNCHRONOUS_NORMAL = 1;
 /** A query with no answer this long after its statement_timeout has a dead or stalled connection. */
 const READ_MARGIN_MS = 2000;
 /** TCP keepalive on idle connections: a vanished host is noticed in about this plus 10 s of probes. */
@@ -35,6 +37,7 @@ export const DEFAULT_TIMEOUTS = {
   lockTimeoutMs: 3000,
   idleInTransactionTimeoutMs: 5000,
   sqliteBusyTimeoutMs: 3000,
+  sqliteGroupCommitWindowMs: 1,
 };
 
 export function dialectOf(url: string): Dialect {
@@ -53,6 +56,8 @@ export interface OpenOptions {
   idleInTransactionTimeoutMs?: number;
   /** How long a SQLite write waits for another process's write lock. */
   sqliteBusyTimeoutMs?: number;
+  /** How long a finished SQLite write waits for others to share its COMMIT. */
+  sqliteGroupCommitWindowMs?: number;
   /** A pooled PostgreSQL connection failed while idle (server restart, failover, idle timeout). */
   onIdleConnectionError?: (err: Error) => void;
 }
@@ -66,6 +71,7 @@ export function databaseOptions(config: Readonly<Config>): OpenOptions {
     lockTimeoutMs: config.databaseLockTimeoutMs,
     idleInTransactionTimeoutMs: config.databaseIdleInTransactionTimeoutMs,
     sqliteBusyTimeoutMs: config.sqliteBusyTimeoutMs,
+    sqliteGroupCommitWindowMs: config.sqliteGroupCommitWindowMs,
   };
 }
 
@@ -87,11 +93,15 @@ export function openDatabase(url: string, options: OpenOptions = {}): DatabaseHa
   if (dialect === 'sqlite') {
     const path = url.slice('sqlite:'.length);
     if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
-    const database = openSqlite(path, options.sqliteSynchronous ?? 'FULL', 0);
-    return {
-      dialect,
-      db: new Kysely<Database>({ dialect: new NodeSqliteDialect(database, timeouts.sqliteBusyTimeoutMs) }),
-    };
+    const synchronous = options.sqliteSynchronous ?? 'FULL';
+    const writer = openSqlite(path, synchronous, { busyTimeoutMs: 0 });
+    const reader =
+      path === ':memory:' ? undefined : openSqlite(path, synchronous, { busyTimeoutMs: 0, readOnly: true });
+    const sqlite = new NodeSqliteDialect(writer, reader, {
+      busyTimeoutMs: timeouts.sqliteBusyTimeoutMs,
+      windowMs: timeouts.sqliteGroupCommitWindowMs,
+    });
+    return { dialect, db: new Kysely<Database>({ dialect: sqlite }), groupCommit: sqlite.driver.stats };
   }
   const pool = new pg.Pool({
     connectionString: url,
@@ -217,22 +227,12 @@ export async function withoutTimeouts<T>(handle: DatabaseHandle, work: (db: Db) 
 }
 
 /**
- * Runs `work` on one connection whose commits skip the fsync on SQLite (WAL with synchronous=NORMAL:
- * durable across a process crash, possibly lost with the machine's power). Only for writes that are
- * safe to lose that way, such as a dispatcher's leases and outcomes, which at-least-once delivery
- * redoes. The next FULL commit (any order change) syncs the log with them. PostgreSQL: unchanged.
+ * Runs `work` for writes that would be safe to lose with the machine's power, such as a dispatcher's
+ * leases and outcomes, which at-least-once delivery redoes. It once lowered SQLite's synchronous level
+ * around them to skip their fsync; with group commit (sqlite-group-commit.ts) their statements join the
+ * open group and share its one fsync instead, and changing the level there would also have lowered the
+ * durability of every order in the same group. Kept so callers still say which writes are of this kind.
  */
-export async function withoutFsync<T>(db: Db, dialect: Dialect, work: (connection: Db) => Promise<T>): Promise<T> {
-  if (dialect !== 'sqlite') return work(db);
-  return db.connection().execute(async (connection) => {
-    const { rows } = await sql<{ synchronous: number }>`PRAGMA synchronous`.execute(connection);
-    const level = Number(rows[0]?.synchronous);
-    if (level <= SQLITE_SYNCHRONOUS_NORMAL) return work(connection);
-    await sql`PRAGMA synchronous = NORMAL`.execute(connection);
-    try {
-      return await work(connection);
-    } finally {
-      await sql`PRAGMA synchronous = ${sql.raw(String(level))}`.execute(connection);
-    }
-  });
+export async function withoutFsync<T>(db: Db, _dialect: Dialect, work: (connection: Db) => Promise<T>): Promise<T> {
+  return work(db);
 }

@@ -15,6 +15,7 @@ import { clientOwnersPortalLinksMigration } from './migrations/0009-client-owner
 import { tokenStatsMigration } from './migrations/0010-token-stats.ts';
 import { adminDeliveryIndexesMigration } from './migrations/0011-admin-delivery-indexes.ts';
 import { portalSessionsMigration } from './migrations/0012-portal-sessions.ts';
+import { eventFeedCustomerIndexMigration } from './migrations/0013-event-feed-customer-index.ts';
 
 function migrationsFor(handle: DatabaseHandle): Record<string, Migration> {
   return {
@@ -30,6 +31,7 @@ function migrationsFor(handle: DatabaseHandle): Record<string, Migration> {
     '0010-token-stats': tokenStatsMigration(handle.dialect),
     '0011-admin-delivery-indexes': adminDeliveryIndexesMigration(),
     '0012-portal-sessions': portalSessionsMigration(handle.dialect),
+    '0013-event-feed-customer-index': eventFeedCustomerIndexMigration(handle.dialect),
   };
 }
 

@@ -38,9 +38,17 @@ function toInputs(parameters: ReadonlyArray<unknown>): SQLInputValue[] {
   });
 }
 
-/** The connection as Kysely sees it, plus whether a transaction is open on it (see sqlite-dialect.ts). */
+/** The connection as Kysely sees it, plus what the group-commit driver needs (see sqlite-group-commit.ts). */
 export interface NodeSqliteDatabase extends SqliteDatabase {
   readonly inTransaction: boolean;
+  /** Runs statements without parameters or results: BEGIN, SAVEPOINT, COMMIT. */
+  exec(sql: string): void;
+}
+
+export interface OpenSqliteOptions {
+  busyTimeoutMs?: number;
+  /** A second connection for reads only: it sees what is committed, never a transaction in progress. */
+  readOnly?: boolean;
 }
 
 /**
@@ -50,15 +58,22 @@ export interface NodeSqliteDatabase extends SqliteDatabase {
  * Prepared statements are cached by SQL text: Kysely compiles the same text for the same query shape,
  * and preparing costs more than running a primary-key lookup.
  */
-export function openSqlite(path: string, synchronous: 'NORMAL' | 'FULL', busyTimeoutMs = 5000): NodeSqliteDatabase {
-  createPrivately(path);
-  const db = new DatabaseSync(path);
+export function openSqlite(
+  path: string,
+  synchronous: 'NORMAL' | 'FULL',
+  { busyTimeoutMs = 5000, readOnly = false }: OpenSqliteOptions = {},
+): NodeSqliteDatabase {
+  if (!readOnly) createPrivately(path);
+  const db = new DatabaseSync(path, { readOnly });
+  // journal_mode is a property of the file, set by the writer; a read-only connection cannot set it.
+  const journal = readOnly ? '' : 'PRAGMA journal_mode = WAL; ';
   db.exec(
-    `PRAGMA journal_mode = WAL; PRAGMA synchronous = ${synchronous}; PRAGMA foreign_keys = ON; PRAGMA busy_timeout = ${Math.trunc(busyTimeoutMs)};`,
+    `${journal}PRAGMA synchronous = ${synchronous}; PRAGMA foreign_keys = ON; PRAGMA busy_timeout = ${Math.trunc(busyTimeoutMs)};`,
   );
   const cache = new Map<string, CachedStatement>();
   return {
     close: () => db.close(),
+    exec: (sql: string) => db.exec(sql),
     get inTransaction() {
       return db.isTransaction;
     },

@@ -1,9 +1,10 @@
 // Bearer-token authentication (RFC 6750) and scope checks for /api routes.
-// The token is resolved once per request in onRequest (so the rate limiter can key on the caller) with
-// the keys at hand; a token that needs the issuer's keys fetched first (none loaded yet, or an unknown
-// `kid`) is verified in preParsing instead, after the rate limiter has counted the request by client
-// address: traffic cannot turn into outbound fetches before being limited. Each route states the scope
-// it needs in `config.scope`, enforced in preParsing too (before the body).
+// The token is resolved once per request in the route's onRequest hook (route-guard.ts, so the rate
+// limiter can key on the caller) with the keys at hand; a token that needs the issuer's keys fetched
+// first (none loaded yet, or an unknown `kid`) is verified in preParsing instead, after the rate limiter
+// has counted the request by client address: traffic cannot turn into outbound fetches before being
+// limited. Each route states the scope it needs in `config.scope`, enforced in preParsing too (before
+// the body), for every route: a scoped route the guard did not see gets 401, never a pass.
 import type { IncomingMessage } from 'node:http';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { Problem } from './problems.ts';
@@ -24,62 +25,80 @@ declare module 'fastify' {
 
 const REALM = 'signet';
 
-export function registerBearerAuth(app: FastifyInstance, verifier: TokenVerifier): void {
+export function decorateAuth(app: FastifyInstance): void {
   app.decorateRequest('principal', null);
   app.decorateRequest('authFailure', null);
   app.decorateRequest('deferredToken', null);
-  // Callback style so that the common case (a cached token) costs no promise at all.
-  app.addHook('onRequest', (request, _reply, done) => {
-    const token = request.routeOptions.config.scope ? bearerToken(request) : null;
-    if (token === null) return done();
-    const hit = verifier.cached(token);
+}
+
+/**
+ * Resolves the caller when that needs no wait (no credentials, a malformed header, a cached token) and
+ * returns null; else returns the token, for authenticateAtHand.
+ */
+export function authenticateNow(request: FastifyRequest, verifier: TokenVerifier): string | null {
+  const header = request.headers.authorization;
+  if (header === undefined) return null;
+  // The common case first: `Bearer <token>` with a token verified before. Only a token that passed
+  // bearerToken's grammar is ever cached, so a hit needs no second look at the header's syntax.
+  if (header.startsWith('Bearer ') && !hasSeveralAuthorizationLines(request.raw)) {
+    const hit = verifier.cached(header.slice(7));
     if (hit) {
       request.principal = hit;
-      return done();
+      return null;
     }
-    verifier.verifyAtHand(token).then(
-      (principal) => {
-        if (principal) request.principal = principal;
-        else request.deferredToken = token;
-        done();
-      },
-      (err: unknown) => {
-        if (!(err instanceof Problem)) return done(err as Error);
-        request.authFailure = err;
-        done();
-      },
-    );
-  });
-  // After every onRequest hook, so after the rate limiter (a route-level onRequest hook).
+  }
+  const token = bearerToken(request);
+  if (token === null) return null;
+  const hit = verifier.cached(token);
+  if (!hit) return token;
+  request.principal = hit;
+  return null;
+}
+
+/** Verifies with the keys at hand; a token whose key must be fetched is left for preParsing. */
+export function authenticateAtHand(request: FastifyRequest, verifier: TokenVerifier, token: string): Promise<void> {
+  return verifier.verifyAtHand(token).then(
+    (principal) => {
+      if (principal) request.principal = principal;
+      else request.deferredToken = token;
+    },
+    (err: unknown) => {
+      if (!(err instanceof Problem)) throw err;
+      request.authFailure = err;
+    },
+  );
+}
+
+/**
+ * One preParsing hook, after every onRequest hook (so after the rate limiter): verifies a token left
+ * for later (fetching the issuer's keys), then checks the route's scope, before the body is read and
+ * validated: a caller without a valid token learns 401/403, not 400/415/422 about a body it may not send.
+ */
+export function registerScopeCheck(
+  app: FastifyInstance,
+  verifier: TokenVerifier,
+  options: { resourceMetadataUrl: string },
+): void {
+  const check = (request: FastifyRequest): Problem | undefined => {
+    const scope = request.routeOptions.config.scope;
+    const failure = scope ? scopeFailure(request, scope) : undefined;
+    return failure && withResourceMetadata(failure, options.resourceMetadataUrl);
+  };
   app.addHook('preParsing', (request, _reply, payload, done) => {
     const token = request.deferredToken;
-    if (token === null) return done(null, payload);
+    if (token === null) return done(check(request) ?? null, payload);
     request.deferredToken = null;
     verifier.verify(token).then(
       (principal) => {
         request.principal = principal;
-        done(null, payload);
+        done(check(request) ?? null, payload);
       },
       (err: unknown) => {
         if (!(err instanceof Problem)) return done(err as Error);
         request.authFailure = err;
-        done(null, payload);
+        done(check(request) ?? null, payload);
       },
     );
-  });
-}
-
-/**
- * Registered after the rate limiter so that even rejected tokens count against their sender. Runs in
- * preParsing, before the body is read and validated: a caller without a valid token learns 401/403,
- * not 400/415/422 about a body it may not send.
- */
-export function registerScopeCheck(app: FastifyInstance, options: { resourceMetadataUrl: string }): void {
-  app.addHook('preParsing', (request, _reply, payload, done) => {
-    const scope = request.routeOptions.config.scope;
-    const failure = scope ? scopeFailure(request, scope) : undefined;
-    if (failure) done(withResourceMetadata(failure, options.resourceMetadataUrl));
-    else done(null, payload);
   });
 }
 

@@ -8,23 +8,32 @@
 // An immediate close with unread bytes sends a TCP reset, and the client can lose the response it was
 // about to read (measured: 18 of 20 such 401s lost).
 import type { Socket } from 'node:net';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 
 /** Long enough for the response to be read; short enough that a client sending on and on cannot hold the connection. */
 const LINGER_MS = 2000;
 
-export function registerEarlyResponseClose(app: FastifyInstance): void {
-  app.addHook('onSend', (request, reply, payload, done) => {
-    if (request.raw.complete) return done(null, payload);
-    // An answer from a hook can run while Node is still inside the packet that carried the headers,
-    // before it has parsed the body that came with them: look again once that packet is done.
-    setImmediate(() => {
-      if (!request.raw.complete) {
-        reply.header('connection', 'close');
-        lingerOnClose(request.raw.socket);
-      }
-      done(null, payload);
-    });
+type SendDone = (err: Error | null, payload: unknown) => void;
+
+/**
+ * The onSend step (request-pipeline.ts) for a response whose request body has not fully arrived: the
+ * connection closes, lingering. A complete request (every GET, most writes) costs one property read.
+ */
+export function closeIfBodyUnread(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  payload: unknown,
+  done: SendDone,
+): void {
+  if (request.raw.complete) return done(null, payload);
+  // An answer from a hook can run while Node is still inside the packet that carried the headers,
+  // before it has parsed the body that came with them: look again once that packet is done.
+  setImmediate(() => {
+    if (!request.raw.complete) {
+      reply.header('connection', 'close');
+      lingerOnClose(request.raw.socket);
+    }
+    done(null, payload);
   });
 }
 

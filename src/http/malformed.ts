@@ -5,7 +5,7 @@ import { randomUUID } from 'node:crypto';
 import { maxHeaderSize, STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { hasSeveralAuthorizationLines, SEVERAL_AUTHORIZATION_LINES } from './auth.ts';
+import { SEVERAL_AUTHORIZATION_LINES } from './auth.ts';
 import { PROBLEM_CONTENT_TYPE, sendProblem } from './errors.ts';
 import { normalizeHost } from './forwarded.ts';
 import { clip, Problem, PROBLEM_TYPES, type ProblemKey } from './problems.ts';
@@ -190,12 +190,21 @@ export function frameworkErrors(error: FastifyError, request: FastifyRequest, re
   }
 }
 
-/** What is wrong with the request's Host field lines, or null (RFC 9112 §3.2). */
-function hostProblem(raw: IncomingMessage): string | null {
-  let lines = 0;
-  for (let i = 0; i < raw.rawHeaders.length; i += 2) {
-    if (raw.rawHeaders[i]!.length === 4 && raw.rawHeaders[i]!.toLowerCase() === 'host') lines++;
+/** Host and Authorization field lines, counted in one pass over rawHeaders (Node keeps only the first of each in `headers`). */
+function fieldLines(raw: IncomingMessage): { host: number; authorization: number } {
+  let host = 0;
+  let authorization = 0;
+  const names = raw.rawHeaders;
+  for (let i = 0; i < names.length; i += 2) {
+    const name = names[i]!;
+    if (name.length === 4 && name.toLowerCase() === 'host') host++;
+    else if (name.length === 13 && name.toLowerCase() === 'authorization') authorization++;
   }
+  return { host, authorization };
+}
+
+/** What is wrong with the request's Host field lines, or null (RFC 9112 §3.2). */
+function hostProblem(raw: IncomingMessage, lines: number): string | null {
   if (lines > 1) return 'the request has more than one Host header field';
   if (lines === 0)
     return raw.httpVersionMajor === 1 && raw.httpVersionMinor === 0
@@ -206,25 +215,20 @@ function hostProblem(raw: IncomingMessage): string | null {
 }
 
 /**
- * Several Authorization lines (see hasSeveralAuthorizationLines) on a route that requires no scope: the
- * authorization server's endpoints, which would otherwise authenticate a client by the first line
- * alone, and public routes. A scoped API route refuses them in auth.ts, with a Bearer challenge.
- */
-function authorizationProblem(request: FastifyRequest): string | null {
-  if (request.routeOptions.config.scope) return null;
-  return hasSeveralAuthorizationLines(request.raw) ? SEVERAL_AUTHORIZATION_LINES : null;
-}
-
-/**
  * RFC 9112 §3.2: a server MUST answer 400 to a request without Host (HTTP/1.1), with more than one
  * Host line, or with an invalid Host. Node keeps only the first of several lines in `headers`, so
  * they are counted in rawHeaders. (Node's own check for a missing Host, which answers with an empty
- * body, is turned off in app.ts so this one answers.) Several Authorization lines get the same 400.
+ * body, is turned off in app.ts so this one answers.)
+ *
+ * Several Authorization lines (see hasSeveralAuthorizationLines) on a route that requires no scope get
+ * the same 400: the authorization server's endpoints, which would otherwise authenticate a client by
+ * the first line alone, and public routes. A scoped API route refuses them in auth.ts, with a Bearer
+ * challenge. A step of the shared onRequest hook (request-pipeline.ts).
  */
-export function registerHostCheck(app: FastifyInstance): void {
-  app.addHook('onRequest', (request, reply, done) => {
-    const problem = hostProblem(request.raw) ?? authorizationProblem(request);
-    if (problem === null) return done();
-    sendProblem(request, reply, new Problem('badRequest', problem));
-  });
+export function hostCheck(request: FastifyRequest): Problem | undefined {
+  const lines = fieldLines(request.raw);
+  const problem =
+    hostProblem(request.raw, lines.host) ??
+    (lines.authorization > 1 && !request.routeOptions.config.scope ? SEVERAL_AUTHORIZATION_LINES : null);
+  return problem === null ? undefined : new Problem('badRequest', problem);
 }

@@ -24,7 +24,7 @@ type Child = Histogram.Internal<'route' | 'method' | 'status_class'>;
  * `observe({...})` hashes the label object on every call, which the authenticated GET would pay
  * (docs/benchmarks.md). Keys are bounded: the app's route templates × methods × five classes.
  */
-export function registerRequestDuration(app: FastifyInstance, metrics: Metrics): void {
+export function requestDurationObserver(metrics: Metrics): (request: FastifyRequest, reply: FastifyReply) => void {
   const children = new Map<string, Child>();
   const child = (route: string, method: string, status: number): Child => {
     const statusClass = STATUS_CLASSES[Math.floor(status / 100) - 1] ?? '5xx';
@@ -36,11 +36,11 @@ export function registerRequestDuration(app: FastifyInstance, metrics: Metrics):
     }
     return found;
   };
-  app.addHook('onResponse', (request: FastifyRequest, reply: FastifyReply, done) => {
+  // A step of the shared onResponse hook (request-pipeline.ts).
+  return (request, reply) => {
     // The template (`/api/orders/:id`), never the URL: ids would make a series per order.
     child(request.routeOptions.url ?? UNMATCHED, request.method, reply.statusCode).observe(reply.elapsedTime / 1000);
-    done();
-  });
+  };
 }
 
 const EXPOSITION = {

@@ -3,8 +3,8 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { TLSSocket } from 'node:tls';
-import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { compileTrust, resolveClientOrigin, type ClientOrigin, type TrustFn } from './forwarded.ts';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { compileTrust, nodeAddress, resolveClientOrigin, type ClientOrigin, type TrustFn } from './forwarded.ts';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -38,7 +38,7 @@ export function registerOrigin(
   options: { trustProxy: false | number | string[]; publicUrl: string | undefined; fallbackHost: string },
 ): TrustFn {
   const trust = compileTrust(options.trustProxy);
-  const originOf = (raw: IncomingMessage) =>
+  const resolve = (raw: IncomingMessage) =>
     resolveClientOrigin(
       {
         remoteAddress: raw.socket.remoteAddress ?? '',
@@ -47,6 +47,11 @@ export function registerOrigin(
       },
       trust,
     );
+  const originOf = connectionMemo(resolve, (raw) => {
+    // The peer exactly as resolveClientOrigin judges it (IPv4-mapped addresses reduced).
+    const address = raw.socket.remoteAddress ?? '';
+    return trust(nodeAddress(address) ?? address, 0);
+  });
   app.decorate('publicUrlSetting', options.publicUrl);
   app.decorate('fallbackHost', options.fallbackHost);
   app.decorate('originOf', originOf);
@@ -58,11 +63,36 @@ export function registerOrigin(
       return this.originCache;
     },
   });
-  app.addHook('onRequest', (request, reply, done) => {
-    reply.header('x-request-id', request.id);
-    done();
-  });
   return trust;
+}
+
+/** The first step of the shared onRequest hook (request-pipeline.ts): every response carries its request id. */
+export function requestIdHeader(request: FastifyRequest, reply: FastifyReply): void {
+  reply.header('x-request-id', request.id);
+}
+
+/**
+ * A client that is not a trusted proxy has the same origin on every request of its connection as long
+ * as it sends the same Host: the address and TLS are the socket's, and forwarded headers from it are
+ * ignored (forwarded.ts). That origin is kept per connection, so a keep-alive client's requests skip
+ * the parsing and validation. A trusted proxy's requests are resolved one by one: each carries the
+ * forwarded headers of another client.
+ */
+function connectionMemo(
+  resolve: (raw: IncomingMessage) => ClientOrigin,
+  fromTrustedPeer: (raw: IncomingMessage) => boolean,
+): (raw: IncomingMessage) => ClientOrigin {
+  const memo = new WeakMap<object, { host: string | undefined; origin: ClientOrigin }>();
+  return (raw) => {
+    const socket = raw.socket as object | null;
+    if (!socket) return resolve(raw);
+    const host = raw.headers.host;
+    const known = memo.get(socket);
+    if (known !== undefined && known.host === host) return known.origin;
+    const origin = resolve(raw);
+    if (!fromTrustedPeer(raw)) memo.set(socket, { host, origin: Object.freeze(origin) });
+    return origin;
+  };
 }
 
 /** The externally visible base URL: PUBLIC_URL when configured, else what the (trusted) request says. */

@@ -14,7 +14,6 @@
 // (after migrations and the provider build), so start-up work is never counted.
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { sendProblem } from './errors.ts';
 import { Problem } from './problems.ts';
 
 /** Histogram resolution, subtracted from the mean as its own sampling delay. */
@@ -63,8 +62,15 @@ function isExempt(request: FastifyRequest): boolean {
   return EXEMPT_ROUTES.has(request.routeOptions.url ?? '');
 }
 
-export function registerOverloadGuard(app: FastifyInstance, maxEventLoopDelayMs: number): void {
-  if (maxEventLoopDelayMs === 0) return;
+/**
+ * Starts the sampler and returns the admission step for the shared onRequest hook (request-pipeline.ts):
+ * a 503 while overloaded, nothing otherwise (one property read per request). Undefined when turned off.
+ */
+export function overloadGuard(
+  app: FastifyInstance,
+  maxEventLoopDelayMs: number,
+): ((request: FastifyRequest) => Problem | undefined) | undefined {
+  if (maxEventLoopDelayMs === 0) return undefined;
   const lag = new LoopLag(maxEventLoopDelayMs);
   const histogram = monitorEventLoopDelay({ resolution: RESOLUTION_MS });
   let sampler: NodeJS.Timeout | undefined;
@@ -75,17 +81,13 @@ export function registerOverloadGuard(app: FastifyInstance, maxEventLoopDelayMs:
       histogram.reset();
     }, WINDOW_MS).unref();
   });
-  app.addHook('onRequest', (request, reply, done) => {
-    if (!lag.overloaded || isExempt(request)) return done();
-    const detail = `the service is overloaded (event loop delayed ${Math.round(lag.delayMs)} ms); retry later`;
-    sendProblem(
-      request,
-      reply,
-      new Problem('unavailable', detail, { headers: { 'retry-after': RETRY_AFTER_SECONDS } }),
-    );
-  });
   app.addHook('onClose', async () => {
     clearInterval(sampler);
     histogram.disable();
   });
+  return (request) => {
+    if (!lag.overloaded || isExempt(request)) return undefined;
+    const detail = `the service is overloaded (event loop delayed ${Math.round(lag.delayMs)} ms); retry later`;
+    return new Problem('unavailable', detail, { headers: { 'retry-after': RETRY_AFTER_SECONDS } });
+  };
 }

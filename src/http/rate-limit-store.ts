@@ -1,4 +1,4 @@
-// A @fastify/rate-limit store that counts in Redis while Redis answers, and in this instance's memory
+// A rate-limit store (rate-limit.ts) that counts in Redis while Redis answers, and in this instance's memory
 // while it does not (an error, or no answer within REDIS_TIMEOUT). A Redis outage then leaves a
 // per-instance limit in force instead of none, no request waits on Redis longer than the timeout, and
 // the RateLimit headers are those of the counter that decided. Once Redis is marked down, requests go
@@ -7,18 +7,15 @@ import { createRequire } from 'node:module';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Redis } from 'ioredis';
 
-interface Count {
+/** A caller's count in the current window, and the milliseconds left in it. */
+export interface Count {
   current: number;
   ttl: number;
 }
 type Callback = (error: Error | null, result?: Count) => void;
-interface Store {
+/** @fastify/rate-limit's store contract (its Redis and local stores implement it). */
+export interface Store {
   incr(key: string, callback: Callback, timeWindow: number, max: number): void;
-}
-/** What the plugin passes to a store's constructor and child() (its global or per-route options). */
-interface StoreParams {
-  continueExceeding?: boolean;
-  exponentialBackoff?: boolean;
 }
 
 // The plugin's own two stores (its package has no exports map, so these files are reachable): the same
@@ -40,19 +37,17 @@ const PROBE_INTERVAL_MS = 1000;
 class FallbackStore implements Store {
   readonly #redis: Redis;
   readonly #log: FastifyBaseLogger;
-  readonly #nameSpace: string;
   readonly #shared: Store;
   readonly #local: Store;
   #available = true;
   #probeAt = 0;
   #probing = false;
 
-  constructor(redis: Redis, nameSpace: string, log: FastifyBaseLogger, params: StoreParams) {
+  constructor(redis: Redis, nameSpace: string, log: FastifyBaseLogger) {
     this.#redis = redis;
     this.#log = log;
-    this.#nameSpace = nameSpace;
-    this.#shared = new RedisStore(params.continueExceeding, params.exponentialBackoff, redis, nameSpace);
-    this.#local = new LocalStore(params.continueExceeding, params.exponentialBackoff);
+    this.#shared = new RedisStore(false, false, redis, nameSpace);
+    this.#local = new LocalStore(false, false);
   }
 
   incr(key: string, callback: Callback, timeWindow: number, max: number): void {
@@ -71,16 +66,6 @@ class FallbackStore implements Store {
       timeWindow,
       max,
     );
-  }
-
-  /**
-   * Per-route limits (`config.rateLimit` on a route): same behaviour, keys of their own. The plugin passes
-   * its merged options with `routeInfo` (its typings say the route's options, hence `object`).
-   */
-  child(routeOptions: object): FallbackStore {
-    const params = routeOptions as StoreParams & { routeInfo?: { method?: string; url?: string } };
-    const { method = '', url = '' } = params.routeInfo ?? {};
-    return new FallbackStore(this.#redis, `${this.#nameSpace}${method}${url}-`, this.#log, params);
   }
 
   #markDown(error: Error | null): void {
@@ -114,15 +99,7 @@ class FallbackStore implements Store {
   }
 }
 
-/** The store class for the plugin's `store` option (it calls `new Store(globalParams)`). */
-export function redisWithFallback(
-  redis: Redis,
-  nameSpace: string,
-  log: FastifyBaseLogger,
-): new (params: StoreParams) => FallbackStore {
-  return class extends FallbackStore {
-    constructor(params: StoreParams) {
-      super(redis, nameSpace, log, params);
-    }
-  };
+/** Counts in Redis (under `nameSpace`), in memory while Redis fails or does not answer. */
+export function redisWithFallback(redis: Redis, nameSpace: string, log: FastifyBaseLogger): Store {
+  return new FallbackStore(redis, nameSpace, log);
 }

@@ -1,10 +1,10 @@
 // Security response headers. The policy comes from `helmet`, but it is evaluated once at start and the
-// resulting header set is applied with one synchronous hook: @fastify/helmet rebuilds helmet's
-// middleware on every request (measured ~10 µs and ~14 KB of garbage per request, docs/benchmarks.md).
+// resulting header set is applied by one synchronous step of the shared onRequest hook (request-pipeline.ts):
+// @fastify/helmet rebuilds helmet's middleware on every request (measured ~10 µs and ~14 KB of garbage per request, docs/benchmarks.md).
 // JSON responses get a locked-down CSP; the HTML reference page under /docs gets one that lets it load
 // its own (local) scripts and styles.
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import helmet, { type HelmetOptions } from 'helmet';
 
 type HeaderSet = Record<string, string>;
@@ -52,10 +52,10 @@ function policies(https: boolean): { api: HeaderSet; docs: HeaderSet } {
   return { api, docs };
 }
 
-export function registerSecurityHeaders(app: FastifyInstance, options: { https: boolean }): void {
+/** A step of the shared onRequest hook (request-pipeline.ts): the precomputed set for the request's path. */
+export function securityHeaders(options: { https: boolean }): (request: FastifyRequest, reply: FastifyReply) => void {
   const { api, docs } = policies(options.https);
-  app.addHook('onRequest', (request, reply, done) => {
+  return (request, reply) => {
     reply.headers(request.url.startsWith('/docs') ? docs : api);
-    done();
-  });
+  };
 }

@@ -3,8 +3,9 @@
 // balancers stop routing here, and every response asks the client to drop the connection (RFC 9112
 // §9.6), so close() need not wait for keep-alive timeouts and the retry opens a connection to a live
 // instance. The requests still running are tracked so that a forced exit can say which ones it cut.
+//
+// The per-request parts are steps of the shared hooks (request-pipeline.ts), not hooks of their own.
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { sendProblem } from './errors.ts';
 import { Problem } from './problems.ts';
 
 declare module 'fastify' {
@@ -19,8 +20,16 @@ declare module 'fastify' {
 /** Another instance, or this one restarted, is expected to answer about this soon. */
 const RETRY_AFTER_SECONDS = '1';
 
-/** Register before the other onRequest hooks (auth, rate limits, the authorization server): nothing else runs for a refused request. */
-export function registerShutdownResponses(app: FastifyInstance): void {
+export interface Drain {
+  /** True once draining started: responses carry `Connection: close`. */
+  readonly closing: boolean;
+  /** The first step of every request (before auth, rate limits, the authorization server): a refusal while draining. */
+  admit(request: FastifyRequest): Problem | undefined;
+  /** The request was answered or aborted. */
+  finished(request: FastifyRequest): void;
+}
+
+export function createDrain(app: FastifyInstance): Drain {
   let closing = false;
   const inFlight = new Map<FastifyRequest, number>();
   app.decorate('startDraining', () => void (closing = true));
@@ -29,29 +38,23 @@ export function registerShutdownResponses(app: FastifyInstance): void {
   app.addHook('preClose', async () => {
     closing = true;
   });
-  app.addHook('onRequest', (request, reply, done) => {
-    if (!closing) {
-      inFlight.set(request, Date.now());
-      return done();
-    }
-    sendProblem(
-      request,
-      reply,
-      new Problem('shuttingDown', 'this instance is shutting down; retry on a new connection', {
+  return {
+    get closing() {
+      return closing;
+    },
+    admit(request) {
+      if (!closing) {
+        inFlight.set(request, Date.now());
+        return undefined;
+      }
+      return new Problem('shuttingDown', 'this instance is shutting down; retry on a new connection', {
         headers: { 'retry-after': RETRY_AFTER_SECONDS },
-      }),
-    );
-  });
-  app.addHook('onSend', (_request, reply, payload, done) => {
-    if (closing) reply.header('connection', 'close');
-    done(null, payload);
-  });
-  const finished = (request: FastifyRequest, _reply: unknown, done: () => void): void => {
-    inFlight.delete(request);
-    done();
+      });
+    },
+    finished(request) {
+      inFlight.delete(request);
+    },
   };
-  app.addHook('onResponse', finished);
-  app.addHook('onRequestAbort', (request, done) => finished(request, undefined, done));
 }
 
 /** What the log says of each request a forced exit cuts: enough to find it, nothing a client sent in secret. */

@@ -1,7 +1,7 @@
 // SQL for orders. Plain functions over the database or an open transaction; one row mapper.
 // State changes are compare-and-set in a single UPDATE … WHERE status/version = …, so the rule
 // "to paid only while pending" holds under any concurrency, on both dialects.
-import type { CompiledQuery } from 'kysely';
+import { sql, type CompiledQuery, type RawBuilder } from 'kysely';
 import type { Executor } from '../db/database.ts';
 import { fromDbTime, toDbTime } from '../db/codecs.ts';
 import type { OrdersTable } from '../db/schema.ts';
@@ -72,6 +72,29 @@ export async function insertOrder(db: Executor, order: NewOrder): Promise<OrderR
     .returning(COLUMNS)
     .executeTakeFirstOrThrow();
   return toRecord(row);
+}
+
+/** PostgreSQL: the next order id, taken before the order is written (its response and event carry it). */
+export const NEXT_ORDER_ID: RawBuilder<number> = sql<number>`nextval(pg_get_serial_sequence('orders', 'id'))`;
+
+/**
+ * PostgreSQL: insertOrder and its first status change as CTEs of one statement, for an id from
+ * NEXT_ORDER_ID; written only for the row of the CTE named `gate`. CTE `new_order` yields the order's id.
+ * The parameters are cast because INSERT … SELECT gives them no type from the target columns.
+ */
+export function insertOrderCtes(order: OrderRecord, gate: string): RawBuilder<unknown> {
+  const at = toDbTime(order.createdAt);
+  return sql`new_order as (
+    insert into orders (id, customer_id, total_minor, currency, status, version, created_at, updated_at)
+    overriding system value
+    select ${order.id}::bigint, ${order.customerId}::uuid, ${order.totalMinor}::bigint, ${order.currency}::text,
+      ${order.status}::text, ${order.version}::integer, ${at}::timestamptz, ${toDbTime(order.updatedAt)}::timestamptz
+    from ${sql.table(gate)}
+    returning id
+  ), new_status_change as (
+    insert into order_status_changes (order_id, status, changed_at)
+    select id, ${order.status}::text, ${at}::timestamptz from new_order
+  )`;
 }
 
 // The primary-key read serves every GET, 304 and write; building and compiling it with Kysely costs

@@ -4,11 +4,13 @@
 import type { Db, Executor } from '../db/database.ts';
 import { Problem, type FieldError } from '../http/problems.ts';
 import { isUuid, validationProblem } from '../http/validation.ts';
+import { writeUnitOf } from '../http/idempotency.ts';
 import { ORDER_PROBLEMS } from './orders.errors.ts';
 import type { Principal } from '../http/token-verifier.ts';
 import { statusEvent, type OrderEventSink, type OrderEventSinkAt } from './orders.events.ts';
 import { isActiveCurrency, toMinorUnits } from './orders.money.ts';
 import * as repo from './orders.repository.ts';
+import { createInOneStatement, writesInStatement } from './orders.statement.ts';
 import type { OrderChanges, OrderRecord, StatusChangeRecord } from './orders.repository.ts';
 import {
   actionBetween,
@@ -74,6 +76,9 @@ async function createOrder(
   events: OrderEventSink,
 ): Promise<OrderRecord> {
   const valid = validateFields(principal, fields);
+  // PostgreSQL under runIdempotent: the order, its history, its event and the key's response in one statement.
+  const unit = writeUnitOf(db);
+  if (unit && writesInStatement(events)) return createInOneStatement(unit, valid, now, events);
   const order = await repo.insertOrder(db, { ...valid, now });
   await repo.insertStatusChange(db, order.id, order.status, now);
   await events.orderChanged(db, 'order.created', order, now);

@@ -4,8 +4,10 @@ import type { FastifyBaseLogger as BaseLogger } from 'fastify';
 import type { Config } from '../config/config.ts';
 import type { DatabaseHandle } from '../db/database.ts';
 import { listenForCommits, type CommitListener } from './delivery/commit-listener.ts';
-import { CallbackClient } from './delivery/callback-client.ts';
+import type { AttemptSender } from './delivery/callback-client.ts';
+import { ThreadedCallbackClient } from './delivery/sender-thread.ts';
 import { Dispatcher } from './delivery/dispatcher.ts';
+import type { HandOffTarget } from './delivery/hand-off.ts';
 import type { EndpointContext } from './api/endpoints.service.ts';
 import { Outbox } from './outbox/events.outbox.ts';
 import { latestSealedSecret } from './store/endpoints.repository.ts';
@@ -36,7 +38,11 @@ export async function createWebhookRuntime(
   const box = new SecretBox(
     resolveSecretKey(config.webhookSecretKey, config.databaseUrl, await latestSealedSecret(database.db)),
   );
-  const outbox = new Outbox(database.dialect, () => running?.dispatcher.wake());
+  const outbox = new Outbox(
+    database.dialect,
+    () => running?.dispatcher.wake(),
+    (): HandOffTarget | undefined => running?.dispatcher,
+  );
   const policy = new AddressPolicy(config.webhookAllowedNetworks);
   const context: EndpointContext = {
     dialect: database.dialect,
@@ -45,7 +51,7 @@ export async function createWebhookRuntime(
     urlRules: { allowHttp: config.webhookAllowHttp, policy },
     secretOverlapMs: config.webhookSecretOverlapMs,
   };
-  const running = options.dispatch ? createDispatcher(config, database, log, { box, outbox, policy }) : undefined;
+  const running = options.dispatch ? createDispatcher(config, database, log, { box, outbox }) : undefined;
   if (!running) return { context, dispatcher: undefined, start: () => {}, stop: async () => {} };
   let listener: CommitListener | undefined;
   return {
@@ -68,20 +74,22 @@ function createDispatcher(
   config: Readonly<Config>,
   database: DatabaseHandle,
   log: BaseLogger,
-  parts: { box: SecretBox; outbox: Outbox; policy: AddressPolicy },
-): { dispatcher: Dispatcher; client: CallbackClient } {
-  const { box, outbox, policy } = parts;
+  parts: { box: SecretBox; outbox: Outbox },
+): { dispatcher: Dispatcher; client: AttemptSender } {
+  const { box, outbox } = parts;
 
   // The pool is per origin, but the per-endpoint limit is the dispatcher's: several endpoints can share
   // one host. With only WEBHOOK_ENDPOINT_CONCURRENCY connections there, one endpoint's slow requests
   // queued the others' (their timeout running while they waited unsent). As many connections as
   // attempts can be in flight means an attempt never waits for a connection.
-  const client = new CallbackClient({
+  const settings = {
     timeoutMs: config.webhookTimeoutMs,
     connectionsPerOrigin: config.webhookConcurrency,
-    policy,
     userAgent: USER_AGENT,
-  });
+  };
+  // The HTTP side of attempts runs on its own thread (sender-thread.ts): undici is most of an attempt's
+  // cost, and this event loop is the API's too. Claims, leases and outcomes stay here.
+  const client = new ThreadedCallbackClient({ ...settings, allowedNetworks: config.webhookAllowedNetworks });
   const dispatcher = new Dispatcher({
     db: database.db,
     dialect: database.dialect,

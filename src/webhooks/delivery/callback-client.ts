@@ -24,6 +24,12 @@ export interface AttemptResult {
   gone: boolean;
 }
 
+/** What the dispatcher sends attempts through: a CallbackClient here, or one on a worker thread (sender-thread.ts). */
+export interface AttemptSender {
+  post(url: string, headers: Record<string, string>, body: string): Promise<AttemptResult>;
+  close(): Promise<void>;
+}
+
 export interface CallbackClientSettings {
   timeoutMs: number;
   connectionsPerOrigin: number;
@@ -34,7 +40,7 @@ export interface CallbackClientSettings {
 /** Bounds the per-URL memo of the literal-address check (URLs are few: 50 endpoints per client). */
 const MAX_CHECKED_URLS = 10_000;
 
-export class CallbackClient {
+export class CallbackClient implements AttemptSender {
   readonly #agent: Agent;
   readonly #settings: CallbackClientSettings;
   /** URL → why it is refused (or null): parsing a URL costs more than signing, and the answer never changes. */

@@ -9,12 +9,15 @@
 // Claims and records are batched, because on SQLite every write is a commit and on PostgreSQL a round
 // trip: new work (a commit, a NOTIFY) is claimed at once, but while a backlog waits, freed slots are
 // gathered into one claim (a quarter of an endpoint's share, or whatever freed within 2 ms).
+//
+// Deliveries this process commits skip the claim altogether when there is room for them: the outbox
+// writes them leased to this dispatcher and hands them over once they are durable (hand-off.ts).
 import { randomBytes } from 'node:crypto';
 import type { FastifyBaseLogger as BaseLogger } from 'fastify';
 import { withoutFsync, type Db, type Dialect } from '../../db/database.ts';
 import * as deliveries from '../store/deliveries.repository.ts';
 import { claimBatch, recordOutcomes, type Outcome, type SendableDelivery } from '../store/dispatch.repository.ts';
-import type { AttemptResult, CallbackClient } from './callback-client.ts';
+import type { AttemptResult, AttemptSender } from './callback-client.ts';
 import { OpenedSecrets } from './opened-secrets.ts';
 import { purgeEvents } from '../store/events.repository.ts';
 import { nextRetryDelay, type RetrySettings } from './retry-policy.ts';
@@ -22,6 +25,7 @@ import type { SecretBox } from '../store/secrets.ts';
 import { bodyTimestamp, deliveryBody, signatureHeaders } from './signing.ts';
 import { settleEndpoints } from './endpoint-health.ts';
 import type { Outbox } from '../outbox/events.outbox.ts';
+import type { HandOffLease, HandOffTarget } from './hand-off.ts';
 
 export interface DispatcherSettings {
   concurrency: number;
@@ -39,7 +43,7 @@ export interface DispatcherDeps {
   dialect: Dialect;
   box: SecretBox;
   outbox: Outbox;
-  client: CallbackClient;
+  client: AttemptSender;
   settings: DispatcherSettings;
   log: BaseLogger;
   now?: () => Date;
@@ -59,13 +63,30 @@ const CLAIM_RETRY_MS = 1000;
  */
 const DUE_MARGIN_MS = 2;
 
-export class Dispatcher {
+/** A delivery handed over by the outbox (already leased), waiting for a slot. */
+interface Handed {
+  delivery: SendableDelivery;
+  lease: HandOffLease;
+}
+
+/** How the deliveries this dispatcher sent came to it. */
+export interface DispatcherStats {
+  /** Leased by a claim. */
+  claimed: number;
+  /** Handed over by the outbox of this process, leased at insert. */
+  handedOff: number;
+}
+
+export class Dispatcher implements HandOffTarget {
   readonly #deps: DispatcherDeps;
   readonly #now: () => Date;
   readonly #inFlight = new Map<string, Promise<void>>();
   /** The lease token each delivery in flight was claimed with. */
   readonly #leases = new Map<string, string>();
   readonly #perEndpoint = new Map<string, number>();
+  /** Handed over while every slot (or its endpoint's) was taken: started as slots free, oldest first. */
+  #handed: Handed[] = [];
+  readonly stats: DispatcherStats = { claimed: 0, handedOff: 0 };
   readonly #secrets: OpenedSecrets;
   /** Slots freed since the last claim that are worth a claim on their own. */
   readonly #claimBatch: number;
@@ -108,8 +129,74 @@ export class Dispatcher {
     this.#wakeSleeper?.();
   }
 
+  /**
+   * The outbox is about to write one delivery to each of `endpointIds`: a lease for them if they could
+   * start at once. Not while due work waits in the database (it is older; the claim takes it oldest
+   * first) or while this dispatcher is not running: they are then written unleased, to be claimed.
+   */
+  offer(endpointIds: readonly string[]): HandOffLease | undefined {
+    const { concurrency, endpointConcurrency, timeoutMs } = this.#deps.settings;
+    if (!this.#loop || this.#stopping || this.#backlogged) return undefined;
+    if (this.#inFlight.size + this.#handed.length + endpointIds.length > concurrency) return undefined;
+    const wanted = new Map<string, number>();
+    for (const id of endpointIds) wanted.set(id, (wanted.get(id) ?? 0) + 1);
+    for (const h of this.#handed) {
+      const n = wanted.get(h.delivery.endpointId);
+      if (n !== undefined) wanted.set(h.delivery.endpointId, n + 1);
+    }
+    for (const [id, n] of wanted) if ((this.#perEndpoint.get(id) ?? 0) + n > endpointConcurrency) return undefined;
+    const token = randomBytes(12).toString('base64url');
+    return { token, until: new Date(this.#now().getTime() + timeoutMs + LEASE_MARGIN_MS) };
+  }
+
+  /** The offered deliveries are durably committed: send them (hand-off.ts). */
+  take(lease: HandOffLease, deliveries: SendableDelivery[]): void {
+    if (this.#stopping) {
+      void this.#releaseHanded(deliveries.map((delivery) => ({ delivery, lease })));
+      return;
+    }
+    this.stats.handedOff += deliveries.length;
+    for (const delivery of deliveries) this.#handed.push({ delivery, lease });
+    try {
+      this.#startHanded();
+    } catch (err) {
+      // Called from the commit's callbacks, where a throw would be uncaught. What was not started
+      // stays leased until its lease expires, then is claimed (at least once).
+      this.#deps.log.error({ err }, 'could not start handed-over webhook deliveries; their leases will expire');
+    }
+  }
+
+  /**
+   * Starts what was handed over, as far as the limits allow. One whose lease would end before its
+   * attempt could be recorded (it waited too long for a slot) is given back to be claimed instead.
+   */
+  #startHanded(): void {
+    if (this.#handed.length === 0) return;
+    const { concurrency, endpointConcurrency, timeoutMs } = this.#deps.settings;
+    const latestUntil = this.#now().getTime() + timeoutMs + LEASE_MARGIN_MS / 2;
+    const waiting: Handed[] = [];
+    const stale: Handed[] = [];
+    for (const h of this.#handed) {
+      const { endpointId } = h.delivery;
+      if (h.lease.until.getTime() < latestUntil) stale.push(h);
+      else if (this.#inFlight.size < concurrency && (this.#perEndpoint.get(endpointId) ?? 0) < endpointConcurrency)
+        this.#start(h.delivery, h.lease.token);
+      else waiting.push(h);
+    }
+    this.#handed = waiting;
+    if (stale.length > 0) void this.#releaseHanded(stale).then(() => this.wake());
+  }
+
+  async #releaseHanded(handed: Handed[]): Promise<void> {
+    const byToken = new Map<string, string[]>();
+    for (const { delivery, lease } of handed)
+      byToken.set(lease.token, [...(byToken.get(lease.token) ?? []), delivery.id]);
+    for (const [token, ids] of byToken) await this.#release(ids, token);
+  }
+
   /** An attempt finished. Only a waiting backlog needs a claim for the freed slot; gather a few first. */
   #slotFreed(): void {
+    this.#startHanded();
     if (!this.#backlogged) return;
     this.#freedSinceClaim++;
     if (this.#freedSinceClaim >= this.#claimBatch) this.wake();
@@ -126,12 +213,13 @@ export class Dispatcher {
     clearTimeout(this.#gatherTimer);
     this.wake();
     await this.#loop;
+    await this.#releaseHanded(this.#handed.splice(0));
     let timer: NodeJS.Timeout | undefined;
     const grace = new Promise<void>((resolve) => (timer = setTimeout(resolve, graceMs)));
     await Promise.race([Promise.allSettled(this.#inFlight.values()), grace]);
     clearTimeout(timer);
     await this.#flushAll();
-    for (const [id, leaseToken] of this.#leases) await this.#release(id, leaseToken);
+    for (const [id, leaseToken] of this.#leases) await this.#release([id], leaseToken);
   }
 
   async purgeExpiredEvents(): Promise<number> {
@@ -185,6 +273,7 @@ export class Dispatcher {
         inFlight,
       }),
     );
+    this.stats.claimed += claimed.length;
     for (const delivery of claimed) this.#start(delivery, leaseToken);
     return claimed.length === room || this.#reachedEndpointLimit(inFlight, claimed);
   }
@@ -329,9 +418,9 @@ export class Dispatcher {
   }
 
   /** Only while this claim still holds the lease: another dispatcher may have taken it over since. */
-  async #release(id: string, leaseToken: string): Promise<void> {
+  async #release(ids: string[], leaseToken: string): Promise<void> {
     try {
-      await deliveries.releaseLeases(this.#deps.db, [id], leaseToken);
+      await deliveries.releaseLeases(this.#deps.db, ids, leaseToken);
     } catch (err) {
       this.#deps.log.warn({ err }, 'could not release leases at shutdown; they expire on their own');
     }

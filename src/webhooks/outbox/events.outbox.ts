@@ -1,10 +1,12 @@
 // The transactional outbox: an event row and one delivery row per subscribed endpoint, written with
 // the caller's transaction, so a change commits with its events or not at all. Nothing is sent here;
 // the dispatcher picks the deliveries up after the commit.
-import { sql } from 'kysely';
+import { sql, type RawBuilder } from 'kysely';
 import type { Dialect, Executor } from '../../db/database.ts';
 import { toDbTime } from '../../db/codecs.ts';
 import { ALL_EVENTS, newId, type EventType } from './events.catalogue.ts';
+import { afterCommit } from '../../db/after-commit.ts';
+import { handOff, type FreshEndpoint, type HandOffTarget } from '../delivery/hand-off.ts';
 
 /** PostgreSQL channel that tells every dispatcher process that deliveries were committed. */
 export const WAKE_CHANNEL = 'signet_webhooks';
@@ -30,10 +32,17 @@ export interface RecordedEvent {
 export class Outbox {
   readonly #dialect: Dialect;
   readonly #wakeInProcess: () => void;
+  /** The dispatcher in this process, if any: it takes what this process commits without a claim (hand-off.ts). */
+  readonly #handOffTarget: () => HandOffTarget | undefined;
 
-  constructor(dialect: Dialect, wakeInProcess: () => void) {
+  constructor(
+    dialect: Dialect,
+    wakeInProcess: () => void,
+    handOffTarget: () => HandOffTarget | undefined = () => undefined,
+  ) {
     this.#dialect = dialect;
     this.#wakeInProcess = wakeInProcess;
+    this.#handOffTarget = handOffTarget;
   }
 
   /** Must run inside the transaction of the change that caused the event. */
@@ -50,10 +59,10 @@ export class Outbox {
       order_id: event.orderId ?? null,
     };
     const endpoints = await subscribedEndpoints(trx, event);
-    const deliveries = endpoints.map((endpointId) => ({
+    const deliveries = endpoints.map((endpoint) => ({
       id: newId('dlv'),
       event_id: eventId,
-      endpoint_id: endpointId,
+      endpoint_id: endpoint.id,
       state: 'pending' as const,
       attempt_count: 0,
       retry_index: 0,
@@ -71,26 +80,35 @@ export class Outbox {
         .execute();
     } else {
       await trx.insertInto('webhook_events').values(eventRow).execute();
-      await trx.insertInto('webhook_deliveries').values(deliveries).execute();
-      await this.announce(trx);
+      const ids = deliveries.map((d) => d.id);
+      const lease = await handOff(trx, this.#handOffTarget(), eventRow, endpoints, ids);
+      await trx
+        .insertInto('webhook_deliveries')
+        .values(lease ? deliveries.map((d) => ({ ...d, ...lease })) : deliveries)
+        .execute();
+      if (!lease) await this.announce(trx);
     }
     return { eventId, deliveryIds: deliveries.map((d) => d.id) };
   }
 
   /**
    * Tells dispatchers that deliveries are due (new ones, or re-queued). PostgreSQL delivers a NOTIFY
-   * only when the transaction commits, to every listening dispatcher. SQLite has one connection per
-   * process: a dispatcher woken now queues its claim behind this transaction, so it reads the
-   * deliveries right after the commit.
+   * only when the transaction commits, to every listening dispatcher. SQLite: the in-process
+   * dispatcher is woken once the transaction is durable, since its claim reads through a connection
+   * that sees only committed rows (src/db/sqlite-group-commit.ts); outside a transaction, at once.
    */
   async announce(trx: Executor): Promise<void> {
     if (this.#dialect === 'postgres') await sql`select pg_notify(${WAKE_CHANNEL}, '')`.execute(trx);
-    else this.#wakeInProcess();
+    else if (!(await afterCommit(trx, this.#wakeInProcess))) this.#wakeInProcess();
   }
 }
 
-async function subscribedEndpoints(trx: Executor, event: NewEvent): Promise<string[]> {
-  let query = trx.selectFrom('webhook_endpoints').select('id').where('enabled', '=', 1);
+/** With what sending needs, for a hand-off to the dispatcher in this process. */
+async function subscribedEndpoints(trx: Executor, event: NewEvent): Promise<FreshEndpoint[]> {
+  let query = trx
+    .selectFrom('webhook_endpoints')
+    .select(['id', 'url', 'secret', 'previous_secret', 'previous_secret_expires_at'])
+    .where('enabled', '=', 1);
   if (event.owner !== undefined) query = query.where('owner', '=', event.owner);
   // Addressed to given endpoints (a ping): they get it whatever types they subscribe to, as the caller asked.
   if (event.endpointIds !== undefined) query = query.where('id', 'in', event.endpointIds);
@@ -102,6 +120,44 @@ async function subscribedEndpoints(trx: Executor, event: NewEvent): Promise<stri
         eb('event_types', 'like', `%${JSON.stringify(event.type)}%`),
       ]),
     );
-  const rows = await query.execute();
-  return rows.map((r) => r.id);
+  return query.execute();
+}
+
+/** The CTEs of one statement that record an event, and what to evaluate after them. */
+export interface EventStatementParts {
+  ctes: RawBuilder<unknown>;
+  after: RawBuilder<unknown>;
+}
+
+/**
+ * PostgreSQL: record() as part of a caller's single statement (src/http/idempotency.ts, WriteUnit):
+ * the event row and one delivery per subscribed endpoint, written only for the row of the CTE named
+ * `source` (so nothing when the caller's own write did not happen), and the NOTIFY when deliveries
+ * were written. Data-modifying CTEs commit together or not at all, like record()'s transaction; PG
+ * delivers the NOTIFY at commit (docs: NOTIFY). Subscriptions are matched as in subscribedEndpoints.
+ * Delivery ids are `dlv_` and 128 bits of SHA-256(a fresh 128-bit random seed, endpoint id): as
+ * unguessable and unique as newId's, without a round trip to learn how many endpoints there are.
+ */
+export function eventStatementParts(event: NewEvent, source: string): EventStatementParts {
+  if (event.owner !== undefined || event.endpointIds !== undefined)
+    throw new Error('eventStatementParts records events for every subscriber only');
+  const at = toDbTime(event.occurredAt);
+  const seed = newId('dlv');
+  const ctes = sql`outbox_event as (
+    insert into webhook_events (id, type, occurred_at, data, customer_id, order_id)
+    select ${newId('evt')}::text, ${event.type}::text, ${at}::timestamptz, ${JSON.stringify(event.data)}::text,
+      ${event.customerId ?? null}::text, ${event.orderId ?? null}::integer
+    from ${sql.table(source)}
+    returning id
+  ), outbox_deliveries as (
+    insert into webhook_deliveries
+      (id, event_id, endpoint_id, state, attempt_count, retry_index, next_attempt_at, created_at, updated_at)
+    select 'dlv_' || left(encode(sha256(convert_to(${seed}::text || w.id, 'UTF8')), 'hex'), 32), e.id, w.id,
+      'pending', 0, 0, ${at}::timestamptz, ${at}::timestamptz, ${at}::timestamptz
+    from outbox_event e cross join webhook_endpoints w
+    where w.enabled = 1
+      and (w.event_types = ${JSON.stringify([ALL_EVENTS])} or w.event_types like ${`%${JSON.stringify(event.type)}%`})
+    returning 1
+  )`;
+  return { ctes, after: sql`(select pg_notify(${WAKE_CHANNEL}, '') from outbox_deliveries limit 1)` };
 }

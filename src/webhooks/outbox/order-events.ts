@@ -1,15 +1,30 @@
 // Order changes become outbox events whose Data is the order as the API shows it.
-import type { OrderEventSinkAt } from '../../orders/orders.events.ts';
+import type { OrderEventSink, OrderEventSinkAt, OrderEventType } from '../../orders/orders.events.ts';
 import { toRepresentation } from '../../orders/orders.representation.ts';
-import type { Outbox } from './events.outbox.ts';
+import { eventStatementParts, type EventStatementParts, type NewEvent, type Outbox } from './events.outbox.ts';
+
+type Order = Parameters<OrderEventSink['orderChanged']>[2];
+
+/** The sink, and the form the orders service looks for on PostgreSQL (OrderEventStatements, orders.statement.ts). */
+interface OrderEventsSink extends OrderEventSink {
+  orderChangedInStatement(type: OrderEventType, order: Order, now: Date, source: string): EventStatementParts;
+}
 
 /** Data links start at the base URL of the change (the request's public URL), fixed when the event is written. */
 export function orderEventSink(outbox: Outbox): OrderEventSinkAt {
-  return (baseUrl) => ({
+  return (baseUrl): OrderEventsSink => ({
     async orderChanged(trx, type, order, now) {
-      const data = toRepresentation(order, baseUrl, { fields: undefined, include: [] });
-      if (type === 'order.deleted') delete data._links; // nothing left to link to
-      await outbox.record(trx, { type, data, occurredAt: now, customerId: order.customerId, orderId: order.id });
+      await outbox.record(trx, orderEvent(baseUrl, type, order, now));
+    },
+    // Used only where the orders service was handed a WriteUnit, which exists on PostgreSQL only.
+    orderChangedInStatement(type, order, now, source) {
+      return eventStatementParts(orderEvent(baseUrl, type, order, now), source);
     },
   });
+}
+
+function orderEvent(baseUrl: string, type: OrderEventType, order: Order, now: Date): NewEvent {
+  const data = toRepresentation(order, baseUrl, { fields: undefined, include: [] });
+  if (type === 'order.deleted') delete data._links; // nothing left to link to
+  return { type, data, occurredAt: now, customerId: order.customerId, orderId: order.id };
 }

@@ -101,12 +101,72 @@ export async function findEvent(
   return row && toRecord(row);
 }
 
-/** Deletes events older than the cutoff (with their deliveries and attempts) unless a delivery still waits. */
-export async function purgeEvents(db: Executor, cutoff: Date): Promise<number> {
-  const old = db
+/**
+ * Retention works in bounded batches: a purge after a long outage (or the first one on a large table)
+ * must not hold the writer. On SQLite a statement runs on the event loop and holds the single write
+ * lock until it ends, so an unbounded DELETE of a month's deliveries would stall every request for
+ * seconds; on PostgreSQL it would hold row locks and risk the statement timeout. Each statement here
+ * touches at most PURGE_BATCH.events events or PURGE_BATCH.deliveries deliveries (with their attempts,
+ * by cascade: at most one per step of the retry schedule), and the purge yields to the event loop
+ * between statements, so requests queued behind it run in between.
+ */
+export const PURGE_BATCH = { events: 200, deliveries: 200 };
+
+/** Where a purge has got to: the last expired event it looked at, in (occurred_at, seq) order. */
+interface PurgeMark {
+  occurredAt: string | Date;
+  seq: number;
+}
+
+/**
+ * Deletes events older than the cutoff (with their deliveries and attempts) unless a delivery still
+ * waits; the number of events deleted. Batches run in (occurred_at, seq) order from a keyset, so an
+ * event that is kept (a delivery still waits) is read once, not once per batch.
+ */
+export async function purgeEvents(db: Executor, cutoff: Date, batch = PURGE_BATCH): Promise<number> {
+  let total = 0;
+  let mark: PurgeMark | undefined;
+  for (;;) {
+    const expired = await expiredEvents(db, toDbTime(cutoff), mark, batch.events);
+    if (expired.length === 0) return total;
+    const ids = expired.map((e) => e.id);
+    await purgeDeliveriesOf(db, ids, batch.deliveries);
+    const result = await db.deleteFrom('webhook_events').where('id', 'in', settled(db, ids)).executeTakeFirst();
+    total += Number(result.numDeletedRows);
+    if (expired.length < batch.events) return total;
+    const last = expired[expired.length - 1]!;
+    mark = { occurredAt: last.occurred_at, seq: Number(last.seq) };
+    await yieldToEventLoop();
+  }
+}
+
+/**
+ * The next expired events after `mark`. `occurred_at >= mark` bounds the index range scan (a row
+ * value alone is not an index condition on PostgreSQL's single-column webhook_events_occurred_idx),
+ * the row value skips the events already seen (https://sqlite.org/rowvalue.html).
+ */
+async function expiredEvents(db: Executor, cutoff: string | Date, mark: PurgeMark | undefined, limit: number) {
+  let query = db.selectFrom('webhook_events').select(['id', 'seq', 'occurred_at']).where('occurred_at', '<', cutoff);
+  if (mark)
+    query = query
+      .where('occurred_at', '>=', mark.occurredAt)
+      .where(sql<boolean>`(occurred_at, seq) > (${mark.occurredAt}, ${mark.seq})`);
+  return query.orderBy('occurred_at').orderBy('seq').limit(limit).execute();
+}
+
+/**
+ * Of these events, those no delivery waits for (a waiting one keeps its event and its whole log).
+ * The state is compared as an expression, not as the bare column: SQLite (no ANALYZE statistics) then
+ * looked each event's pending deliveries up by webhook_deliveries_state_created_idx, reading every
+ * pending delivery of every endpoint once per event (EXPLAIN QUERY PLAN: `SEARCH p USING INDEX
+ * webhook_deliveries_state_created_idx (state=?)`); now it reads the event's own few through the
+ * (event_id, endpoint_id) key (`USING INDEX sqlite_autoindex_webhook_deliveries_2 (event_id=?)`).
+ */
+function settled(db: Executor, ids: string[]) {
+  return db
     .selectFrom('webhook_events as e')
     .select('e.id')
-    .where('e.occurred_at', '<', toDbTime(cutoff))
+    .where('e.id', 'in', ids)
     .where((w) =>
       w.not(
         w.exists(
@@ -114,11 +174,27 @@ export async function purgeEvents(db: Executor, cutoff: Date): Promise<number> {
             .selectFrom('webhook_deliveries as p')
             .select('p.id')
             .whereRef('p.event_id', '=', 'e.id')
-            .where('p.state', '=', 'pending'),
+            .where(sql<string>`p.state || ''`, '=', 'pending'),
         ),
       ),
     );
-  await db.deleteFrom('webhook_deliveries').where('event_id', 'in', old).execute();
-  const result = await db.deleteFrom('webhook_events').where('id', 'in', old).executeTakeFirst();
-  return Number(result.numDeletedRows);
+}
+
+/** The deliveries of the settled ones among `eventIds`, at most `limit` per statement. */
+async function purgeDeliveriesOf(db: Executor, eventIds: string[], limit: number): Promise<void> {
+  for (;;) {
+    const chunk = db
+      .selectFrom('webhook_deliveries')
+      .select('id')
+      .where('event_id', 'in', settled(db, eventIds))
+      .limit(limit);
+    const result = await db.deleteFrom('webhook_deliveries').where('id', 'in', chunk).executeTakeFirst();
+    if (Number(result.numDeletedRows) < limit) return;
+    await yieldToEventLoop();
+  }
+}
+
+/** A macrotask turn: node:sqlite runs statements synchronously, so awaiting them alone never lets I/O in. */
+function yieldToEventLoop(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
 }

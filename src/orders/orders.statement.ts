@@ -1,0 +1,47 @@
+// PostgreSQL: a new order in one autocommit statement with everything that commits with it: its first
+// status change, its order.created event and deliveries, and the response stored on its Idempotency-Key
+// (WriteUnit, src/http/idempotency.ts). Two round trips in all: the id with the key's claim, then this.
+import { sql, type RawBuilder } from 'kysely';
+import type { WriteUnit } from '../http/idempotency.ts';
+import type { OrderEventSink, OrderEventType } from './orders.events.ts';
+import { insertOrderCtes, NEXT_ORDER_ID, type OrderRecord } from './orders.repository.ts';
+
+/** CTEs of one statement, and what to evaluate after them. */
+export interface StatementParts {
+  ctes: RawBuilder<unknown>;
+  after?: RawBuilder<unknown>;
+}
+
+/** A sink that can also write an event as part of one statement (the webhook outbox, on PostgreSQL). */
+export interface OrderEventStatements {
+  /** The event of `order`'s change, written only for the row of the CTE named `source`. */
+  orderChangedInStatement(type: OrderEventType, order: OrderRecord, now: Date, source: string): StatementParts;
+}
+
+export function writesInStatement(sink: OrderEventSink): sink is OrderEventSink & OrderEventStatements {
+  return typeof (sink as Partial<OrderEventStatements>).orderChangedInStatement === 'function';
+}
+
+export interface ValidOrder {
+  customerId: string;
+  totalMinor: number;
+  currency: string;
+}
+
+/**
+ * The order as insertOrder would return it, built here from an id taken first: the response and the
+ * event's Data carry the id, and both are part of the one statement. Every column is known: the values
+ * sent (CustomerId already in the lower case PostgreSQL's uuid prints, times in whole milliseconds).
+ */
+export async function createInOneStatement(
+  unit: WriteUnit,
+  valid: ValidOrder,
+  now: Date,
+  events: OrderEventStatements,
+): Promise<OrderRecord> {
+  const id = Number(await unit.reserve(NEXT_ORDER_ID));
+  const order: OrderRecord = { id, ...valid, status: 'pending', version: 1, createdAt: now, updatedAt: now };
+  const event = events.orderChangedInStatement('order.created', order, now, 'new_order');
+  unit.defer({ ctes: (gate) => sql`${insertOrderCtes(order, gate)}, ${event.ctes}`, after: event.after });
+  return order;
+}

@@ -1,0 +1,187 @@
+// Group commit on the embedded SQLite database (src/db/sqlite-group-commit.ts), through Kysely on a
+// real file. "Durable" is checked from outside: a separate connection to the same file sees a row only
+// once the COMMIT that holds it has returned (WAL, synchronous=FULL: returned means on disk).
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
+import { after, before, describe, test } from 'node:test';
+import { sql } from 'kysely';
+import { afterCommit } from '../../src/db/after-commit.ts';
+import { openDatabase, type DatabaseHandle, type Db } from '../../src/db/database.ts';
+import { withDeadline } from '../helpers/deadline.ts';
+
+// The tests use a table of their own; the typed schema does not know it.
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+type AnyDb = any;
+
+describe('SQLite group commit', () => {
+  let dir: string;
+  let handle: DatabaseHandle;
+  let db: AnyDb;
+  let outside: DatabaseSync;
+
+  before(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'signet-group-commit-'));
+    handle = openDatabase(`sqlite:${join(dir, 'g.db')}`, { sqliteSynchronous: 'FULL' });
+    db = handle.db as AnyDb;
+    await sql`create table items (id integer primary key, name text not null unique)`.execute(handle.db);
+    await sql`create table parents (id integer primary key)`.execute(handle.db);
+    await sql`create table children (id integer primary key, parent_id integer not null references parents (id) deferrable initially deferred)`.execute(
+      handle.db,
+    );
+    outside = new DatabaseSync(join(dir, 'g.db'), { readOnly: true });
+  });
+
+  after(async () => {
+    outside.close();
+    await handle.db.destroy();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  const visibleOutside = (name: string): boolean =>
+    outside.prepare('select 1 from items where name = ?').get(name) !== undefined;
+  const stats = () => ({ ...handle.groupCommit! });
+  const insert = (trx: AnyDb, name: string) => trx.insertInto('items').values({ name }).execute();
+
+  test('50 concurrent transactions share a few COMMITs, and each result comes only once its row is on disk', async () => {
+    const before = stats();
+    const seenAtResolve: boolean[] = [];
+    await withDeadline(
+      Promise.all(
+        Array.from({ length: 50 }, (_, n) =>
+          (db as Db)
+            .transaction()
+            .execute((trx) => insert(trx, `a${n}`))
+            .then(() => seenAtResolve.push(visibleOutside(`a${n}`))),
+        ),
+      ),
+      10_000,
+      'the 50 transactions',
+    );
+    const used = stats();
+    assert.equal(used.members - before.members, 50, JSON.stringify({ before, used }));
+    assert.ok(used.commits - before.commits <= 5, `50 transactions took ${used.commits - before.commits} COMMITs`);
+    assert.deepEqual(
+      seenAtResolve.filter((seen) => !seen),
+      [],
+      'a transaction resolved before its row could be read from another connection',
+    );
+  });
+
+  test('a member that fails rolls back only its own work; the others in its group commit, after it has been told', async () => {
+    const before = stats();
+    const okTrx = (db as Db).transaction().execute((trx) => insert(trx, 'kept'));
+    const failing = (db as Db).transaction().execute(async (trx) => {
+      await insert(trx, 'undone');
+      await insert(trx, 'kept'); // unique violation: this member fails
+    });
+    const third = (db as Db).transaction().execute((trx) => insert(trx, 'kept-too'));
+    let visibleWhenRefused: boolean | undefined;
+    const refused = failing.then(
+      () => assert.fail('the duplicate insert succeeded'),
+      (err: Error) => {
+        visibleWhenRefused = visibleOutside('kept');
+        return err;
+      },
+    );
+    const [, error] = await withDeadline(Promise.all([okTrx, refused, third]), 10_000, 'the three transactions');
+    assert.match(String((error as Error).message), /UNIQUE/);
+    assert.equal(visibleWhenRefused, true, 'the failure was reported before the group it ran in had committed');
+    assert.equal(visibleOutside('undone'), false);
+    assert.equal(visibleOutside('kept-too'), true);
+    const used = stats();
+    assert.equal(used.commits - before.commits, 1, JSON.stringify({ before, used }));
+    assert.equal(used.rolledBack - before.rolledBack, 1);
+  });
+
+  test('a COMMIT that fails fails every member of its group, and keeps none of their work', async () => {
+    // A deferred foreign key is checked at COMMIT: the group's commit itself fails.
+    const innocent = (db as Db).transaction().execute((trx) => insert(trx, 'lost-with-group'));
+    const culprit = (db as Db)
+      .transaction()
+      .execute((trx) => (trx as AnyDb).insertInto('children').values({ parent_id: 999 }).execute());
+    const outcomes = await withDeadline(Promise.allSettled([innocent, culprit]), 10_000, 'the two transactions');
+    assert.deepEqual(
+      outcomes.map((o) => o.status),
+      ['rejected', 'rejected'],
+    );
+    assert.match(String((outcomes[0] as PromiseRejectedResult).reason), /FOREIGN KEY/);
+    assert.equal(visibleOutside('lost-with-group'), false);
+    // The writer is usable again.
+    await (db as Db).transaction().execute((trx) => insert(trx, 'after-failed-commit'));
+    assert.equal(visibleOutside('after-failed-commit'), true);
+  });
+
+  test('a read outside a transaction neither waits for a running one nor sees its uncommitted rows', async () => {
+    let finish!: () => void;
+    const holding = new Promise<void>((resolve) => (finish = resolve));
+    let entered!: () => void;
+    const inside = new Promise<void>((resolve) => (entered = resolve));
+    const running = (db as Db).transaction().execute(async (trx) => {
+      await insert(trx, 'in-progress');
+      entered();
+      await holding;
+    });
+    await withDeadline(inside, 5000, 'the transaction to start');
+    const rows = await withDeadline(
+      db.selectFrom('items').select('name').where('name', '=', 'in-progress').execute(),
+      5000,
+      'a read while a transaction holds the writer',
+    );
+    assert.deepEqual(rows, []);
+    finish();
+    await withDeadline(running, 5000, 'the held transaction');
+    const after = await db.selectFrom('items').select('name').where('name', '=', 'in-progress').execute();
+    assert.deepEqual(
+      after.map((row: { name: string }) => row.name),
+      ['in-progress'],
+    );
+  });
+
+  test('a write outside a transaction is a member too: its promise resolves once durable', async () => {
+    const before = stats();
+    await withDeadline(
+      Promise.all(
+        Array.from({ length: 20 }, (_, n) =>
+          insert(db, `plain${n}`).then(() => assert.ok(visibleOutside(`plain${n}`), `plain${n} not yet durable`)),
+        ),
+      ),
+      10_000,
+      'the 20 writes',
+    );
+    const used = stats();
+    assert.equal(used.members - before.members, 20);
+    assert.ok(used.commits - before.commits <= 3, `20 writes took ${used.commits - before.commits} COMMITs`);
+  });
+
+  test('afterCommit runs once the transaction is durable, and never for one that rolls back', async () => {
+    const ran: Array<{ name: string; durable: boolean }> = [];
+    const hook = (trx: AnyDb, name: string) =>
+      afterCommit(trx, () => ran.push({ name, durable: visibleOutside(name) }));
+    const committed = (db as Db).transaction().execute(async (trx) => {
+      await insert(trx, 'hooked');
+      assert.equal(await hook(trx, 'hooked'), true);
+    });
+    const rolledBack = (db as Db).transaction().execute(async (trx) => {
+      await insert(trx, 'hooked-undone');
+      assert.equal(await hook(trx, 'hooked-undone'), true);
+      throw new Error('roll back');
+    });
+    await withDeadline(Promise.allSettled([committed, rolledBack]), 10_000, 'the two transactions');
+    await withDeadline(
+      (async () => {
+        while (ran.length === 0) await new Promise((resolve) => setImmediate(resolve));
+      })(),
+      5000,
+      () => `afterCommit callbacks: ${JSON.stringify(ran)}`,
+    );
+    assert.deepEqual(ran, [{ name: 'hooked', durable: true }]);
+    assert.equal(
+      await afterCommit(handle.db, () => undefined),
+      false,
+      'outside a transaction there is no commit to wait for',
+    );
+  });
+});

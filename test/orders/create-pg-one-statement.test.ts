@@ -1,0 +1,269 @@
+// PostgreSQL: POST /api/orders in two round trips (issue 17): the key's claim with the order id, then one
+// autocommit statement with the order, its history, its event and deliveries, the NOTIFY and the stored
+// response (WriteUnit, src/http/idempotency.ts). Counts the queries each request sends, and proves the
+// statement's gate: a key taken over meanwhile writes nothing, a failed statement releases the claim.
+import assert from 'node:assert/strict';
+import { AsyncLocalStorage } from 'node:async_hooks';
+import { randomUUID } from 'node:crypto';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { after, before, describe, test } from 'node:test';
+import { sql } from 'kysely';
+import pg from 'pg';
+import { toDbTime } from '../../src/db/codecs.ts';
+import type { Db } from '../../src/db/database.ts';
+import { testDialects } from '../helpers/databases.ts';
+import { waitUntil } from '../helpers/deadline.ts';
+import { expectProblem, expectStatus } from '../helpers/expect.ts';
+import { call } from '../helpers/http.ts';
+import { startWithClientToken, type TestServer } from '../helpers/server.ts';
+
+/** The SQL each request sent, by the x-test-request header it carried. */
+const sentBy = new Map<string, string[]>();
+const current = new AsyncLocalStorage<string[]>();
+
+/** Counts pg queries in the async context of the request that sent them (not the dispatcher's, nor other tests'). */
+function countQueries(server: TestServer): () => void {
+  const query = pg.Client.prototype.query;
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- passes pg's many overloads through
+  pg.Client.prototype.query = function (this: pg.Client, ...args: any[]): any {
+    const first: unknown = args[0];
+    current.getStore()?.push(typeof first === 'string' ? first : String((first as { text?: string }).text));
+    return (query as (...a: unknown[]) => unknown).apply(this, args);
+  } as typeof query;
+  const http = server.app.server;
+  const [handler] = http.listeners('request') as Array<(req: IncomingMessage, res: ServerResponse) => void>;
+  assert.ok(handler, 'the app server has a request listener');
+  http.removeListener('request', handler);
+  http.on('request', (req: IncomingMessage, res: ServerResponse) => {
+    const log: string[] = [];
+    sentBy.set(String(req.headers['x-test-request']), log);
+    current.run(log, () => handler(req, res));
+  });
+  return () => {
+    pg.Client.prototype.query = query;
+  };
+}
+
+function oneLine(statements: string[]): string {
+  return statements.map((s, i) => `${i + 1}. ${s.replace(/\s+/g, ' ').slice(0, 160)}`).join('\n');
+}
+
+for (const dialect of testDialects().filter((d) => d === 'postgres')) {
+  describe(`POST /api/orders in one statement [${dialect}]`, () => {
+    let server: TestServer;
+    let token: string;
+    let db: Db;
+    let restore = () => undefined as void;
+    before(async () => {
+      ({ server, token } = await startWithClientToken(dialect, { WEBHOOK_DISPATCHER: 'false' }));
+      db = server.app.database.db;
+      restore = countQueries(server);
+    });
+    after(async () => {
+      restore();
+      await server.close();
+    });
+
+    const create = async (customerId: string, key?: string) => {
+      const id = randomUUID();
+      const headers: Record<string, string> = { 'x-test-request': id };
+      if (key !== undefined) headers['idempotency-key'] = key;
+      const res = await call(server.url, 'POST', '/api/orders', {
+        token,
+        body: { CustomerId: customerId, Total: 12.5, Currency: 'EUR' },
+        headers,
+      });
+      return { res, sent: sentBy.get(id) ?? [] };
+    };
+
+    async function insertEndpoint(eventTypes: string[]): Promise<string> {
+      const id = `whep_${randomUUID().replace(/-/g, '')}`;
+      const now = toDbTime(new Date());
+      await db
+        .insertInto('webhook_endpoints')
+        .values({
+          id,
+          owner: 'client-a',
+          url: 'https://receiver.example/hook',
+          description: '',
+          event_types: JSON.stringify(eventTypes),
+          enabled: 1,
+          disabled_reason: null,
+          secret: 'not used: the dispatcher is off',
+          previous_secret: null,
+          previous_secret_expires_at: null,
+          failing_since: null,
+          created_at: now,
+          updated_at: now,
+        })
+        .execute();
+      return id;
+    }
+
+    const rowsOf = async (customerId: string) => ({
+      orders: await db.selectFrom('orders').select(['id', 'status']).where('customer_id', '=', customerId).execute(),
+      events: await db
+        .selectFrom('webhook_events')
+        .select(['id', 'type', 'order_id', 'data'])
+        .where('customer_id', '=', customerId)
+        .execute(),
+    });
+
+    test('a fresh create with a key is two queries and writes the order, its history, its event, one delivery per subscriber and the replayable response', async () => {
+      const everything = await insertEndpoint(['*']);
+      const created = await insertEndpoint(['order.created']);
+      await insertEndpoint(['order.paid']); // not subscribed to order.created: no delivery
+      const customer = randomUUID();
+      const key = `k-${randomUUID()}`;
+      const { res, sent } = await create(customer, key);
+      expectStatus(res, 201);
+      assert.equal(sent.length, 2, `queries sent:\n${oneLine(sent)}`);
+      assert.match(sent[1] ?? '', /pg_notify/, 'the NOTIFY goes with the write');
+
+      const { orders, events } = await rowsOf(customer);
+      assert.deepEqual(orders, [{ id: res.json.Id, status: 'pending' }]);
+      const history = await db
+        .selectFrom('order_status_changes')
+        .select('status')
+        .where('order_id', '=', res.json.Id)
+        .execute();
+      assert.deepEqual(history, [{ status: 'pending' }]);
+      assert.equal(events.length, 1, JSON.stringify(events));
+      const [event] = events;
+      assert.equal(event?.type, 'order.created');
+      assert.equal(Number(event?.order_id), res.json.Id);
+      assert.deepEqual(
+        JSON.parse(event?.data ?? 'null'),
+        res.json,
+        "the event's Data is the order as the response shows it",
+      );
+      const deliveries = await db
+        .selectFrom('webhook_deliveries')
+        .select(['id', 'endpoint_id', 'state', 'attempt_count'])
+        .where('event_id', '=', event?.id ?? '')
+        .execute();
+      assert.deepEqual(
+        deliveries.map((d) => d.endpoint_id).sort(),
+        [everything, created].sort(),
+        JSON.stringify(deliveries),
+      );
+      for (const d of deliveries) {
+        assert.match(d.id, /^dlv_[0-9a-f]{32}$/);
+        assert.equal(d.state, 'pending');
+        assert.equal(d.attempt_count, 0);
+      }
+
+      const replay = await create(customer, key);
+      expectStatus(replay.res, 201);
+      assert.equal(replay.res.headers.get('idempotent-replayed'), 'true');
+      assert.equal(replay.res.text, res.text, 'replayed byte for byte');
+      assert.equal((await rowsOf(customer)).orders.length, 1);
+    });
+
+    test('a create without a key is two queries too, and the ids it takes keep growing', async () => {
+      const customer = randomUUID();
+      const first = await create(customer);
+      const second = await create(customer);
+      expectStatus(first.res, 201);
+      expectStatus(second.res, 201);
+      assert.equal(first.sent.length, 2, `queries sent:\n${oneLine(first.sent)}`);
+      assert.ok(second.res.json.Id > first.res.json.Id, `${second.res.json.Id} after ${first.res.json.Id}`);
+      assert.equal((await rowsOf(customer)).orders.length, 2);
+    });
+
+    /**
+     * Holds an ACCESS EXCLUSIVE lock on webhook_events, so the create's write statement waits for it
+     * (PostgreSQL locks every table a statement writes before it writes anything), while `meanwhile` runs.
+     */
+    async function whileWriteWaits(meanwhile: () => Promise<void>): Promise<void> {
+      await db.connection().execute(async (locker) => {
+        await sql`begin`.execute(locker);
+        try {
+          await sql`lock table webhook_events in access exclusive mode`.execute(locker);
+          await meanwhile();
+        } finally {
+          await sql`rollback`.execute(locker);
+        }
+      });
+    }
+
+    const waitingWrites = async () =>
+      Number(
+        (
+          await sql<{ n: number }>`select count(*)::int as n from pg_stat_activity
+            where wait_event_type = 'Lock' and query like '%idempotency_gate%'`.execute(db)
+        ).rows[0]?.n,
+      );
+
+    test('a key taken over between the claim and the write writes nothing and answers 409 with Retry-After', async () => {
+      const customer = randomUUID();
+      const key = `k-${randomUUID()}`;
+      let pending: ReturnType<typeof create> | undefined;
+      await whileWriteWaits(async () => {
+        pending = create(customer, key);
+        await waitUntil(
+          async () => (await waitingWrites()) > 0,
+          2000,
+          () => 'the write statement never waited',
+        );
+        // What a request taking the claim over does: a new lock on the key.
+        const taken = await db
+          .updateTable('idempotency_keys')
+          .set({ locked_until: toDbTime(new Date(Date.now() + 30_000)) })
+          .where('key', '=', key)
+          .where('state', '=', 'in_flight')
+          .executeTakeFirst();
+        assert.equal(Number(taken.numUpdatedRows), 1, 'the first request had claimed the key');
+      });
+      const { res } = await pending!;
+      expectProblem(res, 409, 'idempotency-key-in-flight');
+      assert.ok(Number(res.headers.get('retry-after')) >= 1, `Retry-After ${res.headers.get('retry-after')}`);
+      assert.deepEqual(await rowsOf(customer), { orders: [], events: [] }, 'nothing of the order was written');
+      const kept = await db.selectFrom('idempotency_keys').select('state').where('key', '=', key).execute();
+      assert.deepEqual(kept, [{ state: 'in_flight' }], "the new owner's claim is left alone");
+    });
+
+    test('a write statement that fails releases the claim: the same key then creates exactly one order', async () => {
+      const customer = randomUUID();
+      const key = `k-${randomUUID()}`;
+      let failed: Awaited<ReturnType<typeof create>> | undefined;
+      // Held past DATABASE_LOCK_TIMEOUT (3 s): the statement fails with 55P03, as a whole.
+      await whileWriteWaits(async () => {
+        failed = await create(customer, key);
+      });
+      assert.equal(failed?.res.status, 503, `${failed?.res.status} ${failed?.res.text}`);
+      const left = await db.selectFrom('idempotency_keys').select('state').where('key', '=', key).execute();
+      assert.deepEqual(left, [], 'the claim was released');
+      assert.deepEqual(await rowsOf(customer), { orders: [], events: [] });
+
+      const retried = await create(customer, key);
+      expectStatus(retried.res, 201);
+      const { orders, events } = await rowsOf(customer);
+      assert.equal(orders.length, 1);
+      assert.equal(events.length, 1);
+    });
+
+    test('a pay, which reads before it writes, still runs in a transaction after its claim', async () => {
+      const customer = randomUUID();
+      const { res } = await create(customer, `k-${randomUUID()}`);
+      expectStatus(res, 201);
+      const id = randomUUID();
+      const payKey = `k-${randomUUID()}`;
+      const paid = await call(server.url, 'POST', `/api/orders/${res.json.Id}/pay`, {
+        token,
+        headers: { 'idempotency-key': payKey, 'x-test-request': id },
+      });
+      expectStatus(paid, 200);
+      const sent = sentBy.get(id) ?? [];
+      assert.match(sent[0] ?? '', /insert into "idempotency_keys"/, `queries sent:\n${oneLine(sent)}`);
+      assert.ok(sent.includes('begin') && sent.at(-1) === 'commit', `queries sent:\n${oneLine(sent)}`);
+      const history = await db
+        .selectFrom('order_status_changes')
+        .select('status')
+        .where('order_id', '=', res.json.Id)
+        .orderBy('id')
+        .execute();
+      assert.deepEqual(history, [{ status: 'pending' }, { status: 'paid' }]);
+    });
+  });
+}
