@@ -4,7 +4,7 @@
 import type { Db, Executor } from '../db/database.ts';
 import { Problem, type FieldError } from '../http/problems.ts';
 import { isUuid, validationProblem } from '../http/validation.ts';
-import { writeUnitOf } from '../http/idempotency.ts';
+import { writeUnitOf } from '../http/idempotency-statement.ts';
 import { ORDER_PROBLEMS } from './orders.errors.ts';
 import type { Principal } from '../http/token-verifier.ts';
 import { statusEvent, type OrderEventSink, type OrderEventSinkAt } from './orders.events.ts';

@@ -1,8 +1,8 @@
 // PostgreSQL: a new order in one autocommit statement with everything that commits with it: its first
 // status change, its order.created event and deliveries, and the response stored on its Idempotency-Key
-// (WriteUnit, src/http/idempotency.ts). Two round trips in all: the id with the key's claim, then this.
+// (WriteUnit, src/http/idempotency-statement.ts). Two round trips in all: the id with the key's claim, then this.
 import { sql, type RawBuilder } from 'kysely';
-import type { WriteUnit } from '../http/idempotency.ts';
+import type { WriteUnit } from '../http/idempotency-statement.ts';
 import type { OrderEventSink, OrderEventType } from './orders.events.ts';
 import { insertOrderCtes, NEXT_ORDER_ID, type OrderRecord } from './orders.repository.ts';
 

@@ -1,0 +1,218 @@
+// PostgreSQL: an idempotent write in one autocommit statement (issue 17). A create sends its key's claim
+// (with the order id it needs) and then one statement that writes the order, its event, its deliveries and
+// the key's stored response, instead of BEGIN, six statements and COMMIT.
+import {
+  Kysely,
+  PostgresAdapter,
+  PostgresIntrospector,
+  PostgresQueryCompiler,
+  sql,
+  type Driver,
+  type RawBuilder,
+} from 'kysely';
+import type { Db, Executor } from '../db/database.ts';
+import type { Database } from '../db/schema.ts';
+import { toDbJson } from '../db/codecs.ts';
+import {
+  claim,
+  currentLock,
+  inFlight,
+  release,
+  type IdempotencySettings,
+  type KeyId,
+  type Operation,
+  type Ownership,
+  type StoredResponse,
+} from './idempotency-keys.ts';
+
+/** Data-modifying CTEs that a write hands its WriteUnit, to go out with the statement storing its response. */
+export interface StatementWrite {
+  /** Written only for the row of the CTE named `gate`, which has none when the key was taken over meanwhile. */
+  ctes(gate: string): RawBuilder<unknown>;
+  /** Evaluated once after the CTEs (a NOTIFY, say). */
+  after?: RawBuilder<unknown>;
+}
+
+/**
+ * What runIdempotent offers an operation on PostgreSQL before any transaction. A write that can be said
+ * as one statement first asks for the values it needs (reserve: an id from a sequence), then defers the
+ * rest (defer). The deferred write goes out in ONE autocommit statement with the update that stores the
+ * response on the key, gated on still owning it: atomic without BEGIN and COMMIT, as a statement is its
+ * own transaction and the data-modifying statements in its WITH commit together or not at all
+ * (PostgreSQL docs, 7.8.4 "Data-Modifying Statements in WITH"). The first reserve() goes with the key's
+ * claim, which commits on its own as before: a concurrent duplicate still sees it (409 in flight).
+ *
+ * Any query the operation runs itself is refused before it reaches a connection, and the operation is
+ * run again in a transaction, as without a unit (keeping the claim it may hold): an operation passed to
+ * runIdempotent must have no effect outside the database before its first query.
+ */
+export interface WriteUnit {
+  reserve<T>(value: RawBuilder<T>): Promise<T>;
+  defer(write: StatementWrite): void;
+}
+
+const units = new WeakMap<object, StatementUnit>();
+
+/** The WriteUnit behind the executor runIdempotent passed an operation, if it is one. */
+export function writeUnitOf(executor: Executor): WriteUnit | undefined {
+  return units.get(executor);
+}
+
+/** An operation's own query, refused: it runs in a transaction instead. */
+class NeedsTransaction extends Error {}
+
+/** The key was already answered: its response is replayed and the operation goes no further. */
+class KeyAnswered extends Error {
+  readonly stored: StoredResponse;
+  constructor(stored: StoredResponse) {
+    super('replayed');
+    this.stored = stored;
+  }
+}
+
+const PG_ADAPTER = new PostgresAdapter();
+const PG_COMPILER = new PostgresQueryCompiler();
+
+/** A Kysely that compiles PostgreSQL and sends nothing: every query calls `onQuery`, then fails. */
+function refusingExecutor(onQuery: () => void): Db {
+  const refuse = async (): Promise<never> => {
+    onQuery();
+    throw new NeedsTransaction('this operation queries the database itself; it runs in a transaction');
+  };
+  const idle = async (): Promise<void> => undefined;
+  const driver: Driver = {
+    init: idle,
+    acquireConnection: refuse,
+    beginTransaction: refuse,
+    commitTransaction: refuse,
+    rollbackTransaction: refuse,
+    releaseConnection: idle,
+    destroy: idle,
+  };
+  return new Kysely<Database>({
+    dialect: {
+      createAdapter: () => PG_ADAPTER,
+      createDriver: () => driver,
+      createQueryCompiler: () => PG_COMPILER,
+      createIntrospector: (db) => new PostgresIntrospector(db),
+    },
+  });
+}
+
+class StatementUnit implements WriteUnit {
+  readonly executor: Db;
+  /** The operation ran a query of its own (even if it caught the refusal): it needs a transaction. */
+  refused = false;
+  /** The lock this request holds on its key, once claimed. */
+  held: Ownership | undefined;
+  write: StatementWrite | undefined;
+  readonly #db: Db;
+  readonly #settings: IdempotencySettings;
+  readonly #id: KeyId | undefined;
+  #claimed = false;
+
+  constructor(db: Db, settings: IdempotencySettings, id: KeyId | undefined) {
+    this.#db = db;
+    this.#settings = settings;
+    this.#id = id;
+    this.executor = refusingExecutor(() => {
+      this.refused = true;
+    });
+    units.set(this.executor, this);
+  }
+
+  /** Whether the key still has to be claimed (a request with a key, before its first reserve). */
+  get unclaimed(): boolean {
+    return this.#id !== undefined && !this.#claimed;
+  }
+
+  async reserve<T>(value: RawBuilder<T>): Promise<T> {
+    if (this.unclaimed) {
+      const claimed = await this.claim(value);
+      if ('reserved' in claimed) return claimed.reserved as T;
+    }
+    const { rows } = await sql<{ value: T }>`select ${value} as value`.execute(this.#db);
+    return rows[0]!.value;
+  }
+
+  defer(write: StatementWrite): void {
+    if (this.write) throw new Error('one statement per request: a second write cannot be deferred');
+    this.write = write;
+  }
+
+  /** Claims the key (throwing its answer when it is not free: KeyAnswered, or a 409 problem). */
+  async claim(reserve?: RawBuilder<unknown>): Promise<{ reserved?: unknown }> {
+    const id = this.#id!;
+    this.#claimed = true;
+    const claimed = await claim(this.#db, this.#settings, id, 0, reserve);
+    if ('replay' in claimed) throw new KeyAnswered(claimed.replay);
+    this.held = { caller: id.caller, key: id.key, lockedUntil: claimed.lockedUntil };
+    return claimed;
+  }
+
+  /** The deferred write and the key's result in one statement; a key taken over meanwhile writes nothing. */
+  async store(result: StoredResponse): Promise<void> {
+    if (!this.held && !this.write) return;
+    const { rows } = await storingStatement(this.held, result, this.write).execute(this.#db);
+    if (this.held && rows[0]?.owned !== 1) throw inFlight(await currentLock(this.#db, this.held));
+  }
+}
+
+function storingStatement(
+  ours: Ownership | undefined,
+  result: StoredResponse,
+  write: StatementWrite | undefined,
+): RawBuilder<{ owned: number }> {
+  const gate = ours
+    ? sql`update idempotency_keys
+        set state = 'done', response_status = ${result.status}, response_headers = ${toDbJson(result.headers)},
+          response_body = ${result.body}
+        where caller = ${ours.caller} and "key" = ${ours.key} and state = 'in_flight'
+          and locked_until = ${ours.lockedUntil}
+        returning 1`
+    : sql`select 1`;
+  const ctes = write ? sql`, ${write.ctes('idempotency_gate')}` : sql``;
+  const after = write?.after ? sql`, ${write.after} as after` : sql``;
+  return sql`with idempotency_gate as (${gate})${ctes}
+    select (select count(*) from idempotency_gate)::int as owned${after}`;
+}
+
+export type StatementOutcome = { stored: StoredResponse; replayed: boolean } | { held: Ownership | undefined };
+
+/**
+ * Runs `operation` with a WriteUnit. Its answer, or, when it queried the database itself, what the
+ * transactional path needs to run it again: the claim it already holds, if any.
+ */
+export async function runAsStatement(
+  db: Db,
+  settings: IdempotencySettings,
+  id: KeyId | undefined,
+  operation: Operation,
+): Promise<StatementOutcome> {
+  const unit = new StatementUnit(db, settings, id);
+  try {
+    const result = await operation(unit.executor);
+    if (unit.refused) return { held: unit.held };
+    if (unit.unclaimed) await unit.claim(); // it never reached the database: claim before storing
+    await unit.store(result);
+    return { stored: result, replayed: false };
+  } catch (err) {
+    if (err instanceof KeyAnswered) return { stored: err.stored, replayed: true };
+    if (unit.refused) return { held: unit.held };
+    // The key's answer (a replay, 409) comes before the operation's failure, as when it is claimed first.
+    if (unit.unclaimed) return claimThenFail(unit, db, err);
+    if (unit.held) await release(db, unit.held);
+    throw err;
+  }
+}
+
+async function claimThenFail(unit: StatementUnit, db: Db, failure: unknown): Promise<StatementOutcome> {
+  try {
+    await unit.claim();
+  } catch (err) {
+    if (err instanceof KeyAnswered) return { stored: err.stored, replayed: true };
+    throw err;
+  }
+  await release(db, unit.held!);
+  throw failure;
+}
