@@ -21,7 +21,13 @@ export interface ScaleCounts {
 }
 
 export const ENDPOINTS = 100;
-export const CUSTOMERS = 50_000;
+/**
+ * Orders (and events) per customer, the same in every database size: an end user's feed page then holds
+ * as many of their events on the small database as on the large one (50 and 50,000 customers), and the
+ * ratio measures the table's size, not a fuller page.
+ */
+export const ORDERS_PER_CUSTOMER = 20;
+const customersOf = (counts: ScaleCounts): number => Math.max(1, Math.floor(counts.orders / ORDERS_PER_CUSTOMER));
 const CHUNK = 250_000;
 const DAY_MS = 86_400_000;
 
@@ -119,7 +125,8 @@ export async function seedScale(
       await loader.exec(
         `UPDATE webhook_endpoints SET secret = '${box.seal(endpointId(i), `whsec_${'A'.repeat(43)}=`)}' WHERE id = '${endpointId(i)}'`,
       );
-    const customer = (n: string) => d.uuid(`'00000000-0000-4000-8000-' || ${d.hex12(`${n} % ${CUSTOMERS}`)}`);
+    const customers = customersOf(counts);
+    const customer = (n: string) => d.uuid(`'00000000-0000-4000-8000-' || ${d.hex12(`${n} % ${customers}`)}`);
     const statuses = `CASE ${'n'} % 5 WHEN 0 THEN 'pending' WHEN 1 THEN 'paid' WHEN 2 THEN 'cancelled' WHEN 3 THEN 'shipped' ELSE 'delivered' END`;
     for (let from = 1; from <= counts.orders; from += CHUNK) {
       const to = Math.min(counts.orders, from + CHUNK - 1);
@@ -141,7 +148,7 @@ export async function seedScale(
       await loader.series(
         (n) => `INSERT INTO webhook_events (seq, id, type, occurred_at, data, owner, customer_id, order_id)
           SELECT ${n}, 'evt_' || ${d.hex32(n)}, ${types}, ${at(n)}, '{"Id":' || ${n} || ',"Status":"pending"}', NULL,
-            '00000000-0000-4000-8000-' || ${d.hex12(`${n} % ${CUSTOMERS}`)}, ${n} FROM s`,
+            '00000000-0000-4000-8000-' || ${d.hex12(`${n} % ${customers}`)}, ${n} FROM s`,
         from,
         to,
       );

@@ -9,8 +9,9 @@
 //   BENCH_SCALE_UNBOUNDED=1                also the unbounded event purge of before (slow: see below)
 //
 // The data is loaded through SQL in bulk (bench/scale-seed.ts), after Signet migrated the empty files.
-// The small database gets the same shape at 1/1000 (1,000 orders, 1,000 events, 4,000 deliveries), so
-// that every page it is asked for is as full as the large one's: the ratio is what size alone costs.
+// The small database gets the same shape at 1/1000 (1,000 orders, 1,000 events, 4,000 deliveries; 20 orders
+// and events per customer in both), so that every page it is asked for is as full as the large one's: the
+// ratio is what size alone costs.
 //
 // Measured, small then large, scenario by scenario (servers in a child process, bench/scale-server.ts):
 //   get            GET /api/orders/{id}, a random id of the whole table
@@ -315,7 +316,8 @@ async function runHttp(dialect: Dialect, dbs: Prepared[], issuer: Issuer): Promi
     'scale server',
   );
   const ports = (child.ready as Extract<ScaleServerMessage, { type: 'ready' }>).ports;
-  const userSubject = customerId(Math.floor(SMALL.events / 2) % 50_000);
+  // A customer of both databases (the small one has SMALL.orders / ORDERS_PER_CUSTOMER): 20 events each.
+  const userSubject = customerId(25);
   const tokens = {
     client: await issuer.token('orders:read orders:write events:read'),
     user: await issuer.token('orders:read events:read', userSubject),

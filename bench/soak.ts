@@ -16,7 +16,7 @@
 // least-squares slope of the last half of the run must not be positive beyond SOAK_MAX_SLOPE_MB_PER_MIN
 // (0.5 MB/min: 2.5 MB over the last 5 minutes, within the heap's own sawtooth).
 // Other settings: SOAK_READS (200/s), SOAK_CREATES (60/s), SOAK_LISTS (20/s), SOAK_TOKENS (20/s),
-// SOAK_NODE_FLAGS (Node options for the server, e.g. "--max-semi-space-size=8"), SOAK_MAX_IN_FLIGHT (64 per kind; a request beyond that is counted as skipped, not queued), SOAK_OUT (a
+// SOAK_NODE_FLAGS (Node options for the server; by default those of `npm start`, "" for none), SOAK_MAX_IN_FLIGHT (64 per kind; a request beyond that is counted as skipped, not queued), SOAK_OUT (a
 // file for the JSON result; it is printed anyway). Exit code 1 when a bound is broken or requests failed.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
@@ -126,11 +126,17 @@ async function prepareDatabase(url: string): Promise<{ clientId: string; clientS
   }
 }
 
+/** The Node flags of `npm start` (package.json), so that the soak measures the command operators run. */
+function startScriptFlags(): string {
+  const { scripts } = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { scripts: { start: string } };
+  return (scripts.start.match(/^node ((?:--\S+ )*)bin\/signet\.js/)?.[1] ?? '').trim();
+}
+
 function startSignet(dir: string, env: Record<string, string>): ChildProcess {
   const flags = [
     // Not SIGUSR2: close-with-grace (src/main.ts) shuts the server down on it.
     ...(HEAP_SNAPSHOTS ? ['--heapsnapshot-signal=SIGPWR'] : []),
-    ...(process.env.SOAK_NODE_FLAGS?.split(' ').filter(Boolean) ?? []),
+    ...(process.env.SOAK_NODE_FLAGS ?? startScriptFlags()).split(' ').filter(Boolean),
   ];
   return spawn(process.execPath, [...flags, join(root, 'bin', 'signet.js'), 'serve'], {
     cwd: dir, // heap snapshots land here
@@ -378,6 +384,7 @@ async function main(): Promise<number> {
       date: new Date().toISOString(),
       machine,
       seconds: SECONDS,
+      nodeFlags: process.env.SOAK_NODE_FLAGS ?? startScriptFlags(),
       rates: RATES,
       rss: {
         startMb: samples[0]!.rssMb,
