@@ -110,6 +110,12 @@ export class MemberConnection implements DatabaseConnection {
   readonly #driver: GroupCommitDriver;
   group: Group | undefined;
   readonly afterCommit: Array<() => void> = [];
+  /**
+   * Set when a transaction's savepoint has ended. Kysely can still send a statement on it (one queued
+   * behind a statement that failed inside Promise.all, run while Kysely rolls back): it must fail, not
+   * run outside the savepoint as a write of its own that commits while the transaction reports failure.
+   */
+  ended = false;
 
   constructor(driver: GroupCommitDriver) {
     this.#driver = driver;
@@ -120,19 +126,24 @@ export class MemberConnection implements DatabaseConnection {
   }
 
   async executeQuery<R>(query: CompiledQuery): Promise<QueryResult<R>> {
+    if (this.ended) throw new Error('this transaction has already ended; the statement was not run');
     if (this.group) return this.#driver.write<R>(query);
     if (isRead(query)) return this.#driver.read<R>(query);
-    // A write outside a transaction: a member of one statement.
+    // A write outside a transaction: a member of one statement, on a connection that stays usable.
     await this.#driver.beginTransaction(this);
-    let result: QueryResult<R>;
     try {
-      result = this.#driver.write<R>(query);
-    } catch (err) {
-      await this.#driver.rollbackTransaction(this);
-      throw err;
+      let result: QueryResult<R>;
+      try {
+        result = this.#driver.write<R>(query);
+      } catch (err) {
+        await this.#driver.rollbackTransaction(this);
+        throw err;
+      }
+      await this.#driver.commitTransaction(this);
+      return result;
+    } finally {
+      this.ended = false;
     }
-    await this.#driver.commitTransaction(this);
-    return result;
   }
 
   async *streamQuery<R>(query: CompiledQuery): AsyncIterableIterator<QueryResult<R>> {
@@ -152,6 +163,7 @@ export class GroupCommitDriver implements Driver {
   #group: Group | undefined;
   #commitScheduled = false;
   #commitWhenFree = false;
+  #commitTimer: NodeJS.Timeout | undefined;
 
   constructor(writer: NodeSqliteDatabase, reader: NodeSqliteDatabase | undefined, timing: GroupCommitTiming) {
     this.#writer = writer;
@@ -178,6 +190,7 @@ export class GroupCommitDriver implements Driver {
       this.#writer.exec(`SAVEPOINT ${SAVEPOINT}`);
     } catch (err) {
       this.#releaseSlot();
+      this.#scheduleCommit(); // a group opened by BEGIN just now must not keep the write lock
       throw err;
     }
     member.group = this.#group;
@@ -201,12 +214,20 @@ export class GroupCommitDriver implements Driver {
 
   async destroy(): Promise<void> {
     await this.#slot.acquire();
+    clearTimeout(this.#commitTimer);
     if (this.#group) this.#commit();
     this.#writer.close();
     this.#reader?.close();
+    // A transaction that got its connection before Kysely saw the destroy fails on the closed
+    // connection instead of waiting for the writer for ever.
+    this.#slot.release();
   }
 
+  /** A member's statement, inside its savepoint. */
   write<R>(query: CompiledQuery): QueryResult<R> {
+    // SQLITE_FULL, IOERR or NOMEM can roll back the whole transaction: a member that caught the error
+    // and went on would otherwise write outside any transaction, committed at once.
+    if (!this.#writer.inTransaction) throw new Error('the shared SQLite transaction was rolled back by an error');
     return execute<R>(this.#writer, query);
   }
 
@@ -225,6 +246,7 @@ export class GroupCommitDriver implements Driver {
     const group = member.group;
     if (!group) return undefined;
     member.group = undefined;
+    member.ended = true;
     const callbacks = member.afterCommit.splice(0);
     try {
       if (keep) this.#writer.exec(`RELEASE ${SAVEPOINT}`);
@@ -263,7 +285,7 @@ export class GroupCommitDriver implements Driver {
       if (this.#slot.held) this.#commitWhenFree = true;
       else this.#commit();
     };
-    if (this.#windowMs > 0) setTimeout(due, this.#windowMs);
+    if (this.#windowMs > 0) this.#commitTimer = setTimeout(due, this.#windowMs);
     else setImmediate(due);
   }
 

@@ -184,4 +184,34 @@ describe('SQLite group commit', () => {
       'outside a transaction there is no commit to wait for',
     );
   });
+  test('a statement Kysely sends after its failed transaction ended is refused, not committed on its own', async () => {
+    await insert(db, 'taken');
+    // Promise.all: the first insert fails (unique), the callback rejects and Kysely rolls back while the
+    // second branch has yet to send its insert on the transaction's connection.
+    let stray: Promise<unknown> | undefined;
+    const failed = (db as Db).transaction().execute(async (trx) => {
+      const first = insert(trx, 'taken');
+      // Sent once the rollback has begun: while the member waits for its group's COMMIT, before Kysely
+      // marks the transaction rolled back (after that Kysely refuses it itself).
+      stray = (async () => {
+        await first.catch(() => undefined);
+        await new Promise((resolve) => setImmediate(resolve));
+        await insert(trx, 'stray');
+      })();
+      await Promise.all([first, stray]);
+    });
+    await withDeadline(assert.rejects(failed, /UNIQUE/), 10_000, 'the failing transaction');
+    await withDeadline(
+      assert.rejects(stray!, /transaction has already ended|Transaction is already rolled back/),
+      10_000,
+      'the statement sent after the end',
+    );
+    await insert(db, 'after-stray');
+    const rows = outside.prepare("select name from items where name in ('stray', 'after-stray')").all();
+    assert.deepEqual(
+      rows.map((r) => r.name),
+      ['after-stray'],
+      'the second insert of the failed transaction must not be on disk',
+    );
+  });
 });
