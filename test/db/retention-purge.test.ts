@@ -6,7 +6,7 @@
 // still waits for) stays.
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import {
   DeleteQueryNode,
   TableNode,
@@ -20,11 +20,11 @@ import {
 import { recordAudit } from '../../src/audit/audit.ts';
 import { purgeAuditBefore } from '../../src/audit/retention.ts';
 import { toDbTime } from '../../src/db/codecs.ts';
-import { openDatabase, type Db, type DatabaseHandle } from '../../src/db/database.ts';
-import { migrateToLatest } from '../../src/db/migrate.ts';
+import { type Db, type DatabaseHandle } from '../../src/db/database.ts';
 import { purgeExpiredKeys } from '../../src/http/idempotency.ts';
 import { purgeEvents } from '../../src/webhooks/store/events.repository.ts';
-import { createTestDatabase, testDialects, type TestDatabase } from '../helpers/databases.ts';
+import { testDialects } from '../helpers/databases.ts';
+import { useMigratedDatabase } from '../helpers/migrated-database.ts';
 
 const DAY = 86_400_000;
 
@@ -157,17 +157,10 @@ async function count(db: Db, table: 'webhook_events' | 'webhook_deliveries' | 'w
 
 for (const dialect of testDialects()) {
   describe(`retention purges delete in bounded batches [${dialect}]`, () => {
-    let database: TestDatabase;
     let handle: DatabaseHandle;
 
-    before(async () => {
-      database = await createTestDatabase(dialect);
-      handle = openDatabase(database.url);
-      await migrateToLatest(handle);
-    });
-    after(async () => {
-      await handle.db.destroy();
-      await database.drop();
+    useMigratedDatabase(dialect, (opened) => {
+      handle = opened;
     });
 
     test('event purge: at most a batch of events or deliveries per DELETE; waiting and recent events stay', async () => {

@@ -9,7 +9,7 @@
 // - the audit purge picks each batch from audit_log_occurred_at (in seq order SQLite walked the whole
 //   table from its oldest entry, and its last batch read every entry kept).
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import {
   sql,
   type CompiledQuery,
@@ -20,10 +20,10 @@ import {
   type UnknownRow,
 } from 'kysely';
 import { purgeAuditBefore } from '../../src/audit/retention.ts';
-import { openDatabase, type DatabaseHandle, type Db } from '../../src/db/database.ts';
-import { migrateToLatest } from '../../src/db/migrate.ts';
+import { type DatabaseHandle, type Db } from '../../src/db/database.ts';
 import { listEvents, purgeEvents, START } from '../../src/webhooks/store/events.repository.ts';
-import { createTestDatabase, testDialects, type TestDatabase } from '../helpers/databases.ts';
+import { testDialects } from '../helpers/databases.ts';
+import { useMigratedDatabase } from '../helpers/migrated-database.ts';
 
 /** Compiles every query that runs through it (the SQL and parameters the database receives). */
 class Capture implements KyselyPlugin {
@@ -69,17 +69,10 @@ async function planOf(handle: DatabaseHandle, query: CompiledQuery): Promise<str
 
 for (const dialect of testDialects()) {
   describe(`plans that stay flat at scale [${dialect}]`, () => {
-    let database: TestDatabase;
     let handle: DatabaseHandle;
 
-    before(async () => {
-      database = await createTestDatabase(dialect);
-      handle = openDatabase(database.url);
-      await migrateToLatest(handle);
-    });
-    after(async () => {
-      await handle.db.destroy();
-      await database.drop();
+    useMigratedDatabase(dialect, (opened) => {
+      handle = opened;
     });
 
     test("an end user's event feed reads that customer's events by webhook_events_customer_position_idx", async () => {

@@ -4,11 +4,10 @@
 // claims in batches rather than once per delivery. Both dialects.
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { after, before, beforeEach, describe, test } from 'node:test';
+import { beforeEach, describe, test } from 'node:test';
 import pino from 'pino';
 import { toDbTime } from '../../src/db/codecs.ts';
 import { openDatabase, type DatabaseHandle } from '../../src/db/database.ts';
-import { migrateToLatest } from '../../src/db/migrate.ts';
 import {
   claimBatch,
   recordOutcomes,
@@ -20,7 +19,8 @@ import { Dispatcher } from '../../src/webhooks/delivery/dispatcher.ts';
 import { Outbox } from '../../src/webhooks/outbox/events.outbox.ts';
 import { AddressPolicy } from '../../src/webhooks/delivery/address-policy.ts';
 import { SecretBox } from '../../src/webhooks/store/secrets.ts';
-import { createTestDatabase, testDialects, type TestDatabase } from '../helpers/databases.ts';
+import { testDialects, type TestDatabase } from '../helpers/databases.ts';
+import { useMigratedDatabase } from '../helpers/migrated-database.ts';
 import { startReceiver } from '../helpers/webhook-receiver.ts';
 
 const T0 = new Date('2026-11-01T12:00:00.000Z');
@@ -43,14 +43,9 @@ for (const dialect of testDialects()) {
     let database: TestDatabase;
     let handle: DatabaseHandle;
 
-    before(async () => {
-      database = await createTestDatabase(dialect);
-      handle = openDatabase(database.url);
-      await migrateToLatest(handle);
-    });
-    after(async () => {
-      await handle.db.destroy();
-      await database.drop();
+    useMigratedDatabase(dialect, (opened, created) => {
+      handle = opened;
+      database = created;
     });
     beforeEach(async () => {
       await handle.db.deleteFrom('webhook_endpoints').execute(); // deliveries and attempts cascade

@@ -5,17 +5,17 @@
 // database, real dispatcher, real HTTP receiver.
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { after, before, beforeEach, describe, test } from 'node:test';
+import { beforeEach, describe, test } from 'node:test';
 import pino from 'pino';
 import { toDbTime } from '../../src/db/codecs.ts';
-import { openDatabase, type DatabaseHandle, type Db } from '../../src/db/database.ts';
-import { migrateToLatest } from '../../src/db/migrate.ts';
+import { type DatabaseHandle, type Db } from '../../src/db/database.ts';
 import { AddressPolicy } from '../../src/webhooks/delivery/address-policy.ts';
 import { CallbackClient } from '../../src/webhooks/delivery/callback-client.ts';
 import { Dispatcher, type DispatcherSettings } from '../../src/webhooks/delivery/dispatcher.ts';
 import { Outbox } from '../../src/webhooks/outbox/events.outbox.ts';
 import { SecretBox } from '../../src/webhooks/store/secrets.ts';
-import { createTestDatabase, testDialects, type TestDatabase } from '../helpers/databases.ts';
+import { testDialects } from '../helpers/databases.ts';
+import { useMigratedDatabase } from '../helpers/migrated-database.ts';
 import { startReceiver, waitUntil, type TestReceiver } from '../helpers/webhook-receiver.ts';
 
 const box = new SecretBox(randomBytes(32));
@@ -23,7 +23,6 @@ const TIMEOUT_MS = 5000;
 
 for (const dialect of testDialects()) {
   describe(`hand-off of fresh deliveries to the in-process dispatcher [${dialect}]`, () => {
-    let database: TestDatabase;
     let handle: DatabaseHandle;
     let receiver: TestReceiver;
     let client: CallbackClient;
@@ -33,14 +32,8 @@ for (const dialect of testDialects()) {
     let claims: number;
     let db: Db;
 
-    before(async () => {
-      database = await createTestDatabase(dialect);
-      handle = openDatabase(database.url);
-      await migrateToLatest(handle);
-    });
-    after(async () => {
-      await handle.db.destroy();
-      await database.drop();
+    useMigratedDatabase(dialect, (opened) => {
+      handle = opened;
     });
     beforeEach(async () => {
       await handle.db.deleteFrom('webhook_endpoints').execute(); // deliveries and attempts cascade

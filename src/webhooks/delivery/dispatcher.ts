@@ -15,15 +15,15 @@
 import { randomBytes } from 'node:crypto';
 import type { FastifyBaseLogger as BaseLogger } from 'fastify';
 import { withoutFsync, type Db, type Dialect } from '../../db/database.ts';
+import { OutcomeRecorder } from './outcome-recorder.ts';
 import * as deliveries from '../store/deliveries.repository.ts';
-import { claimBatch, recordOutcomes, type Outcome, type SendableDelivery } from '../store/dispatch.repository.ts';
+import { claimBatch, type Outcome, type SendableDelivery } from '../store/dispatch.repository.ts';
 import type { AttemptResult, AttemptSender } from './callback-client.ts';
 import { OpenedSecrets } from './opened-secrets.ts';
 import { purgeEvents } from '../store/events.repository.ts';
 import { nextRetryDelay, type RetrySettings } from './retry-policy.ts';
 import type { SecretBox } from '../store/secrets.ts';
 import { bodyTimestamp, deliveryBody, signatureHeaders } from './signing.ts';
-import { settleEndpoints } from './endpoint-health.ts';
 import type { Outbox } from '../outbox/events.outbox.ts';
 import type { HandOffLease, HandOffTarget } from './hand-off.ts';
 
@@ -90,8 +90,7 @@ export class Dispatcher implements HandOffTarget {
   readonly #secrets: OpenedSecrets;
   /** Slots freed since the last claim that are worth a claim on their own. */
   readonly #claimBatch: number;
-  #outcomes: Outcome[] = [];
-  #flushing: Promise<void> | undefined;
+  readonly #outcomes: OutcomeRecorder;
   /** Claim as soon as the loop can: new work was committed, or enough slots freed while a backlog waits. */
   #kicked = false;
   /** The last claim left due work behind (it had no room for all of it). */
@@ -109,6 +108,7 @@ export class Dispatcher implements HandOffTarget {
     this.#deps = deps;
     this.#now = deps.now ?? (() => new Date());
     this.#secrets = new OpenedSecrets(deps.box);
+    this.#outcomes = new OutcomeRecorder({ ...deps, now: this.#now });
     const { concurrency, endpointConcurrency } = deps.settings;
     this.#claimBatch = Math.max(1, Math.floor(Math.min(concurrency, endpointConcurrency) / 4));
   }
@@ -218,7 +218,7 @@ export class Dispatcher implements HandOffTarget {
     const grace = new Promise<void>((resolve) => (timer = setTimeout(resolve, graceMs)));
     await Promise.race([Promise.allSettled(this.#inFlight.values()), grace]);
     clearTimeout(timer);
-    await this.#flushAll();
+    await this.#outcomes.flush();
     for (const [id, leaseToken] of this.#leases) await this.#release([id], leaseToken);
   }
 
@@ -325,8 +325,7 @@ export class Dispatcher implements HandOffTarget {
     });
     const result = await client.post(d.url, headers, body);
     this.#onAttempt?.(result);
-    this.#outcomes.push(this.#decide(d, leaseToken, startedAt, result));
-    this.#scheduleFlush();
+    this.#outcomes.add(this.#decide(d, leaseToken, startedAt, result));
   }
 
   #decide(d: SendableDelivery, leaseToken: string, startedAt: Date, result: AttemptResult): Outcome {
@@ -345,76 +344,6 @@ export class Dispatcher implements HandOffTarget {
       : nextRetryDelay(this.#deps.settings.retry, d.retryIndex, result.retryAfterMs);
     if (delay === undefined) return { ...base, state: 'failed', retryIndex: d.retryIndex, nextAttemptAt: now };
     return { ...base, state: 'pending', retryIndex: d.retryIndex + 1, nextAttemptAt: new Date(now.getTime() + delay) };
-  }
-
-  /** Outcomes are written in batches: one transaction for everything that finished meanwhile. */
-  #scheduleFlush(): void {
-    if (this.#flushing) return;
-    this.#flushing = new Promise<void>((resolve) => setImmediate(resolve))
-      .then(() => this.#flushAll())
-      .finally(() => {
-        this.#flushing = undefined;
-        if (this.#outcomes.length > 0) this.#scheduleFlush();
-      });
-  }
-
-  async #flushAll(): Promise<void> {
-    while (this.#outcomes.length > 0) {
-      const batch = this.#outcomes;
-      this.#outcomes = [];
-      try {
-        await this.#record(batch);
-      } catch (err) {
-        // One row the database refuses must not sink the others (they would all be sent again when
-        // their leases expire): record them one at a time instead.
-        this.#deps.log.warn(
-          { err, deliveries: batch.length },
-          'could not record a batch of webhook delivery outcomes; recording them one at a time',
-        );
-        for (const outcome of batch) await this.#recordAlone(outcome);
-      }
-    }
-  }
-
-  /**
-   * Without what the receiver sent, if need be: the attempt and the delivery's progress matter more
-   * than the excerpt, and a delivery whose outcome is never recorded would be re-sent every lease, forever.
-   * Should even that fail (the database is down), the lease expires and it is attempted again: at least once.
-   */
-  async #recordAlone(outcome: Outcome): Promise<void> {
-    const { log } = this.#deps;
-    try {
-      return await this.#record([outcome]);
-    } catch (err) {
-      log.warn(
-        { err, deliveryId: outcome.deliveryId },
-        'could not record a webhook delivery outcome; recording it without the response excerpt and error detail',
-      );
-    }
-    const { result } = outcome;
-    const bare = {
-      ...outcome,
-      result: { ...result, responseExcerpt: null, errorDetail: result.errorDetail && '(not recordable)' },
-    };
-    try {
-      await this.#record([bare]);
-    } catch (err) {
-      log.error(
-        { err, deliveryId: outcome.deliveryId },
-        'could not record a webhook delivery outcome; its lease will expire and it will be attempted again',
-      );
-    }
-  }
-
-  async #record(batch: Outcome[]): Promise<void> {
-    const { db, dialect, outbox, settings } = this.#deps;
-    const now = this.#now();
-    await withoutFsync(db, dialect, (connection) =>
-      connection.transaction().execute(async (trx) => {
-        await recordOutcomes(trx, dialect, batch, now);
-        await settleEndpoints(trx, outbox, batch, { disableAfterMs: settings.disableAfterMs, now });
-      }),
-    );
   }
 
   /** Only while this claim still holds the lease: another dispatcher may have taken it over since. */

@@ -1,0 +1,25 @@
+// A migrated database of one dialect for the enclosing describe(): created and migrated before its
+// tests, closed and dropped after them.
+import { after, before } from 'node:test';
+import { openDatabase, type DatabaseHandle } from '../../src/db/database.ts';
+import { migrateToLatest } from '../../src/db/migrate.ts';
+import { createTestDatabase, type TestDatabase, type TestDialect } from './databases.ts';
+
+/** `ready` receives the open handle (and the database, for a second connection) before the tests run. */
+export function useMigratedDatabase(
+  dialect: TestDialect,
+  ready: (handle: DatabaseHandle, database: TestDatabase) => void,
+): void {
+  let database: TestDatabase | undefined;
+  let handle: DatabaseHandle | undefined;
+  before(async () => {
+    database = await createTestDatabase(dialect);
+    handle = openDatabase(database.url);
+    await migrateToLatest(handle);
+    ready(handle, database);
+  });
+  after(async () => {
+    await handle?.db.destroy();
+    await database?.drop();
+  });
+}
