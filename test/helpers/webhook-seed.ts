@@ -1,4 +1,4 @@
-// A due webhook delivery written straight into the tables (an endpoint, an event and its delivery), for
+// Webhook rows written straight into the tables (an endpoint; a due delivery with its endpoint and event), for
 // dispatcher tests that need exact times or many endpoints without going through the API.
 import { randomBytes } from 'node:crypto';
 import { toDbTime } from '../../src/db/codecs.ts';
@@ -15,6 +15,40 @@ export interface SeededDelivery {
   dueAt?: Date;
 }
 
+export interface SeededEndpoint {
+  id: string;
+  url: string;
+  /** The stored (sealed) secret. */
+  secret: string;
+  eventTypes?: string[];
+  owner?: string;
+  /** created_at and updated_at; now when not given. */
+  at?: Date;
+}
+
+/** An enabled endpoint of `owner` (client-a), subscribed to `eventTypes` (every type). */
+export async function seedEndpoint(db: Db, endpoint: SeededEndpoint): Promise<void> {
+  const at = toDbTime(endpoint.at ?? new Date());
+  await db
+    .insertInto('webhook_endpoints')
+    .values({
+      id: endpoint.id,
+      owner: endpoint.owner ?? 'client-a',
+      url: endpoint.url,
+      description: '',
+      event_types: JSON.stringify(endpoint.eventTypes ?? ['*']),
+      enabled: 1,
+      disabled_reason: null,
+      secret: endpoint.secret,
+      previous_secret: null,
+      previous_secret_expires_at: null,
+      failing_since: null,
+      created_at: at,
+      updated_at: at,
+    })
+    .execute();
+}
+
 /** Returns the delivery id. */
 export async function seedDelivery(db: Db, box: SecretBox, seed: SeededDelivery): Promise<string> {
   const dueAt = seed.dueAt ?? new Date();
@@ -23,24 +57,7 @@ export async function seedDelivery(db: Db, box: SecretBox, seed: SeededDelivery)
   const eventId = `evt_${randomBytes(16).toString('hex')}`;
   const id = `dlv_${randomBytes(16).toString('hex')}`;
   const secret = seed.secret ?? `whsec_${randomBytes(32).toString('base64')}`;
-  await db
-    .insertInto('webhook_endpoints')
-    .values({
-      id: endpointId,
-      owner: 'client-a',
-      url: seed.url,
-      description: '',
-      event_types: '["*"]',
-      enabled: 1,
-      disabled_reason: null,
-      secret: box.seal(endpointId, secret),
-      previous_secret: null,
-      previous_secret_expires_at: null,
-      failing_since: null,
-      created_at: now,
-      updated_at: now,
-    })
-    .execute();
+  await seedEndpoint(db, { id: endpointId, url: seed.url, secret: box.seal(endpointId, secret), at: dueAt });
   await db
     .insertInto('webhook_events')
     .values({

@@ -11,6 +11,7 @@ import { sql } from 'kysely';
 import pg from 'pg';
 import { toDbTime } from '../../src/db/codecs.ts';
 import type { Db } from '../../src/db/database.ts';
+import { seedEndpoint } from '../helpers/webhook-seed.ts';
 import { testDialects } from '../helpers/databases.ts';
 import { waitUntil } from '../helpers/deadline.ts';
 import { expectProblem, expectStatus } from '../helpers/expect.ts';
@@ -78,25 +79,12 @@ for (const dialect of testDialects().filter((d) => d === 'postgres')) {
 
     async function insertEndpoint(eventTypes: string[]): Promise<string> {
       const id = `whep_${randomUUID().replace(/-/g, '')}`;
-      const now = toDbTime(new Date());
-      await db
-        .insertInto('webhook_endpoints')
-        .values({
-          id,
-          owner: 'client-a',
-          url: 'https://receiver.example/hook',
-          description: '',
-          event_types: JSON.stringify(eventTypes),
-          enabled: 1,
-          disabled_reason: null,
-          secret: 'not used: the dispatcher is off',
-          previous_secret: null,
-          previous_secret_expires_at: null,
-          failing_since: null,
-          created_at: now,
-          updated_at: now,
-        })
-        .execute();
+      await seedEndpoint(db, {
+        id,
+        url: 'https://receiver.example/hook',
+        eventTypes,
+        secret: 'not used: the dispatcher is off',
+      });
       return id;
     }
 

@@ -19,6 +19,7 @@ import { Dispatcher } from '../../src/webhooks/delivery/dispatcher.ts';
 import { Outbox } from '../../src/webhooks/outbox/events.outbox.ts';
 import { AddressPolicy } from '../../src/webhooks/delivery/address-policy.ts';
 import { SecretBox } from '../../src/webhooks/store/secrets.ts';
+import { seedEndpoint } from '../helpers/webhook-seed.ts';
 import { testDialects, type TestDatabase } from '../helpers/databases.ts';
 import { useMigratedDatabase } from '../helpers/migrated-database.ts';
 import { startReceiver } from '../helpers/webhook-receiver.ts';
@@ -53,24 +54,8 @@ for (const dialect of testDialects()) {
     });
 
     async function addEndpoint(id: string, url = 'https://receiver.example/hook'): Promise<void> {
-      await handle.db
-        .insertInto('webhook_endpoints')
-        .values({
-          id,
-          owner: 'client-a',
-          url,
-          description: '',
-          event_types: '["*"]',
-          enabled: 1,
-          disabled_reason: null,
-          secret: box.seal(id, `whsec_${randomBytes(32).toString('base64')}`),
-          previous_secret: null,
-          previous_secret_expires_at: null,
-          failing_since: null,
-          created_at: toDbTime(T0),
-          updated_at: toDbTime(T0),
-        })
-        .execute();
+      const secret = box.seal(id, `whsec_${randomBytes(32).toString('base64')}`);
+      await seedEndpoint(handle.db, { id, url, secret, at: T0 });
     }
 
     /** One event and its delivery to `endpointId`, due at T0 + dueMs. Returns the delivery id. */

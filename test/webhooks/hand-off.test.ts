@@ -7,13 +7,13 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { beforeEach, describe, test } from 'node:test';
 import pino from 'pino';
-import { toDbTime } from '../../src/db/codecs.ts';
 import { type DatabaseHandle, type Db } from '../../src/db/database.ts';
 import { AddressPolicy } from '../../src/webhooks/delivery/address-policy.ts';
 import { CallbackClient } from '../../src/webhooks/delivery/callback-client.ts';
 import { Dispatcher, type DispatcherSettings } from '../../src/webhooks/delivery/dispatcher.ts';
 import { Outbox } from '../../src/webhooks/outbox/events.outbox.ts';
 import { SecretBox } from '../../src/webhooks/store/secrets.ts';
+import { seedEndpoint } from '../helpers/webhook-seed.ts';
 import { testDialects } from '../helpers/databases.ts';
 import { useMigratedDatabase } from '../helpers/migrated-database.ts';
 import { startReceiver, waitUntil, type TestReceiver } from '../helpers/webhook-receiver.ts';
@@ -99,25 +99,7 @@ for (const dialect of testDialects()) {
     }
 
     async function addEndpoint(id: string, url: string): Promise<void> {
-      const now = toDbTime(new Date());
-      await handle.db
-        .insertInto('webhook_endpoints')
-        .values({
-          id,
-          owner: 'client-a',
-          url,
-          description: '',
-          event_types: '["*"]',
-          enabled: 1,
-          disabled_reason: null,
-          secret: box.seal(id, `whsec_${randomBytes(32).toString('base64')}`),
-          previous_secret: null,
-          previous_secret_expires_at: null,
-          failing_since: null,
-          created_at: now,
-          updated_at: now,
-        })
-        .execute();
+      await seedEndpoint(handle.db, { id, url, secret: box.seal(id, `whsec_${randomBytes(32).toString('base64')}`) });
     }
 
     /** One order.created event in its own transaction; returns its delivery ids. */
