@@ -20,6 +20,8 @@ export interface Config {
   databaseLockTimeoutMs: number;
   /** PostgreSQL idle_in_transaction_session_timeout. */
   databaseIdleInTransactionTimeoutMs: number;
+  /** PostgreSQL: parameterised statements become named prepared statements (database.ts). */
+  databasePreparedStatements: boolean;
   publicUrl: string | undefined;
   trustProxy: false | number | string[];
   logLevel: LogLevel;

@@ -72,6 +72,13 @@ export const SETTINGS = [
     parse: parsers.duration(100, 3_600_000),
   }),
   setting({
+    key: 'databasePreparedStatements',
+    env: 'DATABASE_PREPARED_STATEMENTS',
+    default: 'true',
+    doc: "PostgreSQL: keep each connection's parameterised statements prepared (parsed and planned once, not on every call). `false` behind a pooler that cannot keep prepared statements (PgBouncer in transaction mode before 1.21).",
+    parse: parsers.boolean,
+  }),
+  setting({
     key: 'publicUrl',
     env: 'PUBLIC_URL',
     default: undefined,

@@ -60,6 +60,8 @@ export interface OpenOptions {
   sqliteGroupCommitWindowMs?: number;
   /** A pooled PostgreSQL connection failed while idle (server restart, failover, idle timeout). */
   onIdleConnectionError?: (err: Error) => void;
+  /** PostgreSQL: keep parameterised statements prepared per connection (default true). */
+  preparedStatements?: boolean;
 }
 
 /** The options the service opens its database with. */
@@ -72,6 +74,7 @@ export function databaseOptions(config: Readonly<Config>): OpenOptions {
     idleInTransactionTimeoutMs: config.databaseIdleInTransactionTimeoutMs,
     sqliteBusyTimeoutMs: config.sqliteBusyTimeoutMs,
     sqliteGroupCommitWindowMs: config.sqliteGroupCommitWindowMs,
+    preparedStatements: config.databasePreparedStatements,
   };
 }
 
@@ -108,6 +111,7 @@ export function openDatabase(url: string, options: OpenOptions = {}): DatabaseHa
     max: 10,
     Client: GuardedClient,
     readTimeoutMs: timeouts.statementTimeoutMs + READ_MARGIN_MS,
+    preparedStatements: options.preparedStatements ?? true,
     // A server that accepts TCP but never answers would otherwise hold requests forever; after this
     // the request is a 503 with Retry-After (src/http/outage.ts), like a refused connection.
     connectionTimeoutMillis: timeouts.connectTimeoutMs,
@@ -124,7 +128,7 @@ export function openDatabase(url: string, options: OpenOptions = {}): DatabaseHa
       getTypeParser: (oid: number, format?: 'text' | 'binary') =>
         oid === PG_INT8_OID ? Number : pg.types.getTypeParser(oid, format),
     } as pg.CustomTypesConfig,
-  } as pg.PoolConfig & { readTimeoutMs: number });
+  } as pg.PoolConfig & GuardedClientOptions);
   // node-postgres reports an idle client's failure as the pool's 'error' event; unheard, that event
   // throws and ends the process (a database restart would take every instance down with it).
   pool.on('error', options.onIdleConnectionError ?? logIdleConnectionError);
@@ -156,12 +160,49 @@ const unbounded = new AsyncLocalStorage<true>();
  * socket, which fails it like a lost connection. (pg's own query_timeout would fail the query but keep
  * the connection, its query still running, and hand it to the next request.)
  */
+/** Statements a connection keeps prepared (by text); later texts run unnamed, as before. */
+const PREPARED_PER_CONNECTION = 256;
+
+/**
+ * A `*` in a select list or RETURNING: its columns are the table's, which a migration run by another
+ * instance can change, and PostgreSQL refuses to run a prepared statement whose result columns changed
+ * ("cached plan must not change result type"). Such texts are sent unnamed. count(*) is not one.
+ */
+const STAR_COLUMNS = /(?:\bselect|\breturning|,)\s+\*|\.\*/i;
+
+/**
+ * A parameterised query (what Kysely sends: text plus values) as a named prepared statement, so that
+ * PostgreSQL parses and plans its text once per connection instead of on every call (the extended query
+ * protocol's Parse step is skipped when the name is known). Only texts with parameters qualify: they are
+ * single statements by construction. Returns undefined to send the query as it is.
+ */
+function preparedByName(names: Map<string, string>, args: unknown[]): [pg.QueryConfig] | undefined {
+  const [text, values] = args;
+  if (typeof text !== 'string' || !Array.isArray(values) || values.length === 0 || args.length !== 2) return undefined;
+  if (STAR_COLUMNS.test(text)) return undefined;
+  let name = names.get(text);
+  if (name === undefined) {
+    if (names.size >= PREPARED_PER_CONNECTION) return undefined;
+    name = `signet_${names.size}`;
+    names.set(text, name);
+  }
+  return [{ name, text, values }];
+}
+
+interface GuardedClientOptions {
+  readTimeoutMs?: number;
+  preparedStatements?: boolean;
+}
+
 class GuardedClient extends pg.Client {
   readonly #readTimeoutMs: number;
+  /** Statement text → name, of the statements this connection has prepared; undefined: none are. */
+  readonly #prepared: Map<string, string> | undefined;
 
-  constructor(config: pg.ClientConfig & { readTimeoutMs?: number } = {}) {
+  constructor(config: pg.ClientConfig & GuardedClientOptions = {}) {
     super(config);
     this.#readTimeoutMs = config.readTimeoutMs ?? 0;
+    this.#prepared = config.preparedStatements === false ? undefined : new Map();
     // The failure itself is reported where it matters: to the query it failed, or to the next one
     // ("not queryable"), and for an idle client by the pool's 'error' event.
     this.on('error', () => undefined);
@@ -169,7 +210,8 @@ class GuardedClient extends pg.Client {
 
   // eslint-disable-next-line @typescript-eslint/no-explicit-any -- pg's query() has many overloads; this passes them all through
   override query(...args: any[]): any {
-    const answer: unknown = super.query(...(args as Parameters<pg.Client['query']>));
+    const named = this.#prepared && preparedByName(this.#prepared, args);
+    const answer: unknown = super.query(...((named ?? args) as Parameters<pg.Client['query']>));
     if (!(answer instanceof Promise)) return answer;
     const timer =
       this.#readTimeoutMs > 0 && !unbounded.getStore()
