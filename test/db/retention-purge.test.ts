@@ -25,6 +25,7 @@ import { purgeExpiredKeys } from '../../src/http/idempotency.ts';
 import { purgeEvents } from '../../src/webhooks/store/events.repository.ts';
 import { testDialects } from '../helpers/databases.ts';
 import { useMigratedDatabase } from '../helpers/migrated-database.ts';
+import { seedEndpoint } from '../helpers/webhook-seed.ts';
 
 const DAY = 86_400_000;
 
@@ -66,25 +67,7 @@ const id = (prefix: string) => `${prefix}_${randomBytes(16).toString('hex')}`;
 
 async function insertEndpoint(db: Db): Promise<string> {
   const endpointId = id('whep');
-  const at = toDbTime(new Date());
-  await db
-    .insertInto('webhook_endpoints')
-    .values({
-      id: endpointId,
-      owner: 'client-a',
-      url: 'https://hooks.example.com/',
-      description: '',
-      event_types: '["*"]',
-      enabled: 1,
-      disabled_reason: null,
-      secret: 'sealed',
-      previous_secret: null,
-      previous_secret_expires_at: null,
-      failing_since: null,
-      created_at: at,
-      updated_at: at,
-    })
-    .execute();
+  await seedEndpoint(db, { id: endpointId, url: 'https://hooks.example.com/', secret: 'sealed' });
   return endpointId;
 }
 
