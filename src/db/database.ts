@@ -145,21 +145,6 @@ function timeoutsOf(options: OpenOptions): typeof DEFAULT_TIMEOUTS {
 /** Set while `work` runs in withoutTimeouts: its queries may take as long as they need. */
 const unbounded = new AsyncLocalStorage<true>();
 
-/**
- * A pooled PostgreSQL connection that survives its own loss and never waits forever for an answer.
- *
- * pg-pool listens for a client's 'error' only while the client is idle: a connection lost while
- * checked out (mid-query, or inside a transaction between queries: a terminated backend, 57P01 on a
- * restart, a TCP reset) emits 'error' with no listener, which throws and ends the process. Here every
- * client listens for its whole life. The query that was running fails (a 503); the client is then
- * not queryable, so the pool drops it when it is released and opens a new one for the next request.
- *
- * A network stall (the server or a middlebox stops answering, the socket stays open) leaves a query
- * waiting for ever: statement_timeout cannot help, its answer would not arrive either, and TCP
- * keepalive is answered by the kernel. A query still unanswered after `readTimeoutMs` closes the
- * socket, which fails it like a lost connection. (pg's own query_timeout would fail the query but keep
- * the connection, its query still running, and hand it to the next request.)
- */
 /** Statements a connection keeps prepared (by text); later texts run unnamed, as before. */
 const PREPARED_PER_CONNECTION = 256;
 
@@ -194,6 +179,21 @@ interface GuardedClientOptions {
   preparedStatements?: boolean;
 }
 
+/**
+ * A pooled PostgreSQL connection that survives its own loss and never waits forever for an answer.
+ *
+ * pg-pool listens for a client's 'error' only while the client is idle: a connection lost while
+ * checked out (mid-query, or inside a transaction between queries: a terminated backend, 57P01 on a
+ * restart, a TCP reset) emits 'error' with no listener, which throws and ends the process. Here every
+ * client listens for its whole life. The query that was running fails (a 503); the client is then
+ * not queryable, so the pool drops it when it is released and opens a new one for the next request.
+ *
+ * A network stall (the server or a middlebox stops answering, the socket stays open) leaves a query
+ * waiting for ever: statement_timeout cannot help, its answer would not arrive either, and TCP
+ * keepalive is answered by the kernel. A query still unanswered after `readTimeoutMs` closes the
+ * socket, which fails it like a lost connection. (pg's own query_timeout would fail the query but keep
+ * the connection, its query still running, and hand it to the next request.)
+ */
 class GuardedClient extends pg.Client {
   readonly #readTimeoutMs: number;
   /** Statement text → name, of the statements this connection has prepared; undefined: none are. */
@@ -266,15 +266,4 @@ export async function withoutTimeouts<T>(handle: DatabaseHandle, work: (db: Db) 
       return result;
     }),
   );
-}
-
-/**
- * Runs `work` for writes that would be safe to lose with the machine's power, such as a dispatcher's
- * leases and outcomes, which at-least-once delivery redoes. It once lowered SQLite's synchronous level
- * around them to skip their fsync; with group commit (sqlite-group-commit.ts) their statements join the
- * open group and share its one fsync instead, and changing the level there would also have lowered the
- * durability of every order in the same group. Kept so callers still say which writes are of this kind.
- */
-export async function withoutFsync<T>(db: Db, _dialect: Dialect, work: (connection: Db) => Promise<T>): Promise<T> {
-  return work(db);
 }

@@ -171,3 +171,8 @@ function bearerToken(request: FastifyRequest): string | null {
   }
   return null;
 }
+
+/** The caller an Idempotency-Key (and a rate-limit counter) belongs to: the token's principal, else the address. */
+export function callerKeyOf(request: FastifyRequest): string {
+  return request.principal?.callerKey ?? `ip:${request.clientOrigin.ip}`;
+}

@@ -13,6 +13,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { PostgresAdapter } from 'kysely';
 import type { Db, Executor } from '../db/database.ts';
 import { fromDbTime, toDbJson, toDbTime } from '../db/codecs.ts';
+import { callerKeyOf } from './auth.ts';
 import { Problem, PROBLEM_TYPES } from './problems.ts';
 import {
   claim,
@@ -75,6 +76,15 @@ export function sendStored(reply: FastifyReply, stored: StoredResponse, replayed
   return reply.send(stored.body === '' ? undefined : stored.body);
 }
 
+export interface RunOptions {
+  /**
+   * PostgreSQL: offer the operation a WriteUnit (idempotency-statement.ts) so that it can write in one
+   * statement without a transaction. Only for operations that use it (a create): any other would have
+   * its first query refused and run again in a transaction.
+   */
+  oneStatement?: boolean;
+}
+
 /** Runs `operation` in a transaction, once per (caller, Idempotency-Key) when the header is present. */
 export async function runIdempotent(
   request: FastifyRequest,
@@ -82,9 +92,10 @@ export async function runIdempotent(
   db: Db,
   settings: IdempotencySettings,
   operation: Operation,
+  options: RunOptions = {},
 ): Promise<FastifyReply> {
   try {
-    return await runOnce(request, reply, db, settings, operation);
+    return await runOnce(request, reply, db, settings, operation, options);
   } catch (err) {
     countConflict(request, err);
     throw err;
@@ -106,13 +117,14 @@ async function runOnce(
   db: Db,
   settings: IdempotencySettings,
   operation: Operation,
+  options: RunOptions,
 ): Promise<FastifyReply> {
   const key = parseIdempotencyKey(request.headers['idempotency-key']);
-  const caller = request.principal?.callerKey ?? `ip:${request.clientOrigin.ip}`;
+  const caller = callerKeyOf(request);
   const fingerprint =
     key === undefined ? '' : requestFingerprint(request.method, request.url.split('?')[0] ?? '', request.body);
   let held: Ownership | undefined;
-  if (!settings.singleWriter && db.getExecutor().adapter instanceof PostgresAdapter) {
+  if (options.oneStatement && !settings.singleWriter && db.getExecutor().adapter instanceof PostgresAdapter) {
     const outcome = await runAsStatement(
       db,
       settings,

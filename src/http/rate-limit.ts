@@ -9,6 +9,7 @@
 // draft headers for an onSend hook to rewrite; its Redis store is still the one used here.)
 import type { FastifyBaseLogger, FastifyReply, FastifyRequest } from 'fastify';
 import type { Redis } from 'ioredis';
+import { callerKeyOf } from './auth.ts';
 import { Problem } from './problems.ts';
 import { redisWithFallback, type Count, type Store } from './rate-limit-store.ts';
 
@@ -104,7 +105,7 @@ export function createRateLimiter(
     return {
       count: (request, reply, done) =>
         store.incr(
-          callerKey(request),
+          callerKeyOf(request),
           (err, result) =>
             err || !result ? done(err ?? new Error('no rate-limit count')) : decide(reply, result, done),
           windowMs,
@@ -113,9 +114,5 @@ export function createRateLimiter(
     };
   }
   const local = new LocalCounter(windowMs);
-  return { count: (request, reply, done) => decide(reply, local.hit(callerKey(request)), done) };
-}
-
-function callerKey(request: FastifyRequest): string {
-  return request.principal ? request.principal.callerKey : `ip:${request.clientOrigin.ip}`;
+  return { count: (request, reply, done) => decide(reply, local.hit(callerKeyOf(request)), done) };
 }

@@ -87,12 +87,18 @@ export async function ordersRoutes(fastify: FastifyInstance, options: OrdersRout
       },
     },
     async (request, reply) =>
-      runIdempotent(request, reply, db, idempotency, async (trx) =>
-        orderResponse(
-          request,
-          await orders.create(trx, principalOf(request), request.body, writeContext(request)),
-          201,
-        ),
+      runIdempotent(
+        request,
+        reply,
+        db,
+        idempotency,
+        async (trx) =>
+          orderResponse(
+            request,
+            await orders.create(trx, principalOf(request), request.body, writeContext(request)),
+            201,
+          ),
+        { oneStatement: true },
       ),
   );
 

@@ -14,7 +14,7 @@
 // writes them leased to this dispatcher and hands them over once they are durable (hand-off.ts).
 import { randomBytes } from 'node:crypto';
 import type { FastifyBaseLogger as BaseLogger } from 'fastify';
-import { withoutFsync, type Db, type Dialect } from '../../db/database.ts';
+import type { Db, Dialect } from '../../db/database.ts';
 import { OutcomeRecorder } from './outcome-recorder.ts';
 import * as deliveries from '../store/deliveries.repository.ts';
 import { claimBatch, type Outcome, type SendableDelivery } from '../store/dispatch.repository.ts';
@@ -263,16 +263,14 @@ export class Dispatcher implements HandOffTarget {
     const leaseUntil = new Date(now.getTime() + settings.timeoutMs + LEASE_MARGIN_MS);
     // A snapshot: attempts finishing while the claim runs must not change what it is judged by below.
     const inFlight = new Map(this.#perEndpoint);
-    const claimed = await withoutFsync(db, dialect, (connection) =>
-      claimBatch(connection, dialect, {
-        now,
-        leaseUntil,
-        leaseToken,
-        limit: room,
-        endpointLimit: settings.endpointConcurrency,
-        inFlight,
-      }),
-    );
+    const claimed = await claimBatch(db, dialect, {
+      now,
+      leaseUntil,
+      leaseToken,
+      limit: room,
+      endpointLimit: settings.endpointConcurrency,
+      inFlight,
+    });
     this.stats.claimed += claimed.length;
     for (const delivery of claimed) this.#start(delivery, leaseToken);
     return claimed.length === room || this.#reachedEndpointLimit(inFlight, claimed);

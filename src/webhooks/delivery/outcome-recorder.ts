@@ -2,7 +2,7 @@
 // last write (on SQLite every write is a commit, on PostgreSQL a round trip). A batch the database refuses
 // is written again one outcome at a time, so one bad row cannot send the others again.
 import type { FastifyBaseLogger as BaseLogger } from 'fastify';
-import { withoutFsync, type Db, type Dialect } from '../../db/database.ts';
+import type { Db, Dialect } from '../../db/database.ts';
 import type { Outbox } from '../outbox/events.outbox.ts';
 import { recordOutcomes, type Outcome } from '../store/dispatch.repository.ts';
 import { settleEndpoints } from './endpoint-health.ts';
@@ -94,11 +94,9 @@ export class OutcomeRecorder {
   async #record(batch: Outcome[]): Promise<void> {
     const { db, dialect, outbox, settings } = this.#deps;
     const now = this.#deps.now();
-    await withoutFsync(db, dialect, (connection) =>
-      connection.transaction().execute(async (trx) => {
-        await recordOutcomes(trx, dialect, batch, now);
-        await settleEndpoints(trx, outbox, batch, { disableAfterMs: settings.disableAfterMs, now });
-      }),
-    );
+    await db.transaction().execute(async (trx) => {
+      await recordOutcomes(trx, dialect, batch, now);
+      await settleEndpoints(trx, outbox, batch, { disableAfterMs: settings.disableAfterMs, now });
+    });
   }
 }
