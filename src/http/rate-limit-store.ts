@@ -30,9 +30,15 @@ const RedisStore = require('@fastify/rate-limit/store/RedisStore') as new (
 const LocalStore = require('@fastify/rate-limit/store/LocalStore') as new (
   continueExceeding?: boolean,
   exponentialBackoff?: boolean,
+  cache?: number,
 ) => Store;
 
 const PROBE_INTERVAL_MS = 1000;
+
+/** The plugin's in-memory fixed window per key (an LRU of `callers`, least recently seen forgotten first). */
+export function localStore(callers?: number): Store {
+  return new LocalStore(false, false, callers);
+}
 
 class FallbackStore implements Store {
   readonly #redis: Redis;
@@ -47,7 +53,7 @@ class FallbackStore implements Store {
     this.#redis = redis;
     this.#log = log;
     this.#shared = new RedisStore(false, false, redis, nameSpace);
-    this.#local = new LocalStore(false, false);
+    this.#local = localStore();
   }
 
   incr(key: string, callback: Callback, timeWindow: number, max: number): void {

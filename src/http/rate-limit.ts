@@ -4,14 +4,14 @@
 // the current draft-ietf-httpapi-ratelimit-headers fields `RateLimit` and `RateLimit-Policy`.
 //
 // Counted by route-guard.ts, right after authentication, in the route's own onRequest hook. Without
-// Redis the count is synchronous: no promise, no callback, one Map lookup. (@fastify/rate-limit, used
-// before, ran an async hook per request, looked the route up three times and wrote its three older
-// draft headers for an onSend hook to rewrite; its Redis store is still the one used here.)
+// Redis the count is synchronous (the plugin's LocalStore calls back at once). (@fastify/rate-limit's
+// hook, used before, ran async per request, looked the route up three times and wrote its three older
+// draft headers for an onSend hook to rewrite; its two stores are still the ones used here.)
 import type { FastifyBaseLogger, FastifyReply, FastifyRequest } from 'fastify';
 import type { Redis } from 'ioredis';
 import { callerKeyOf } from './auth.ts';
 import { Problem } from './problems.ts';
-import { redisWithFallback, type Count, type Store } from './rate-limit-store.ts';
+import { localStore, redisWithFallback, type Count, type Store } from './rate-limit-store.ts';
 
 export interface RateLimitSettings {
   max: number;
@@ -23,8 +23,6 @@ const POLICY = 'default';
 /** /metrics: a scrape every few seconds must never be refused (README, "Metrics"); probes neither. */
 const EXEMPT = new Set(['/healthz', '/readyz', '/metrics']);
 const NAMESPACE = 'signet-rl:';
-/** Callers counted in memory at once; the least recently seen is forgotten first (as @fastify/rate-limit's LRU). */
-const LOCAL_CALLERS = 5000;
 
 type Done = (err?: Error) => void;
 
@@ -35,43 +33,6 @@ type Done = (err?: Error) => void;
  */
 export function isRateLimited(url: string, config: { rateLimit?: unknown } | undefined): boolean {
   return config?.rateLimit !== false && !EXEMPT.has(url) && !url.startsWith('/oauth/');
-}
-
-/**
- * A fixed window per key, like @fastify/rate-limit's LocalStore (no continueExceeding, no backoff): the
- * first request opens a window of `windowMs`; the count resets when it has passed.
- */
-export class LocalCounter {
-  readonly #windows = new Map<string, { current: number; ttl: number; startedAt: number }>();
-  readonly #windowMs: number;
-  readonly #capacity: number;
-
-  constructor(windowMs: number, capacity = LOCAL_CALLERS) {
-    this.#windowMs = windowMs;
-    this.#capacity = capacity;
-  }
-
-  /** Counts one request of `key`; the returned object is this key's (reused), valid until the next call. */
-  hit(key: string, now = Date.now()): Count {
-    const windows = this.#windows;
-    let entry = windows.get(key);
-    if (entry === undefined) {
-      if (windows.size >= this.#capacity) windows.delete(windows.keys().next().value!);
-      entry = { current: 1, ttl: this.#windowMs, startedAt: now };
-    } else {
-      windows.delete(key); // re-inserted below: Map order is then least recently seen first
-      if (entry.startedAt + this.#windowMs <= now) {
-        entry.current = 1;
-        entry.ttl = this.#windowMs;
-        entry.startedAt = now;
-      } else {
-        entry.current++;
-        entry.ttl = this.#windowMs - (now - entry.startedAt);
-      }
-    }
-    windows.set(key, entry);
-    return entry;
-  }
 }
 
 export interface RateLimiter {
@@ -113,6 +74,9 @@ export function createRateLimiter(
         ),
     };
   }
-  const local = new LocalCounter(windowMs);
-  return { count: (request, reply, done) => decide(reply, local.hit(callerKeyOf(request)), done) };
+  // The plugin's LocalStore answers synchronously: no promise, one LRU lookup.
+  const local = localStore();
+  const counted = (reply: FastifyReply, done: Done) => (_err: Error | null, count?: Count) =>
+    decide(reply, count!, done);
+  return { count: (request, reply, done) => local.incr(callerKeyOf(request), counted(reply, done), windowMs, max) };
 }

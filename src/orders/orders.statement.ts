@@ -1,22 +1,10 @@
 // PostgreSQL: a new order in one autocommit statement with everything that commits with it: its first
 // status change, its order.created event and deliveries, and the response stored on its Idempotency-Key
 // (WriteUnit, src/http/idempotency-statement.ts). Two round trips in all: the id with the key's claim, then this.
-import { sql, type RawBuilder } from 'kysely';
+import { sql } from 'kysely';
 import type { WriteUnit } from '../http/idempotency-statement.ts';
-import type { OrderEventSink, OrderEventType } from './orders.events.ts';
+import type { OrderEventSink, OrderEventStatements } from './orders.events.ts';
 import { insertOrderCtes, NEXT_ORDER_ID, type OrderRecord } from './orders.repository.ts';
-
-/** CTEs of one statement, and what to evaluate after them. */
-export interface StatementParts {
-  ctes: RawBuilder<unknown>;
-  after?: RawBuilder<unknown>;
-}
-
-/** A sink that can also write an event as part of one statement (the webhook outbox, on PostgreSQL). */
-export interface OrderEventStatements {
-  /** The event of `order`'s change, written only for the row of the CTE named `source`. */
-  orderChangedInStatement(type: OrderEventType, order: OrderRecord, now: Date, source: string): StatementParts;
-}
 
 export function writesInStatement(sink: OrderEventSink): sink is OrderEventSink & OrderEventStatements {
   return typeof (sink as Partial<OrderEventStatements>).orderChangedInStatement === 'function';

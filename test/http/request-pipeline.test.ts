@@ -5,8 +5,8 @@
 // window per caller and forgets the least recently seen caller first.
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { after, before, describe, test } from 'node:test';
-import { LocalCounter } from '../../src/http/rate-limit.ts';
+import { after, before, describe, mock, test } from 'node:test';
+import { localStore, type Count, type Store } from '../../src/http/rate-limit-store.ts';
 import { testDialects } from '../helpers/databases.ts';
 import { call, type CallResult } from '../helpers/http.ts';
 import { startServer, type TestServer } from '../helpers/server.ts';
@@ -158,23 +158,36 @@ describe('the client origin, kept per connection', () => {
 });
 
 describe('the in-memory rate-limit counter', () => {
+  /** The count `store` gives `key` at time `now` (the store reads the clock itself; mocked here). */
+  function hitAt(store: Store, key: string, now: number): Count & { iterationStartMs?: number } {
+    mock.timers.enable({ apis: ['Date'], now });
+    try {
+      let count: Count | undefined;
+      store.incr(key, (_err, result) => (count = result), 60_000, 100);
+      assert.ok(count, 'the local store answers synchronously');
+      return { ...count };
+    } finally {
+      mock.timers.reset();
+    }
+  }
+
   test('counts a fixed window per key and starts a new one when it has passed', () => {
-    const counter = new LocalCounter(60_000);
+    const counter = localStore();
     const t0 = 1_000_000;
-    assert.deepEqual({ ...counter.hit('a', t0) }, { current: 1, ttl: 60_000, startedAt: t0 });
-    assert.deepEqual({ ...counter.hit('a', t0 + 1500) }, { current: 2, ttl: 58_500, startedAt: t0 });
-    assert.equal(counter.hit('b', t0 + 1500).current, 1, 'another key, another count');
-    assert.deepEqual({ ...counter.hit('a', t0 + 60_000) }, { current: 1, ttl: 60_000, startedAt: t0 + 60_000 });
+    assert.deepEqual(hitAt(counter, 'a', t0), { current: 1, ttl: 60_000, iterationStartMs: t0 });
+    assert.deepEqual(hitAt(counter, 'a', t0 + 1500), { current: 2, ttl: 58_500, iterationStartMs: t0 });
+    assert.equal(hitAt(counter, 'b', t0 + 1500).current, 1, 'another key, another count');
+    assert.deepEqual(hitAt(counter, 'a', t0 + 60_000), { current: 1, ttl: 60_000, iterationStartMs: t0 + 60_000 });
   });
 
   test('when full, forgets the caller seen least recently, never the one just counted', () => {
-    const counter = new LocalCounter(60_000, 2);
+    const counter = localStore(2);
     const t0 = 1_000_000;
-    counter.hit('old', t0);
-    counter.hit('busy', t0);
-    counter.hit('old', t0 + 1); // now 'busy' is the least recently seen
-    counter.hit('new', t0 + 2);
-    assert.equal(counter.hit('old', t0 + 3).current, 3, 'kept');
-    assert.equal(counter.hit('busy', t0 + 4).current, 1, 'forgotten, counted anew');
+    hitAt(counter, 'old', t0);
+    hitAt(counter, 'busy', t0);
+    hitAt(counter, 'old', t0 + 1); // now 'busy' is the least recently seen
+    hitAt(counter, 'new', t0 + 2);
+    assert.equal(hitAt(counter, 'old', t0 + 3).current, 3, 'kept');
+    assert.equal(hitAt(counter, 'busy', t0 + 4).current, 1, 'forgotten, counted anew');
   });
 });

@@ -10,9 +10,9 @@
 // claims the delivery again (at least once).
 import { afterCommit } from '../../db/after-commit.ts';
 import type { Executor } from '../../db/database.ts';
-import { fromDbTime, toDbTime } from '../../db/codecs.ts';
+import { toDbTime } from '../../db/codecs.ts';
 import type { DbTime } from '../../db/schema.ts';
-import type { SendableDelivery } from '../store/dispatch.repository.ts';
+import { toSendable, type SendableDelivery } from '../store/dispatch.repository.ts';
 
 export interface HandOffLease {
   token: string;
@@ -70,20 +70,17 @@ export async function handOff(
 
 /** As the claim would have read them back (dispatch.repository.ts): first attempt, no retries yet. */
 function sendable(event: FreshEvent, endpoints: readonly FreshEndpoint[], ids: readonly string[]): SendableDelivery[] {
-  const occurredAt = fromDbTime(event.occurred_at);
-  return endpoints.map((endpoint, i) => ({
-    id: ids[i]!,
-    retryIndex: 0,
-    attemptCount: 0,
-    eventId: event.id,
-    eventType: event.type,
-    occurredAt,
-    dataJson: event.data,
-    endpointId: endpoint.id,
-    url: endpoint.url,
-    sealedSecret: endpoint.secret,
-    sealedPreviousSecret: endpoint.previous_secret,
-    previousSecretExpiresAt:
-      endpoint.previous_secret_expires_at === null ? null : fromDbTime(endpoint.previous_secret_expires_at),
-  }));
+  return endpoints.map((endpoint, i) =>
+    toSendable({
+      ...endpoint,
+      id: ids[i]!,
+      endpoint_id: endpoint.id,
+      retry_index: 0,
+      attempt_count: 0,
+      event_id: event.id,
+      type: event.type,
+      occurred_at: event.occurred_at,
+      data: event.data,
+    }),
+  );
 }

@@ -112,15 +112,15 @@ async function subscribedEndpoints(trx: Executor, event: NewEvent): Promise<Fres
   if (event.owner !== undefined) query = query.where('owner', '=', event.owner);
   // Addressed to given endpoints (a ping): they get it whatever types they subscribe to, as the caller asked.
   if (event.endpointIds !== undefined) query = query.where('id', 'in', event.endpointIds);
-  // event_types is a JSON array of type names, which contain no quotes: a LIKE on the quoted name is exact.
-  else
-    query = query.where((eb) =>
-      eb.or([
-        eb('event_types', '=', JSON.stringify([ALL_EVENTS])),
-        eb('event_types', 'like', `%${JSON.stringify(event.type)}%`),
-      ]),
-    );
+  else query = query.where(subscribesTo(event.type, 'webhook_endpoints'));
   return query.execute();
+}
+
+/** Whether an endpoint of `table` subscribes to `type` (or to every type). */
+function subscribesTo(type: string, table: string): RawBuilder<boolean> {
+  // event_types is a JSON array of type names, which contain no quotes: a LIKE on the quoted name is exact.
+  const types = sql.ref(`${table}.event_types`);
+  return sql<boolean>`(${types} = ${JSON.stringify([ALL_EVENTS])} or ${types} like ${`%${JSON.stringify(type)}%`})`;
 }
 
 /** The CTEs of one statement that record an event, and what to evaluate after them. */
@@ -130,11 +130,11 @@ export interface EventStatementParts {
 }
 
 /**
- * PostgreSQL: record() as part of a caller's single statement (src/http/idempotency.ts, WriteUnit):
+ * PostgreSQL: record() as part of a caller's single statement (src/http/idempotency-statement.ts, WriteUnit):
  * the event row and one delivery per subscribed endpoint, written only for the row of the CTE named
  * `source` (so nothing when the caller's own write did not happen), and the NOTIFY when deliveries
  * were written. Data-modifying CTEs commit together or not at all, like record()'s transaction; PG
- * delivers the NOTIFY at commit (docs: NOTIFY). Subscriptions are matched as in subscribedEndpoints.
+ * delivers the NOTIFY at commit (docs: NOTIFY). Subscriptions are matched as in subscribedEndpoints (subscribesTo).
  * Delivery ids are `dlv_` and 128 bits of SHA-256(a fresh 128-bit random seed, endpoint id): as
  * unguessable and unique as newId's, without a round trip to learn how many endpoints there are.
  */
@@ -155,8 +155,7 @@ export function eventStatementParts(event: NewEvent, source: string): EventState
     select 'dlv_' || left(encode(sha256(convert_to(${seed}::text || w.id, 'UTF8')), 'hex'), 32), e.id, w.id,
       'pending', 0, 0, ${at}::timestamptz, ${at}::timestamptz, ${at}::timestamptz
     from outbox_event e cross join webhook_endpoints w
-    where w.enabled = 1
-      and (w.event_types = ${JSON.stringify([ALL_EVENTS])} or w.event_types like ${`%${JSON.stringify(event.type)}%`})
+    where w.enabled = 1 and ${subscribesTo(event.type, 'w')}
     returning 1
   )`;
   return { ctes, after: sql`(select pg_notify(${WAKE_CHANNEL}, '') from outbox_deliveries limit 1)` };

@@ -1,18 +1,21 @@
 // Order changes become outbox events whose Data is the order as the API shows it.
-import type { OrderEventSink, OrderEventSinkAt, OrderEventType } from '../../orders/orders.events.ts';
+import type {
+  OrderEventSink,
+  OrderEventSinkAt,
+  OrderEventStatements,
+  OrderEventType,
+} from '../../orders/orders.events.ts';
 import { toRepresentation } from '../../orders/orders.representation.ts';
-import { eventStatementParts, type EventStatementParts, type NewEvent, type Outbox } from './events.outbox.ts';
+import { eventStatementParts, type NewEvent, type Outbox } from './events.outbox.ts';
 
 type Order = Parameters<OrderEventSink['orderChanged']>[2];
 
-/** The sink, and the form the orders service looks for on PostgreSQL (OrderEventStatements, orders.statement.ts). */
-interface OrderEventsSink extends OrderEventSink {
-  orderChangedInStatement(type: OrderEventType, order: Order, now: Date, source: string): EventStatementParts;
-}
-
-/** Data links start at the base URL of the change (the request's public URL), fixed when the event is written. */
+/**
+ * Data links start at the base URL of the change (the request's public URL), fixed when the event is
+ * written. The sink also offers the form the orders service looks for on PostgreSQL (orders.statement.ts).
+ */
 export function orderEventSink(outbox: Outbox): OrderEventSinkAt {
-  return (baseUrl): OrderEventsSink => ({
+  return (baseUrl): OrderEventSink & OrderEventStatements => ({
     async orderChanged(trx, type, order, now) {
       await outbox.record(trx, orderEvent(baseUrl, type, order, now));
     },

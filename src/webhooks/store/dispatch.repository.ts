@@ -42,7 +42,8 @@ const CANDIDATES_PER_SLOT = 4;
 const SENDABLE_COLUMNS = sql`d.id, d.retry_index, d.attempt_count, e.id as event_id, e.type, e.occurred_at, e.data,
   w.id as endpoint_id, w.url, w.secret, w.previous_secret, w.previous_secret_expires_at`;
 
-interface SendableRow {
+/** A delivery as the claim reads it back, with its event and endpoint (and as a hand-off has it in memory). */
+export interface SendableRow {
   id: string;
   retry_index: number;
   attempt_count: number;
@@ -142,7 +143,7 @@ function withinEndpointLimits<T extends { endpoint_id: string }>(candidates: T[]
   return chosen;
 }
 
-function toSendable(r: SendableRow): SendableDelivery {
+export function toSendable(r: SendableRow): SendableDelivery {
   return {
     id: r.id,
     retryIndex: Number(r.retry_index),
