@@ -16,6 +16,7 @@ import {
   mainText,
   signInToConsole,
   WAIT_MS,
+  withContext,
   withPage,
 } from '../helpers/console.ts';
 import { adminApi } from '../helpers/console-seed.ts';
@@ -134,8 +135,7 @@ describeInBrowser(
           });
         cp.assertClean();
       } catch (error) {
-        (error as Error).message += `\n--- page (${cp.page.url()}):\n${await mainText(cp.page)}`;
-        throw error;
+        throw withContext(error, `--- page (${cp.page.url()}):\n${await mainText(cp.page)}`);
       } finally {
         await cp.close();
       }

@@ -10,6 +10,13 @@ import { adminApi, type AdminApi } from '../helpers/console-seed.ts';
 import { expectStatus } from '../helpers/expect.ts';
 import { call } from '../helpers/http.ts';
 
+// Days a month back: recent enough that the app's own retention purge (AUDIT_RETENTION, 365 d), which
+// runs on start and may still be running when this test seeds, never removes them.
+const DAY = 86_400_000;
+const [DAY1, DAY2, DAY3, EMPTY1, EMPTY2] = [33, 32, 31, 40, 39].map((back) =>
+  new Date(Date.now() - back * DAY).toISOString().slice(0, 10),
+);
+
 describeInBrowser('the audit trail in a real browser', (suite) => {
   let api: AdminApi;
   before(async () => {
@@ -20,10 +27,10 @@ describeInBrowser('the audit trail in a real browser', (suite) => {
     const actor = `seed-operator-${Date.now()}`;
     const db = suite.server.app.database.db;
     for (const [day, action] of [
-      ['2020-01-01', 'keys.rotated'],
-      ['2020-01-02', 'keys.rotated'],
-      ['2020-01-02', 'user.deleted'],
-      ['2020-01-03', 'keys.rotated'],
+      [DAY1, 'keys.rotated'],
+      [DAY2, 'keys.rotated'],
+      [DAY2, 'user.deleted'],
+      [DAY3, 'keys.rotated'],
     ] as const)
       await recordAudit(db, {
         actor: { type: 'cli', id: actor },
@@ -58,24 +65,24 @@ describeInBrowser('the audit trail in a real browser', (suite) => {
       await table.waitFor();
       const targets = async () =>
         (await table.locator('tbody tr').allTextContents()).map((t) => /keys\.rotated-(\S{10})/.exec(t)?.[1]);
-      assert.deepEqual(await targets(), ['2020-01-03', '2020-01-02', '2020-01-01']);
+      assert.deepEqual(await targets(), [DAY3, DAY2, DAY1]);
       const afterAction = page.url();
 
       // A time range (local times in the form, RFC 3339 UTC in the URL and the API call).
-      await page.getByLabel('Since').fill('2020-01-02T00:00');
-      await page.getByLabel('Until').fill('2020-01-03T00:00');
+      await page.getByLabel('Since').fill(`${DAY2}T00:00`);
+      await page.getByLabel('Until').fill(`${DAY3}T00:00`);
       await page.getByRole('button', { name: 'Apply filters' }).click();
       await page.getByRole('table', { name: /filtered by actor, action, since, until/ }).waitFor();
-      const expected = await page.evaluate(() => [
-        new Date('2020-01-02T00:00').toISOString(),
-        new Date('2020-01-03T00:00').toISOString(),
-      ]);
+      const expected = await page.evaluate(
+        (days) => days.map((day) => new Date(`${day}T00:00`).toISOString()),
+        [DAY2, DAY3],
+      );
       const query = new URL(page.url()).searchParams;
       assert.deepEqual(
         [query.get('actor'), query.get('action'), query.get('since'), query.get('until')],
         [actor, 'keys.rotated', ...expected],
       );
-      assert.deepEqual(await targets(), ['2020-01-02']);
+      assert.deepEqual(await targets(), [DAY2]);
       assert.ok(
         cp.requests.some(
           (r) => r.includes('/console/api/admin/audit?') && r.includes(`since=${encodeURIComponent(expected[0]!)}`),
@@ -86,24 +93,24 @@ describeInBrowser('the audit trail in a real browser', (suite) => {
       // Reload keeps every filter, in the form and in the list.
       await page.reload();
       await page.getByRole('table', { name: /filtered by actor, action, since, until/ }).waitFor();
-      assert.deepEqual(await targets(), ['2020-01-02']);
+      assert.deepEqual(await targets(), [DAY2]);
       assert.equal(await page.getByLabel('Actor').inputValue(), actor);
       assert.equal(await page.getByLabel('Action').inputValue(), 'keys.rotated');
-      assert.equal(await page.getByLabel('Since').inputValue(), '2020-01-02T00:00');
+      assert.equal(await page.getByLabel('Since').inputValue(), `${DAY2}T00:00`);
 
       // Back: the actor and action filter again; forward: the range again.
       await page.goBack();
       await page.waitForURL(afterAction);
       await page.getByRole('table', { name: /filtered by actor, action$/ }).waitFor();
       assert.equal(await page.getByLabel('Since').inputValue(), '');
-      assert.deepEqual(await targets(), ['2020-01-03', '2020-01-02', '2020-01-01']);
+      assert.deepEqual(await targets(), [DAY3, DAY2, DAY1]);
       await page.goForward();
       await page.getByRole('table', { name: /since, until/ }).waitFor();
-      assert.deepEqual(await targets(), ['2020-01-02']);
+      assert.deepEqual(await targets(), [DAY2]);
 
       // A range with no entry: the empty state.
-      await page.getByLabel('Since').fill('2019-01-01T00:00');
-      await page.getByLabel('Until').fill('2019-01-02T00:00');
+      await page.getByLabel('Since').fill(`${EMPTY1}T00:00`);
+      await page.getByLabel('Until').fill(`${EMPTY2}T00:00`);
       await page.getByRole('button', { name: 'Apply filters' }).click();
       await page.getByText('No audit entry matches these filters.').waitFor();
 

@@ -5,6 +5,7 @@
 // Signet session too, and a user without the admin role sees no operator page.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { setTimeout as delay } from 'node:timers/promises';
 import type { AuthTestServer } from '../helpers/auth-server.ts';
 import {
   describeInBrowser,
@@ -14,6 +15,7 @@ import {
   mainText,
   openConsolePage,
   signInToConsole,
+  withPage,
   type ConsolePage,
 } from '../helpers/console.ts';
 import { expectProblem } from '../helpers/expect.ts';
@@ -214,6 +216,39 @@ describeInBrowser('the console backbone in a real browser', (suite) => {
     } finally {
       await cp.close();
     }
+  });
+
+  test('a page request that the sign-out answers 401 while it is under way does not turn it into a new sign-in', async () => {
+    const admin = await createAdmin(suite.server);
+    await withPage(suite.browser, async (cp) => {
+      await signInToConsole(cp.page, suite.server, admin, '/console/users');
+      // The next API request waits until the sign-out has ended the session on the server, then goes on
+      // (and gets its 401); only once the page has handled that 401 does the sign-out's page reach it.
+      let release!: () => void;
+      const sessionGone = new Promise<void>((resolve) => (release = resolve));
+      let apiAnswered!: (status: number) => void;
+      const apiStatus = new Promise<number>((resolve) => (apiAnswered = resolve));
+      await cp.page.route('**/console/api/**', async (route) => {
+        await sessionGone;
+        const response = await route.fetch();
+        await route.fulfill({ response });
+        apiAnswered(response.status());
+      });
+      await cp.page.route('**/console/logout', async (route) => {
+        const response = await route.fetch();
+        release();
+        const status = await Promise.race([apiStatus, delay(5000).then(() => 0)]);
+        // Give the page time to act on that 401 (without the fix: a redirect to sign-in, which cancels
+        // this navigation) before the sign-out's page arrives. The page cannot be asked: it is navigating.
+        await delay(250);
+        await route.fulfill({ response }).catch(() => undefined);
+        assert.equal(status, 401, 'the held request was answered after the session ended');
+      });
+      await cp.page.getByRole('link', { name: 'Clients' }).click();
+      await cp.page.getByRole('button', { name: 'Sign out' }).click();
+      await cp.page.getByRole('heading', { name: 'Sign out of Signet?' }).waitFor();
+      assert.equal(await apiStatus, 401, 'the request in flight was answered 401');
+    });
   });
 
   test('a user without the admin role sees no operator page, is told so, and the API refuses them', async () => {

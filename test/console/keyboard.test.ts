@@ -6,7 +6,14 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { Locator, Page } from 'playwright-core';
-import { describeInBrowser, createAdmin, mainText, openConsolePage, signInToConsole } from '../helpers/console.ts';
+import {
+  describeInBrowser,
+  createAdmin,
+  mainText,
+  openConsolePage,
+  signInToConsole,
+  withContext,
+} from '../helpers/console.ts';
 import { waitUntil } from '../helpers/deadline.ts';
 
 /** More Tabs than any page has stops before the wanted control: a missing control fails, never loops. */
@@ -61,8 +68,7 @@ async function expectFocus(page: Page, target: Locator, what: string): Promise<v
       () => `${what} has focus`,
     );
   } catch (error) {
-    (error as Error).message += `; it is on ${await focused(page)}`;
-    throw error;
+    throw withContext(error, `it is on ${await focused(page)}`);
   }
 }
 

@@ -70,12 +70,19 @@ async function runSnippet(id: string, delivery: Delivery): Promise<Run> {
   const run: Run = { code: null, stdout: '', stderr: '' };
   child.stdout.on('data', (chunk: Buffer) => (run.stdout += chunk.toString()));
   child.stderr.on('data', (chunk: Buffer) => (run.stderr += chunk.toString()));
+  // A snippet may refuse from its headers alone (a stale timestamp) and exit before it reads the body:
+  // the write then fails with EPIPE, which is that snippet's answer, not a failure of this test.
+  let stdinError: NodeJS.ErrnoException | undefined;
+  child.stdin.on('error', (error: NodeJS.ErrnoException) => {
+    if (error.code !== 'EPIPE') stdinError = error;
+  });
   child.stdin.end(delivery.body);
   try {
     run.code = await exitOf(child, RUN_TIMEOUT_MS, () => `stdout: ${run.stdout}\nstderr: ${run.stderr}`);
   } finally {
     if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
   }
+  if (stdinError) throw stdinError;
   return run;
 }
 

@@ -200,11 +200,21 @@ export async function withPage(browser: Browser, body: (cp: ConsolePage) => Prom
       .locator('main')
       .textContent({ timeout: 1000 })
       .catch(() => '(no main)');
-    (error as Error).message += `\n--- page (${cp.page.url()}):\n${main}`;
-    throw error;
+    throw withContext(error, `--- page (${cp.page.url()}):\n${main}`);
   } finally {
     await cp.close();
   }
+}
+
+/**
+ * Adds what explains a failure to the error. The stack too: the test runner prints the stack, which
+ * Playwright's errors have already formatted with the message as it was.
+ */
+export function withContext(error: unknown, context: string): unknown {
+  if (!(error instanceof Error)) return error;
+  error.message += `\n${context}`;
+  if (error.stack) error.stack += `\n${context}`;
+  return error;
 }
 
 /** withPage, signed in as a new admin at `path`. */

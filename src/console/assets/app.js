@@ -33,9 +33,27 @@ function NotFound() {
   return html`<p>There is no such page. <a href="/console">Back to the console home</a></p>`;
 }
 
+/**
+ * Set when the user submits a form the server answers with a whole page (Sign out): the page is on its way
+ * out. A request it started before, answered 401 because that sign-out already ended the session, must
+ * not redirect to sign-in: a new navigation would cancel the one the user asked for.
+ */
+let leaving = false;
+document.addEventListener('submit', (event) => {
+  // Bubbling to the document, this runs after the form's own handlers: the app's forms prevent the default.
+  if (!event.defaultPrevented) leaving = true;
+});
+// Back-forward cache: a page shown again is no longer leaving.
+addEventListener('pageshow', () => {
+  leaving = false;
+});
+
 /** A portal link's session has no account to sign in with again: its end is a page saying so. */
 function sessionEnded(session) {
-  return session.portal?.via === 'link' ? () => location.assign('/console/portal-ended') : signIn;
+  const next = session.portal?.via === 'link' ? () => location.assign('/console/portal-ended') : signIn;
+  return () => {
+    if (!leaving) next();
+  };
 }
 
 function App({ session }) {
