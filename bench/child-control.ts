@@ -1,11 +1,11 @@
 // The control channel every benchmark server process speaks with its parent: measurement windows
-// (CPU time and event-loop utilisation of this process, HTTP requests served, and with
-// BENCH_PROFILE_DIR a CPU profile of exactly that window) and shutdown (on request, parent gone,
-// SIGINT or SIGTERM). Shared by bench/server.ts,
-// bench/auth-server.ts, bench/webhooks-server.ts and bench/webhooks-receiver.ts; a child may listen for
-// messages of its own besides these (the control handler ignores types it does not know).
+// (CPU time and event-loop utilisation of this process, HTTP requests served, bytes written to storage,
+// with BENCH_PROFILE_DIR a CPU profile of exactly that window and with BENCH_SQLITE_TIMING the time of each
+// SQLite statement in it) and shutdown (on request, parent gone, SIGINT or SIGTERM). Shared by
+// bench/server.ts, bench/auth-server.ts, bench/webhooks-server.ts and bench/webhooks-receiver.ts; a child
+// may listen for messages of its own besides these (the control handler ignores types it does not know).
 import { fork, type ChildProcess } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -18,6 +18,8 @@ export type MeasuredMessage = {
   elapsedMs: number;
   eventLoopUtilization: number;
   requests: number;
+  /** Bytes this process sent to storage in the window (Linux /proc/self/io write_bytes; NaN elsewhere). */
+  storageWriteBytes: number;
   profile: string | undefined;
 };
 export type ControlReply = { type: 'measure-started' } | MeasuredMessage | { type: 'error'; message: string };
@@ -30,7 +32,20 @@ export interface ChildControlOptions {
 }
 
 const profileDir = process.env.BENCH_PROFILE_DIR || undefined;
+// Loaded only when asked for: it patches node:sqlite's prototypes (bench/sqlite-timing.ts).
+const sqliteTiming = process.env.BENCH_SQLITE_TIMING
+  ? (await import('./sqlite-timing.ts')).installSqliteTiming(process.env.BENCH_SQLITE_TIMING)
+  : undefined;
 const heapProfile = profileDir !== undefined && process.env.BENCH_HEAP_PROFILE === '1';
+
+/** Bytes this process has caused to be sent to storage (the WAL and database files, fsync or not). */
+function storageWriteBytes(): number {
+  try {
+    return Number(/^write_bytes: (\d+)$/m.exec(readFileSync('/proc/self/io', 'utf8'))?.[1] ?? NaN);
+  } catch {
+    return NaN;
+  }
+}
 
 export function sendToParent(message: unknown): void {
   if (process.send) process.send(message);
@@ -45,6 +60,7 @@ export function serveChildControl(options: ChildControlOptions): void {
         elu: ReturnType<typeof performance.eventLoopUtilization>;
         startedAt: number;
         requests: number;
+        written: number;
       }
     | undefined;
 
@@ -69,7 +85,9 @@ export function serveChildControl(options: ChildControlOptions): void {
       elu: performance.eventLoopUtilization(),
       startedAt: performance.now(),
       requests: options.requestCount(),
+      written: storageWriteBytes(),
     };
+    sqliteTiming?.reset();
   };
 
   const measureStop = async (label: string): Promise<MeasuredMessage> => {
@@ -78,7 +96,9 @@ export function serveChildControl(options: ChildControlOptions): void {
     const elu = performance.eventLoopUtilization(window.elu);
     const elapsedMs = performance.now() - window.startedAt;
     const requests = options.requestCount() - window.requests;
+    const written = storageWriteBytes() - window.written;
     window = undefined;
+    sqliteTiming?.write(label, requests);
     let profile: string | undefined;
     if (profileDir && session) {
       if (heapProfile) {
@@ -100,6 +120,7 @@ export function serveChildControl(options: ChildControlOptions): void {
       elapsedMs,
       eventLoopUtilization: elu.utilization,
       requests,
+      storageWriteBytes: written,
       profile,
     };
   };

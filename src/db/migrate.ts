@@ -53,7 +53,14 @@ async function migratorFor(handle: DatabaseHandle): Promise<Migrator> {
 
 /** Without the request timeouts: an index build, or waiting for another instance's migration lock, may take longer. */
 export async function migrateToLatest(handle: DatabaseHandle): Promise<MigrationResultSet> {
-  const result = await withoutTimeouts(handle, async (db) => (await migratorFor({ ...handle, db })).migrateToLatest());
+  // SQLite: an index build sorts through temporary files, which must not be held in memory (DatabaseHandle).
+  await handle.setTempStore?.('FILE');
+  let result: MigrationResultSet;
+  try {
+    result = await withoutTimeouts(handle, async (db) => (await migratorFor({ ...handle, db })).migrateToLatest());
+  } finally {
+    await handle.setTempStore?.('MEMORY');
+  }
   if (result.error) throw result.error;
   return result;
 }

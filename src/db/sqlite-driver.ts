@@ -49,6 +49,12 @@ export interface OpenSqliteOptions {
   busyTimeoutMs?: number;
   /** A second connection for reads only: it sees what is committed, never a transaction in progress. */
   readOnly?: boolean;
+  /**
+   * Where temporary files go (PRAGMA temp_store). The service's writer keeps them in memory: every
+   * member of a group commit writes in its own SAVEPOINT, whose statement journal otherwise spills to a
+   * temp file, and that file's writes were 40 % of a create's SQLite time (docs/benchmarks.md, "temp_store").
+   */
+  tempStore?: 'FILE' | 'MEMORY';
 }
 
 /**
@@ -61,14 +67,14 @@ export interface OpenSqliteOptions {
 export function openSqlite(
   path: string,
   synchronous: 'NORMAL' | 'FULL',
-  { busyTimeoutMs = 5000, readOnly = false }: OpenSqliteOptions = {},
+  { busyTimeoutMs = 5000, readOnly = false, tempStore = 'FILE' }: OpenSqliteOptions = {},
 ): NodeSqliteDatabase {
   if (!readOnly) createPrivately(path);
   const db = new DatabaseSync(path, { readOnly });
   // journal_mode is a property of the file, set by the writer; a read-only connection cannot set it.
   const journal = readOnly ? '' : 'PRAGMA journal_mode = WAL; ';
   db.exec(
-    `${journal}PRAGMA synchronous = ${synchronous}; PRAGMA foreign_keys = ON; PRAGMA busy_timeout = ${Math.trunc(busyTimeoutMs)};`,
+    `${journal}PRAGMA synchronous = ${synchronous}; PRAGMA foreign_keys = ON; PRAGMA busy_timeout = ${Math.trunc(busyTimeoutMs)}; PRAGMA temp_store = ${tempStore};`,
   );
   const cache = new Map<string, CachedStatement>();
   return {

@@ -223,6 +223,20 @@ export class GroupCommitDriver implements Driver {
     this.#slot.release();
   }
 
+  /**
+   * Runs `sqlText` on the writer outside any transaction, for the PRAGMAs SQLite refuses inside one:
+   * waits for the writer and commits the open group first (its members are waiting for that anyway).
+   */
+  async execOutsideTransaction(sqlText: string): Promise<void> {
+    await this.#slot.acquire();
+    try {
+      this.#commit();
+      this.#writer.exec(sqlText);
+    } finally {
+      this.#slot.release();
+    }
+  }
+
   /** A member's statement, inside its savepoint. */
   write<R>(query: CompiledQuery): QueryResult<R> {
     // SQLITE_FULL, IOERR or NOMEM can roll back the whole transaction: a member that caught the error

@@ -5,6 +5,7 @@ import type { Insertable, QueryCreator, RawBuilder } from 'kysely';
 import type { Executor } from '../db/database.ts';
 import type { Database, IdempotencyKeysTable } from '../db/schema.ts';
 import { fromDbJson, fromDbTime, toDbTime } from '../db/codecs.ts';
+import { compiledStatement, placeholderRow } from '../db/compiled-statement.ts';
 import { Problem } from './problems.ts';
 
 export interface StoredResponse {
@@ -159,7 +160,17 @@ export async function claim(
   return Number(taken.numUpdatedRows) === 1 ? { lockedUntil } : claim(db, settings, id, attempt + 1, reserve);
 }
 
-type KeyRow = Insertable<IdempotencyKeysTable>;
+type KeyRow = KeyId & Pick<Insertable<IdempotencyKeysTable>, 'state' | 'locked_until' | 'created_at' | 'expires_at'>;
+
+/** Every claim's INSERT, compiled once (src/db/compiled-statement.ts). */
+const insertClaimRow = compiledStatement<KeyRow, unknown>((db, param) =>
+  db
+    .insertInto('idempotency_keys')
+    .values(
+      placeholderRow(param, ['caller', 'key', 'fingerprint', 'state', 'locked_until', 'created_at', 'expires_at']),
+    )
+    .onConflict((oc) => oc.columns(['caller', 'key']).doNothing()),
+);
 
 /** The claim's INSERT, which does nothing when the key exists; with `reserve`, also that value (one statement). */
 async function insertClaim(
@@ -173,8 +184,8 @@ async function insertClaim(
       .values(row)
       .onConflict((oc) => oc.columns(['caller', 'key']).doNothing());
   if (reserve === undefined) {
-    const inserted = await insert(db).executeTakeFirst();
-    return Number(inserted.numInsertedOrUpdatedRows ?? 0) === 1 ? {} : undefined;
+    const inserted = await insertClaimRow(db, row);
+    return Number(inserted.numAffectedRows ?? 0) === 1 ? {} : undefined;
   }
   const claimed = await db
     .with('claim', (qc) => insert(qc).returning('caller'))

@@ -13,6 +13,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { PostgresAdapter } from 'kysely';
 import type { Db, Executor } from '../db/database.ts';
 import { fromDbTime, toDbJson, toDbTime } from '../db/codecs.ts';
+import { compiledStatement } from '../db/compiled-statement.ts';
 import { callerKeyOf } from './auth.ts';
 import { Problem, PROBLEM_TYPES } from './problems.ts';
 import {
@@ -166,17 +167,30 @@ async function runOnce(
 /** Runs the operation and stores its response on the key row, in the caller's transaction. */
 async function runAndStore(trx: Executor, operation: Operation, ours: Ownership): Promise<StoredResponse> {
   const result = await operation(trx);
-  const saved = await whileOwned(trx.updateTable('idempotency_keys'), ours)
-    .set({
-      state: 'done',
-      response_status: result.status,
-      response_headers: toDbJson(result.headers),
-      response_body: result.body,
-    })
-    .executeTakeFirst();
-  if (Number(saved.numUpdatedRows) !== 1) throw inFlight(await currentLock(trx, ours)); // rolls the operation back
+  const saved = await storeResponse(trx, {
+    ...ours,
+    status: result.status,
+    headers: toDbJson(result.headers),
+    body: result.body,
+  });
+  if (Number(saved.numAffectedRows) !== 1) throw inFlight(await currentLock(trx, ours)); // rolls the operation back
   return result;
 }
+
+/** The response, on the key row we still own; compiled once (src/db/compiled-statement.ts). */
+const storeResponse = compiledStatement<Ownership & { status: number; headers: string; body: string }, unknown>(
+  (db, param) =>
+    whileOwned(db.updateTable('idempotency_keys'), {
+      caller: param('caller'),
+      key: param('key'),
+      lockedUntil: param('lockedUntil'),
+    }).set({
+      state: 'done',
+      response_status: param('status'),
+      response_headers: param('headers'),
+      response_body: param('body'),
+    }),
+);
 
 /** Keys deleted per statement by purgeExpiredKeys. */
 export const KEY_PURGE_BATCH = 500;

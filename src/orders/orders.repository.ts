@@ -1,10 +1,11 @@
 // SQL for orders. Plain functions over the database or an open transaction; one row mapper.
 // State changes are compare-and-set in a single UPDATE … WHERE status/version = …, so the rule
 // "to paid only while pending" holds under any concurrency, on both dialects.
-import { sql, type CompiledQuery, type RawBuilder } from 'kysely';
+import { sql, type RawBuilder } from 'kysely';
 import type { Executor } from '../db/database.ts';
 import { fromDbTime, toDbTime } from '../db/codecs.ts';
-import type { OrdersTable } from '../db/schema.ts';
+import { compiledStatement } from '../db/compiled-statement.ts';
+import type { DbTime, OrdersTable } from '../db/schema.ts';
 import type { OrderStatus } from './orders.states.ts';
 
 export interface OrderRecord {
@@ -56,22 +57,27 @@ export interface NewOrder {
   now: Date;
 }
 
-export async function insertOrder(db: Executor, order: NewOrder): Promise<OrderRecord> {
-  const at = toDbTime(order.now);
-  const row = await db
+const insertOrderRow = compiledStatement<
+  { customerId: string; totalMinor: number; currency: string; at: DbTime },
+  OrderRow
+>((db, param) =>
+  db
     .insertInto('orders')
     .values({
-      customer_id: order.customerId,
-      total_minor: order.totalMinor,
-      currency: order.currency,
+      customer_id: param('customerId'),
+      total_minor: param('totalMinor'),
+      currency: param('currency'),
       status: 'pending',
       version: 1,
-      created_at: at,
-      updated_at: at,
+      created_at: param('at'),
+      updated_at: param('at'),
     })
-    .returning(COLUMNS)
-    .executeTakeFirstOrThrow();
-  return toRecord(row);
+    .returning(COLUMNS),
+);
+
+export async function insertOrder(db: Executor, order: NewOrder): Promise<OrderRecord> {
+  const { rows } = await insertOrderRow(db, { ...order, at: toDbTime(order.now) });
+  return toRecord(rows[0]!);
 }
 
 /** PostgreSQL: the next order id, taken before the order is written (its response and event carry it). */
@@ -97,18 +103,13 @@ export function insertOrderCtes(order: OrderRecord, gate: string): RawBuilder<un
   )`;
 }
 
-// The primary-key read serves every GET, 304 and write; building and compiling it with Kysely costs
-// more than SQLite takes to run it, so it is compiled once per dialect and reused with new parameters.
-const compiledFind = new WeakMap<object, CompiledQuery<OrderRow>>();
+// The primary-key read serves every GET, 304 and write: compiled once (compiled-statement.ts).
+const findOrderRow = compiledStatement<{ id: number }, OrderRow>((db, param) =>
+  db.selectFrom('orders').select(COLUMNS).where('id', '=', param('id')),
+);
 
 export async function findOrder(db: Executor, id: number): Promise<OrderRecord | undefined> {
-  const adapter = db.getExecutor().adapter;
-  let query = compiledFind.get(adapter);
-  if (!query) {
-    query = db.selectFrom('orders').select(COLUMNS).where('id', '=', 0).compile() as CompiledQuery<OrderRow>;
-    compiledFind.set(adapter, query);
-  }
-  const { rows } = await db.executeQuery<OrderRow>({ ...query, parameters: [id] });
+  const { rows } = await findOrderRow(db, { id });
   const row = rows[0];
   return row && toRecord(row);
 }
@@ -181,11 +182,15 @@ export async function deleteOrderIf(
   return Number(result.numDeletedRows) === 1;
 }
 
+const insertStatusChangeRow = compiledStatement<{ orderId: number; status: OrderStatus; at: DbTime }, unknown>(
+  (db, param) =>
+    db
+      .insertInto('order_status_changes')
+      .values({ order_id: param('orderId'), status: param('status'), changed_at: param('at') }),
+);
+
 export async function insertStatusChange(db: Executor, orderId: number, status: OrderStatus, at: Date): Promise<void> {
-  await db
-    .insertInto('order_status_changes')
-    .values({ order_id: orderId, status, changed_at: toDbTime(at) })
-    .execute();
+  await insertStatusChangeRow(db, { orderId, status, at: toDbTime(at) });
 }
 
 export async function listStatusChanges(db: Executor, orderId: number): Promise<StatusChangeRecord[]> {

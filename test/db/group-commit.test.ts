@@ -10,6 +10,7 @@ import { after, before, describe, test } from 'node:test';
 import { sql } from 'kysely';
 import { afterCommit } from '../../src/db/after-commit.ts';
 import { openDatabase, type DatabaseHandle, type Db } from '../../src/db/database.ts';
+import { migrateToLatest } from '../../src/db/migrate.ts';
 import { withDeadline } from '../helpers/deadline.ts';
 
 // The tests use a table of their own; the typed schema does not know it.
@@ -213,5 +214,66 @@ describe('SQLite group commit', () => {
       ['after-stray'],
       'the second insert of the failed transaction must not be on disk',
     );
+  });
+
+  /** The writer's PRAGMA temp_store, read inside a transaction (outside one, reads go to the reader). */
+  const writerTempStore = async (): Promise<number> =>
+    (await (db as Db).transaction().execute((trx) => sql<{ temp_store: number }>`pragma temp_store`.execute(trx)))
+      .rows[0]!.temp_store;
+
+  test("the writer keeps temporary files in memory (2), so a member's savepoint journal never goes to a file", async () => {
+    assert.equal(await writerTempStore(), 2);
+    const reader = (await sql<{ temp_store: number }>`pragma temp_store`.execute(handle.db)).rows[0]?.temp_store;
+    assert.equal(reader, 1, 'the read connection keeps them on file (FILE)');
+  });
+
+  test('setTempStore waits for the open group, commits it, and applies between transactions', async () => {
+    let release!: () => void;
+    const holding = new Promise<void>((resolve) => (release = resolve));
+    const member = (db as Db).transaction().execute(async (trx) => {
+      await insert(trx, 'held-while-pragma');
+      await holding;
+    });
+    let applied = false;
+    let pragma: Promise<unknown> | undefined;
+    try {
+      await new Promise((resolve) => setImmediate(resolve));
+      assert.ok(handle.setTempStore, 'a SQLite handle can set temp_store');
+      pragma = handle.setTempStore('FILE').then(() => (applied = true));
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      assert.equal(applied, false, 'not while a member holds the writer');
+    } finally {
+      release(); // never leave the writer held: the suite's after() would wait for it
+    }
+    await withDeadline(Promise.all([member, pragma]), 10_000, 'the member and the pragma');
+    assert.ok(visibleOutside('held-while-pragma'), 'the group was committed before the pragma');
+    assert.equal(await writerTempStore(), 1);
+    await handle.setTempStore('MEMORY');
+    assert.equal(await writerTempStore(), 2);
+  });
+});
+
+describe('SQLite migrations and temp_store', () => {
+  test('migrations build their indexes with temporary files on disk; the service then writes with them in memory', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'signet-temp-store-'));
+    const handle = openDatabase(`sqlite:${join(dir, 'm.db')}`);
+    const seen: string[] = [];
+    const setTempStore = handle.setTempStore;
+    assert.ok(setTempStore, 'a SQLite handle can set temp_store');
+    handle.setTempStore = async (mode) => {
+      seen.push(mode);
+      await setTempStore(mode);
+    };
+    try {
+      await migrateToLatest(handle);
+      assert.deepEqual(seen, ['FILE', 'MEMORY']);
+      const writer = await handle.db
+        .transaction()
+        .execute((trx) => sql<{ temp_store: number }>`pragma temp_store`.execute(trx));
+      assert.equal(writer.rows[0]?.temp_store, 2);
+    } finally {
+      await handle.db.destroy();
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -25,7 +25,13 @@ export function isEventType(value: string): value is EventType {
   return Object.hasOwn(EVENT_DESCRIPTIONS, value);
 }
 
-/** Opaque prefixed ids (`evt_…`, `dlv_…`, `whep_…`): 128 random bits, lower-case hex. */
-export function newId(prefix: 'evt' | 'dlv' | 'whep'): string {
-  return `${prefix}_${randomBytes(16).toString('hex')}`;
+/**
+ * Opaque prefixed ids (`evt_…`, `dlv_…`, `whep_…`), 32 lower-case hex digits: the creation time in Unix
+ * milliseconds (48 bits, as UUIDv7 lays it out: RFC 9562 §5.7), then 80 random bits. Time first puts each
+ * new id at the right-hand end of its unique index, so a group commit dirties a few index pages rather
+ * than one per row (docs/benchmarks.md, "Time-ordered ids"); 80 random bits keep ids unguessable and
+ * unique. An id's order says nothing more than its row's created_at already does.
+ */
+export function newId(prefix: 'evt' | 'dlv' | 'whep', now = Date.now()): string {
+  return `${prefix}_${now.toString(16).padStart(12, '0')}${randomBytes(10).toString('hex')}`;
 }
