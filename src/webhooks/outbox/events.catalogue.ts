@@ -33,5 +33,10 @@ export function isEventType(value: string): value is EventType {
  * unique. An id's order says nothing more than its row's created_at already does.
  */
 export function newId(prefix: 'evt' | 'dlv' | 'whep', now = Date.now()): string {
-  return `${prefix}_${now.toString(16).padStart(12, '0')}${randomBytes(10).toString('hex')}`;
+  return `${prefix}_${idTimePart(now)}${randomBytes(10).toString('hex')}`;
+}
+
+/** The first 12 hex digits of a newId made at `now`: its time part. */
+export function idTimePart(now = Date.now()): string {
+  return now.toString(16).padStart(12, '0');
 }

@@ -1,12 +1,13 @@
 // The transactional outbox: an event row and one delivery row per subscribed endpoint, written with
 // the caller's transaction, so a change commits with its events or not at all. Nothing is sent here;
 // the dispatcher picks the deliveries up after the commit.
+import { randomBytes } from 'node:crypto';
 import { sql, type Insertable, type RawBuilder } from 'kysely';
 import { compiledStatement, placeholderRow } from '../../db/compiled-statement.ts';
 import type { WebhookDeliveriesTable, WebhookEventsTable } from '../../db/schema.ts';
 import type { Dialect, Executor } from '../../db/database.ts';
 import { toDbTime } from '../../db/codecs.ts';
-import { ALL_EVENTS, newId, type EventType } from './events.catalogue.ts';
+import { ALL_EVENTS, idTimePart, newId, type EventType } from './events.catalogue.ts';
 import { afterCommit } from '../../db/after-commit.ts';
 import { handOff, type FreshEndpoint, type HandOffTarget, type LeaseColumns } from '../delivery/hand-off.ts';
 
@@ -185,14 +186,15 @@ export interface EventStatementParts {
  * `source` (so nothing when the caller's own write did not happen), and the NOTIFY when deliveries
  * were written. Data-modifying CTEs commit together or not at all, like record()'s transaction; PG
  * delivers the NOTIFY at commit (docs: NOTIFY). Subscriptions are matched as in subscribedEndpoints (subscribesTo).
- * Delivery ids are newId's time prefix, then 80 bits of SHA-256(a fresh newId seed, endpoint id): as
- * ordered, unguessable and unique as newId's, without a round trip to learn how many endpoints there are.
+ * Delivery ids are newId's layout: its time part, then 80 bits of SHA-256(128 fresh random bits, endpoint
+ * id), as ordered, unguessable and unique as newId's, without a round trip to learn how many endpoints
+ * there are.
  */
 export function eventStatementParts(event: NewEvent, source: string): EventStatementParts {
   if (event.owner !== undefined || event.endpointIds !== undefined)
     throw new Error('eventStatementParts records events for every subscriber only');
   const at = toDbTime(event.occurredAt);
-  const seed = newId('dlv');
+  const seed = randomBytes(16).toString('hex');
   const ctes = sql`outbox_event as (
     insert into webhook_events (id, type, occurred_at, data, customer_id, order_id)
     select ${newId('evt')}::text, ${event.type}::text, ${at}::timestamptz, ${JSON.stringify(event.data)}::text,
@@ -202,7 +204,7 @@ export function eventStatementParts(event: NewEvent, source: string): EventState
   ), outbox_deliveries as (
     insert into webhook_deliveries
       (id, event_id, endpoint_id, state, attempt_count, retry_index, next_attempt_at, created_at, updated_at)
-    select 'dlv_' || ${seed.slice(4, 16)}::text || left(encode(sha256(convert_to(${seed}::text || w.id, 'UTF8')), 'hex'), 20),
+    select 'dlv_' || ${idTimePart()}::text || left(encode(sha256(convert_to(${seed}::text || w.id, 'UTF8')), 'hex'), 20),
       e.id, w.id,
       'pending', 0, 0, ${at}::timestamptz, ${at}::timestamptz, ${at}::timestamptz
     from outbox_event e cross join webhook_endpoints w
