@@ -7,6 +7,7 @@
 //   BENCH_SCALE_ORDERS=100000              a smaller large database (events = orders, 4 deliveries each)
 //   BENCH_SECONDS (5), BENCH_WARMUP_SECONDS (1), BENCH_CONNECTIONS (20), BENCH_SCENARIOS (ids to run)
 //   BENCH_SCALE_UNBOUNDED=1                also the unbounded event purge of before (slow: see below)
+//   BENCH_SQLITE_TIMING=<dir>              each SQLite purge's statements: time, calls, longest call
 //
 // The data is loaded through SQL in bulk (bench/scale-seed.ts), after Signet migrated the empty files.
 // The small database gets the same shape at 1/1000 (1,000 orders, 1,000 events, 4,000 deliveries; 20 orders
@@ -84,6 +85,10 @@ const DIALECTS = (process.env.BENCH_SCALE_DIALECTS?.split(',') ?? ['sqlite', 'po
 );
 /** Also time the unbounded event purge of before issue 17 (on SQLite at a million events: many minutes). */
 const UNBOUNDED = process.env.BENCH_SCALE_UNBOUNDED === '1';
+/** BENCH_SQLITE_TIMING=<dir>: each purge's SQLite statements, with the longest single call (bench/sqlite-timing.ts). */
+const sqliteTiming = process.env.BENCH_SQLITE_TIMING
+  ? (await import('./sqlite-timing.ts')).installSqliteTiming(process.env.BENCH_SQLITE_TIMING)
+  : undefined;
 const TARGET = 0.85;
 const MAX_STALL_MS = 50;
 const LARGE: ScaleCounts = { orders: ORDERS, events: ORDERS, deliveriesPerEvent: 4 };
@@ -611,7 +616,9 @@ async function runJobs(dialect: Dialect, dbs: Prepared[]): Promise<Row[]> {
           ...backlog,
         };
         await seedBacklog(dialect, p.database.url, id.replace(/[^a-z]/g, '').slice(0, 12), full);
+        sqliteTiming?.reset();
         const r = await timedPurge(handle, purge, expected);
+        sqliteTiming?.write(`scale-${dialect}-${id}-${p.size}`, r.deleted);
         log(
           `${dialect} ${id.padEnd(12)} ${p.size.padEnd(5)} ${r.rowsPerSecond.toFixed(0)} rows/s, writer stall ${r.stallMs.toFixed(1)} ms`,
         );

@@ -9,6 +9,8 @@ import sqlite from 'node:sqlite';
 interface Spent {
   calls: number;
   ns: bigint;
+  /** The longest single call: what one statement held the event loop for. */
+  maxNs: bigint;
 }
 
 export interface SqliteTiming {
@@ -19,12 +21,21 @@ export interface SqliteTiming {
 
 const TIMED_STATEMENT_METHODS = ['run', 'get', 'all', 'iterate'] as const;
 
+let installed: SqliteTiming | undefined;
+
+/** Patches node:sqlite once per process (bench/scale.ts and bench/child-control.ts both ask for it). */
 export function installSqliteTiming(dir: string): SqliteTiming {
+  return (installed ??= install(dir));
+}
+
+function install(dir: string): SqliteTiming {
   let spent = new Map<string, Spent>();
   const add = (sqlText: string, started: bigint) => {
-    const entry = spent.get(sqlText) ?? { calls: 0, ns: 0n };
+    const entry = spent.get(sqlText) ?? { calls: 0, ns: 0n, maxNs: 0n };
+    const ns = process.hrtime.bigint() - started;
     entry.calls++;
-    entry.ns += process.hrtime.bigint() - started;
+    entry.ns += ns;
+    if (ns > entry.maxNs) entry.maxNs = ns;
     spent.set(sqlText, entry);
   };
   const statement = sqlite.StatementSync.prototype as unknown as Record<string, (...args: unknown[]) => unknown>;
@@ -72,13 +83,14 @@ function table(spent: Map<string, Spent>, requests: number): string {
       String(s.calls).padStart(8),
       (ns / s.calls / 1e3).toFixed(1).padStart(9),
       (requests > 0 ? ns / requests / 1e3 : NaN).toFixed(1).padStart(9),
+      (Number(s.maxNs) / 1e3).toFixed(0).padStart(9),
     ];
     return `${cells.join(' ')}  ${sqlText.replace(/\s+/g, ' ').slice(0, 200)}`;
   });
   const perRequest = requests > 0 ? (total / requests / 1e3).toFixed(1) : 'n/a';
   return [
     `${requests} requests; SQLite ${(total / 1e6).toFixed(0)} ms in all, ${perRequest} µs per request`,
-    `${'ms'.padStart(8)} ${'calls'.padStart(8)} ${'µs/call'.padStart(9)} ${'µs/req'.padStart(9)}  SQL`,
+    `${'ms'.padStart(8)} ${'calls'.padStart(8)} ${'µs/call'.padStart(9)} ${'µs/req'.padStart(9)} ${'max µs'.padStart(9)}  SQL`,
     ...lines,
     '',
   ].join('\n');

@@ -7,6 +7,7 @@ import pg from 'pg';
 import pino from 'pino';
 import type { Config } from '../config/config.ts';
 import { CurrentSchemaPostgresDialect } from './current-schema-introspector.ts';
+import { checkpointThread, WRITER_AUTOCHECKPOINT_PAGES, type CheckpointThread } from './sqlite-checkpointer.ts';
 import { NodeSqliteDialect } from './sqlite-dialect.ts';
 import type { GroupCommitStats } from './sqlite-group-commit.ts';
 import { openSqlite } from './sqlite-driver.ts';
@@ -66,6 +67,8 @@ export interface OpenOptions {
   sqliteGroupCommitWindowMs?: number;
   /** A pooled PostgreSQL connection failed while idle (server restart, failover, idle timeout). */
   onIdleConnectionError?: (err: Error) => void;
+  /** SQLite: the thread that checkpoints the WAL (sqlite-checkpointer.ts; default: the process's shared one). */
+  sqliteCheckpoints?: CheckpointThread;
   /** PostgreSQL: keep parameterised statements prepared per connection (default true). */
   preparedStatements?: boolean;
 }
@@ -103,13 +106,18 @@ export function openDatabase(url: string, options: OpenOptions = {}): DatabaseHa
     const path = url.slice('sqlite:'.length);
     if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
     const synchronous = options.sqliteSynchronous ?? 'FULL';
-    const writer = openSqlite(path, synchronous, { busyTimeoutMs: 0, tempStore: 'MEMORY' });
-    const reader =
-      path === ':memory:' ? undefined : openSqlite(path, synchronous, { busyTimeoutMs: 0, readOnly: true });
-    const sqlite = new NodeSqliteDialect(writer, reader, {
-      busyTimeoutMs: timeouts.sqliteBusyTimeoutMs,
-      windowMs: timeouts.sqliteGroupCommitWindowMs,
+    const inMemory = path === ':memory:';
+    const writer = openSqlite(path, synchronous, {
+      busyTimeoutMs: 0,
+      tempStore: 'MEMORY',
+      walAutocheckpointPages: inMemory ? undefined : WRITER_AUTOCHECKPOINT_PAGES,
     });
+    const reader = inMemory ? undefined : openSqlite(path, synchronous, { busyTimeoutMs: 0, readOnly: true });
+    const stopCheckpoints = inMemory
+      ? undefined
+      : (options.sqliteCheckpoints ?? checkpointThread).watch(path, synchronous);
+    const timing = { busyTimeoutMs: timeouts.sqliteBusyTimeoutMs, windowMs: timeouts.sqliteGroupCommitWindowMs };
+    const sqlite = new NodeSqliteDialect(writer, reader, timing, stopCheckpoints);
     return {
       dialect,
       db: new Kysely<Database>({ dialect: sqlite }),

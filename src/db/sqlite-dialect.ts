@@ -17,9 +17,14 @@ class GroupCommitAdapter extends SqliteAdapter {
 export class NodeSqliteDialect extends SqliteDialect {
   readonly driver: GroupCommitDriver;
 
-  constructor(writer: NodeSqliteDatabase, reader: NodeSqliteDatabase | undefined, timing: GroupCommitTiming) {
+  constructor(
+    writer: NodeSqliteDatabase,
+    reader: NodeSqliteDatabase | undefined,
+    timing: GroupCommitTiming,
+    beforeClose?: () => Promise<void>,
+  ) {
     super({ database: writer });
-    this.driver = new GroupCommitDriver(writer, reader, timing);
+    this.driver = new GroupCommitDriver(writer, reader, timing, beforeClose);
   }
 
   override createDriver(): Driver {

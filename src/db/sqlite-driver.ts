@@ -55,6 +55,11 @@ export interface OpenSqliteOptions {
    * temp file, and that file's writes were 40 % of a create's SQLite time (docs/benchmarks.md, "temp_store").
    */
   tempStore?: 'FILE' | 'MEMORY';
+  /**
+   * PRAGMA wal_autocheckpoint: the WAL size, in pages, at which a COMMIT checkpoints. The service's
+   * writer leaves checkpoints to a thread (sqlite-checkpointer.ts) and keeps this only as a safety net.
+   */
+  walAutocheckpointPages?: number;
 }
 
 /**
@@ -67,12 +72,14 @@ export interface OpenSqliteOptions {
 export function openSqlite(
   path: string,
   synchronous: 'NORMAL' | 'FULL',
-  { busyTimeoutMs = 5000, readOnly = false, tempStore = 'FILE' }: OpenSqliteOptions = {},
+  { busyTimeoutMs = 5000, readOnly = false, tempStore = 'FILE', walAutocheckpointPages = 1000 }: OpenSqliteOptions = {},
 ): NodeSqliteDatabase {
   if (!readOnly) createPrivately(path);
   const db = new DatabaseSync(path, { readOnly });
   // journal_mode is a property of the file, set by the writer; a read-only connection cannot set it.
-  const journal = readOnly ? '' : 'PRAGMA journal_mode = WAL; ';
+  const journal = readOnly
+    ? ''
+    : `PRAGMA journal_mode = WAL; PRAGMA wal_autocheckpoint = ${Math.trunc(walAutocheckpointPages)}; `;
   db.exec(
     `${journal}PRAGMA synchronous = ${synchronous}; PRAGMA foreign_keys = ON; PRAGMA busy_timeout = ${Math.trunc(busyTimeoutMs)}; PRAGMA temp_store = ${tempStore};`,
   );

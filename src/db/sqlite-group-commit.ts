@@ -164,9 +164,17 @@ export class GroupCommitDriver implements Driver {
   #commitScheduled = false;
   #commitWhenFree = false;
   #commitTimer: NodeJS.Timeout | undefined;
+  readonly #beforeClose: (() => Promise<void>) | undefined;
 
-  constructor(writer: NodeSqliteDatabase, reader: NodeSqliteDatabase | undefined, timing: GroupCommitTiming) {
+  /** `beforeClose` runs once the last group has committed, before the connections close. */
+  constructor(
+    writer: NodeSqliteDatabase,
+    reader: NodeSqliteDatabase | undefined,
+    timing: GroupCommitTiming,
+    beforeClose?: () => Promise<void>,
+  ) {
     this.#writer = writer;
+    this.#beforeClose = beforeClose;
     this.#reader = reader;
     this.#busy = new BusyWait(timing.busyTimeoutMs);
     this.#windowMs = timing.windowMs;
@@ -216,8 +224,10 @@ export class GroupCommitDriver implements Driver {
     await this.#slot.acquire();
     clearTimeout(this.#commitTimer);
     if (this.#group) this.#commit();
-    this.#writer.close();
+    await this.#beforeClose?.();
+    // The writer closes last: as the file's last connection it checkpoints the WAL and removes it.
     this.#reader?.close();
+    this.#writer.close();
     // A transaction that got its connection before Kysely saw the destroy fails on the closed
     // connection instead of waiting for the writer for ever.
     this.#slot.release();

@@ -37,3 +37,26 @@ test('counts each statement and exec under its SQL, per window, and writes the t
   assert.equal(calls('exec: pragma user_version = 1'), 1, text);
   assert.equal(row('exec: create table t (id integer primary key, v text)'), undefined, text);
 });
+
+test('gives the longest single call, and a second install does not count each call twice', () => {
+  const timing = installSqliteTiming(dir);
+  assert.equal(installSqliteTiming(dir), timing, 'a second install patched node:sqlite again');
+  const db = new DatabaseSync(':memory:');
+  db.exec('create table t (id integer primary key, v text)');
+  const insert = db.prepare('insert into t (v) values (?)');
+  timing.reset();
+  for (let i = 0; i < 3; i++) insert.run(`v${i}`);
+  const text = readFileSync(timing.write('twice', 3), 'utf8');
+  db.close();
+  const cells = text
+    .split('\n')
+    .find((line) => line.endsWith('  insert into t (v) values (?)'))
+    ?.trim()
+    .split(/\s+/);
+  assert.equal(Number(cells?.[1]), 3, text);
+  const [perCall, longest] = [Number(cells?.[2]), Number(cells?.[4])];
+  assert.ok(
+    longest >= Math.floor(perCall),
+    `the longest call (${longest} µs) is below the mean (${perCall}):\n${text}`,
+  );
+});

@@ -1,0 +1,114 @@
+// WAL checkpoints run on a thread of their own (src/db/sqlite-checkpointer.ts), not inside the writer's
+// COMMIT, where they held the event loop for up to 162 ms (the event purge's writer stall). What a file
+// on disk shows: a WAL past SQLite's default 1000 pages stays in the WAL until the thread copies it into
+// the database file; a lost thread is started again; closing leaves no WAL behind and loses nothing.
+import assert from 'node:assert/strict';
+import { existsSync, mkdtempSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { test, type TestContext } from 'node:test';
+import { sql } from 'kysely';
+import { openDatabase, type DatabaseHandle } from '../../src/db/database.ts';
+import { CheckpointThread } from '../../src/db/sqlite-checkpointer.ts';
+
+const PAGE = 4096;
+/** Rows of about a page each: 2,000 of them are twice SQLite's default wal_autocheckpoint (1000 pages). */
+const ROWS = 2000;
+const WAIT_MS = 15_000;
+
+function tempDatabase(t: TestContext, checkpoints: CheckpointThread): { path: string; handle: DatabaseHandle } {
+  const dir = mkdtempSync(join(tmpdir(), 'signet-ckpt-'));
+  const path = join(dir, 'signet.db');
+  const handle = openDatabase(`sqlite:${path}`, { sqliteCheckpoints: checkpoints });
+  t.after(async () => {
+    await handle.db.destroy();
+    rmSync(dir, { recursive: true, force: true });
+  });
+  return { path, handle };
+}
+
+/** ROWS rows of about a page each, in one transaction (one COMMIT, about ROWS pages in the WAL). */
+async function writePages(handle: DatabaseHandle): Promise<void> {
+  await sql`create table if not exists filler (id integer primary key, body blob not null)`.execute(handle.db);
+  await handle.db.transaction().execute(async (trx) => {
+    await sql`with recursive n(i) as (select 1 union all select i + 1 from n where i < ${ROWS})
+      insert into filler (body) select randomblob(${PAGE - 200}) from n`.execute(trx);
+  });
+}
+
+const fileSize = (path: string) => statSync(path).size;
+
+async function waitFor(what: string, check: () => boolean, state: () => string): Promise<void> {
+  const until = Date.now() + WAIT_MS;
+  while (!check()) {
+    if (Date.now() > until) assert.fail(`${what} did not happen within ${WAIT_MS} ms; ${state()}`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+const sizes = (path: string) =>
+  `database file ${fileSize(path)} bytes, WAL ${existsSync(`${path}-wal`) ? fileSize(`${path}-wal`) : 'absent'}`;
+
+test('a COMMIT past 1000 WAL pages leaves the checkpoint to the thread', async (t) => {
+  // A thread whose first checkpoint is a minute away: whatever reaches the database file meanwhile
+  // was copied by the writer's own COMMIT.
+  const { path, handle } = tempDatabase(t, new CheckpointThread({ intervalMs: 60_000 }));
+  await writePages(handle);
+  await writePages(handle); // a second COMMIT, with the WAL already past 1000 pages
+  assert.ok(fileSize(path) < (ROWS * PAGE) / 4, `the writer checkpointed: ${sizes(path)}`);
+  assert.ok(fileSize(`${path}-wal`) > 2 * ROWS * PAGE, `the WAL does not hold both commits: ${sizes(path)}`);
+});
+
+test('the checkpoint thread copies the WAL into the database file', async (t) => {
+  const { path, handle } = tempDatabase(t, new CheckpointThread({ intervalMs: 50 }));
+  await writePages(handle);
+  await waitFor(
+    'the checkpoint',
+    () => fileSize(path) > ROWS * PAGE,
+    () => sizes(path),
+  );
+});
+
+test('a lost checkpoint thread is started again with the files it had', async (t) => {
+  const checkpoints = new CheckpointThread({ intervalMs: 50, restartDelayMs: 50 });
+  const { path, handle } = tempDatabase(t, checkpoints);
+  await writePages(handle);
+  await waitFor(
+    'the first checkpoint',
+    () => fileSize(path) > ROWS * PAGE,
+    () => sizes(path),
+  );
+  const lost = checkpoints.thread;
+  assert.ok(lost, 'no checkpoint thread runs while a file is open');
+  await lost.terminate();
+  await waitFor(
+    'a new thread',
+    () => checkpoints.thread !== undefined && checkpoints.thread !== lost,
+    () => 'none',
+  );
+  await writePages(handle);
+  await waitFor(
+    'the checkpoint after the restart',
+    () => fileSize(path) > 2 * ROWS * PAGE,
+    () => sizes(path),
+  );
+});
+
+test('closing stops the thread first, so the writer removes the WAL and nothing is lost', async (t) => {
+  const checkpoints = new CheckpointThread({ intervalMs: 60_000 });
+  const dir = mkdtempSync(join(tmpdir(), 'signet-ckpt-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const path = join(dir, 'signet.db');
+  const handle = openDatabase(`sqlite:${path}`, { sqliteCheckpoints: checkpoints });
+  await writePages(handle);
+  await handle.db.destroy();
+  assert.equal(existsSync(`${path}-wal`), false, `the WAL outlived the close: ${sizes(path)}`);
+  assert.equal(checkpoints.thread, undefined, 'the thread outlived its last file');
+  const reopened = openDatabase(`sqlite:${path}`, { sqliteCheckpoints: checkpoints });
+  try {
+    const { rows } = await sql<{ n: number }>`select count(*) as n from filler`.execute(reopened.db);
+    assert.equal(rows[0]?.n, ROWS);
+  } finally {
+    await reopened.db.destroy();
+  }
+});
