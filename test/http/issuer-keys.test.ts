@@ -116,7 +116,9 @@ describe('issuer keys fetched over HTTP', () => {
     );
     await fetchesReach(issuer, 3);
     clock += 11 * 60 * SECOND;
-    // The failed retry may still be settling: a held key's verification starts the refresh once none is in flight.
+    // The failed retry may still be settling: a held key's verification starts the refresh once none is in
+    // flight and its backoff has passed. A failure that settles after the jump above starts its backoff
+    // (4 s after the third failure) from the new time, so the clock keeps moving while the test waits.
     const deadline = Date.now() + 5000;
     while (issuer.fetches < 4 && Date.now() < deadline) {
       assert.equal(
@@ -124,6 +126,7 @@ describe('issuer keys fetched over HTTP', () => {
         'ok',
         'keys past their max age keep verifying while a refresh fails',
       );
+      clock += SECOND;
       await delay(10);
     }
     await fetchesReach(issuer, 4);
