@@ -12,7 +12,9 @@
 import { enableCompileCache } from 'node:module';
 import { fileURLToPath } from 'node:url';
 
-enableCompileCache(
-  process.env.NODE_COMPILE_CACHE || fileURLToPath(new URL('../node_modules/.cache/signet-compile', import.meta.url)),
-);
+// Set in the environment too: enableCompileCache() covers this thread only, and the worker threads (the
+// webhook sender, the SQLite checkpoints) read NODE_COMPILE_CACHE. Without it each one loads the type
+// stripper again: 28 MB of RSS per thread instead of 18.
+process.env.NODE_COMPILE_CACHE ||= fileURLToPath(new URL('../node_modules/.cache/signet-compile', import.meta.url));
+enableCompileCache(process.env.NODE_COMPILE_CACHE);
 await import('../src/cli/signet.ts');

@@ -113,11 +113,10 @@ export function openDatabase(url: string, options: OpenOptions = {}): DatabaseHa
       walAutocheckpointPages: inMemory ? undefined : WRITER_AUTOCHECKPOINT_PAGES,
     });
     const reader = inMemory ? undefined : openSqlite(path, synchronous, { busyTimeoutMs: 0, readOnly: true });
-    const stopCheckpoints = inMemory
-      ? undefined
-      : (options.sqliteCheckpoints ?? checkpointThread).watch(path, synchronous);
+    const checkpoints = options.sqliteCheckpoints ?? checkpointThread;
+    const startCheckpoints = inMemory ? undefined : () => checkpoints.watch(path, synchronous);
     const timing = { busyTimeoutMs: timeouts.sqliteBusyTimeoutMs, windowMs: timeouts.sqliteGroupCommitWindowMs };
-    const sqlite = new NodeSqliteDialect(writer, reader, timing, stopCheckpoints);
+    const sqlite = new NodeSqliteDialect(writer, reader, timing, startCheckpoints);
     return {
       dialect,
       db: new Kysely<Database>({ dialect: sqlite }),

@@ -100,11 +100,14 @@ export class CheckpointThread {
 
   #thread(): Worker {
     if (this.#worker) return this.#worker;
-    const worker = new Worker(new URL('./sqlite-checkpoint.worker.ts', import.meta.url));
-    worker.unref(); // checkpoints never keep the process up
+    // No inherited flags: the thread needs none, and some a process may run with are refused in a
+    // worker (`--input-type` of `node -e`, for one), which would lose the thread at every start.
+    const worker = new Worker(new URL('./sqlite-checkpoint.worker.ts', import.meta.url), { execArgv: [] });
     worker.on('message', (report: CheckpointReport) => this.#onReport(report));
     worker.on('error', (err) => this.#lose(worker, `the checkpoint thread failed: ${err.message}`));
     worker.on('exit', (code) => this.#lose(worker, `the checkpoint thread exited (${code})`));
+    // Checkpoints never keep the process up. After the listeners: a 'message' listener refs the thread again.
+    worker.unref();
     this.#worker = worker;
     return worker;
   }

@@ -1,7 +1,7 @@
 // Kysely's SqliteDialect over node:sqlite, with group commit (sqlite-group-commit.ts): a writer
 // connection whose transactions share COMMITs, and a read-only connection for reads.
 import { SqliteAdapter, SqliteDialect, type DialectAdapter, type Driver } from 'kysely';
-import { GroupCommitDriver, type GroupCommitTiming } from './sqlite-group-commit.ts';
+import { GroupCommitDriver, type GroupCommitTiming, type StartCheckpoints } from './sqlite-group-commit.ts';
 import type { NodeSqliteDatabase } from './sqlite-driver.ts';
 
 /**
@@ -21,10 +21,10 @@ export class NodeSqliteDialect extends SqliteDialect {
     writer: NodeSqliteDatabase,
     reader: NodeSqliteDatabase | undefined,
     timing: GroupCommitTiming,
-    beforeClose?: () => Promise<void>,
+    startCheckpoints?: StartCheckpoints,
   ) {
     super({ database: writer });
-    this.driver = new GroupCommitDriver(writer, reader, timing, beforeClose);
+    this.driver = new GroupCommitDriver(writer, reader, timing, startCheckpoints);
   }
 
   override createDriver(): Driver {

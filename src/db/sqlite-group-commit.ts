@@ -34,6 +34,9 @@ export interface GroupCommitTiming {
   windowMs: number;
 }
 
+/** Starts checkpointing the file on a thread; returns what stops it (sqlite-checkpointer.ts). */
+export type StartCheckpoints = () => () => Promise<void>;
+
 export interface GroupCommitStats {
   /** COMMITs issued for groups that had at least one member. */
   commits: number;
@@ -164,23 +167,30 @@ export class GroupCommitDriver implements Driver {
   #commitScheduled = false;
   #commitWhenFree = false;
   #commitTimer: NodeJS.Timeout | undefined;
-  readonly #beforeClose: (() => Promise<void>) | undefined;
+  readonly #startCheckpoints: StartCheckpoints | undefined;
+  #stopCheckpoints: (() => Promise<void>) | undefined;
 
-  /** `beforeClose` runs once the last group has committed, before the connections close. */
+  /**
+   * `startCheckpoints` (sqlite-checkpointer.ts) runs when Kysely first uses the driver, and what it
+   * returns once the last group has committed at destroy, before the connections close. Kysely calls
+   * destroy() only on a driver it initialised, so starting earlier would leak a file nobody stops.
+   */
   constructor(
     writer: NodeSqliteDatabase,
     reader: NodeSqliteDatabase | undefined,
     timing: GroupCommitTiming,
-    beforeClose?: () => Promise<void>,
+    startCheckpoints?: StartCheckpoints,
   ) {
     this.#writer = writer;
-    this.#beforeClose = beforeClose;
+    this.#startCheckpoints = startCheckpoints;
     this.#reader = reader;
     this.#busy = new BusyWait(timing.busyTimeoutMs);
     this.#windowMs = timing.windowMs;
   }
 
-  async init(): Promise<void> {}
+  async init(): Promise<void> {
+    this.#stopCheckpoints ??= this.#startCheckpoints?.();
+  }
 
   async acquireConnection(): Promise<DatabaseConnection> {
     return new MemberConnection(this);
@@ -224,7 +234,7 @@ export class GroupCommitDriver implements Driver {
     await this.#slot.acquire();
     clearTimeout(this.#commitTimer);
     if (this.#group) this.#commit();
-    await this.#beforeClose?.();
+    await this.#stopCheckpoints?.();
     // The writer closes last: as the file's last connection it checkpoints the WAL and removes it.
     this.#reader?.close();
     this.#writer.close();

@@ -3,10 +3,12 @@
 // on disk shows: a WAL past SQLite's default 1000 pages stays in the WAL until the thread copies it into
 // the database file; a lost thread is started again; closing leaves no WAL behind and loses nothing.
 import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
+import { fileURLToPath } from 'node:url';
 import { sql } from 'kysely';
 import { openDatabase, type DatabaseHandle } from '../../src/db/database.ts';
 import { CheckpointThread } from '../../src/db/sqlite-checkpointer.ts';
@@ -111,4 +113,38 @@ test('closing stops the thread first, so the writer removes the WAL and nothing 
   } finally {
     await reopened.db.destroy();
   }
+});
+
+test('a database never queried starts no thread: Kysely destroys only a driver it used', async (t) => {
+  const checkpoints = new CheckpointThread();
+  const dir = mkdtempSync(join(tmpdir(), 'signet-ckpt-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const handle = openDatabase(`sqlite:${join(dir, 'signet.db')}`, { sqliteCheckpoints: checkpoints });
+  assert.equal(checkpoints.thread, undefined, 'a thread started for a handle that may never be destroyed');
+  await handle.db.destroy();
+  assert.equal(checkpoints.thread, undefined);
+});
+
+test('a process that exits without closing its database is not held up by the thread', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'signet-ckpt-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const database = fileURLToPath(new URL('../../src/db/database.ts', import.meta.url));
+  const script = `
+    const { openDatabase } = await import(${JSON.stringify(database)});
+    const { sql } = await import('kysely');
+    const handle = openDatabase(${JSON.stringify(`sqlite:${join(dir, 'signet.db')}`)});
+    await sql\`create table t (id integer primary key)\`.execute(handle.db);
+    console.log('queried');`;
+  const { code, stdout, stderr } = await new Promise<{ code: number | null; stdout: string; stderr: string }>(
+    (resolve) => {
+      const child = execFile(
+        process.execPath,
+        ['--input-type=module', '-e', script],
+        { cwd: fileURLToPath(new URL('../..', import.meta.url)), timeout: 30_000, killSignal: 'SIGKILL' },
+        (err, stdout, stderr) => resolve({ code: err ? (child.exitCode ?? -1) : 0, stdout, stderr }),
+      );
+    },
+  );
+  assert.equal(stdout.trim(), 'queried', stderr);
+  assert.equal(code, 0, `the process did not exit on its own within 30 s: ${stderr}`);
 });
