@@ -83,7 +83,13 @@ export class CheckpointThread {
     let timer: NodeJS.Timeout | undefined;
     await new Promise<void>((done) => {
       this.#stopping.set(file, [...(this.#stopping.get(file) ?? []), done]);
-      timer = setTimeout(done, STOP_WAIT_MS);
+      // A thread that does not answer in time is no longer waited for, and then no longer keeps itself alive.
+      timer = setTimeout(() => {
+        const waiting = this.#stopping.get(file)?.filter((other) => other !== done) ?? [];
+        if (waiting.length > 0) this.#stopping.set(file, waiting);
+        else this.#stopping.delete(file);
+        done();
+      }, STOP_WAIT_MS);
       worker.postMessage({ unwatch: file } satisfies CheckpointRequest);
     });
     clearTimeout(timer);
