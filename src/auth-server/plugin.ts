@@ -1,13 +1,13 @@
-// The authorization server inside the Fastify app: oidc-provider mounted under the issuer's path with
-// @fastify/middie (at the root it would swallow every other route), our login/consent pages beside it,
-// RFC 8414 metadata, and the timers that reload rotated keys and purge expired rows.
+// The authorization server inside the Fastify app: oidc-provider mounted under the issuer's path
+// (mount.ts), our login/consent pages beside it, RFC 8414 metadata, and the timers that reload rotated
+// keys and purge expired rows.
 import type { IncomingMessage } from 'node:http';
-import middie from '@fastify/middie';
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance } from 'fastify';
 import type { Kysely } from 'kysely';
 import type { Database } from '../db/schema.ts';
 import { purgeStaleThrottles } from './login-throttle.ts';
 import { interactionRoutes } from './interactions.routes.ts';
+import { fastifyRequestOf, mountMiddleware } from './mount.ts';
 import { ensureKeys, signingAlgorithms } from './keys.ts';
 import { purgeExpiredPayloads } from './oidc-adapter.ts';
 import { KEY_CHECK_INTERVAL_MS, ProviderHolder } from './provider-holder.ts';
@@ -32,17 +32,11 @@ export async function registerAuthServer(app: FastifyInstance, options: AuthServ
   const mount = issuer.pathname.replace(/\/$/, '');
   const isInteraction = (url: string): boolean => url.startsWith(`${mount}/interaction/`);
 
-  // Every request oidc-provider sees passes through this handler, however its path is spelled (middie
-  // matches the mount case-insensitively and percent-decoded, and so does oidc-provider's router).
-  const fastifyRequests = new WeakMap<IncomingMessage, FastifyRequest>();
-  app.addHook('onRequest', (request: FastifyRequest, _reply, done) => {
-    fastifyRequests.set(request.raw, request);
-    done();
-  });
-  await app.register(middie, { hook: 'onRequest' });
-  app.use(mount, (req, res, next) => {
+  // Every request oidc-provider sees passes through this handler, however its path is spelled (the
+  // mount matches case-insensitively and percent-decoded, and so does oidc-provider's router).
+  mountMiddleware(app, mount, (req, res, next) => {
     if (isInteraction(`${mount}${req.url ?? ''}`)) return next();
-    pinToIssuerOrigin(req, issuer, fastifyRequests.get(req)?.clientOrigin.ip);
+    pinToIssuerOrigin(req, issuer, fastifyRequestOf(req)?.clientOrigin.ip);
     // Fastify's reply headers never reach a response written by the middleware: set the id here.
     const requestId = (req as IncomingMessage & { id?: string }).id;
     if (requestId) res.setHeader('x-request-id', requestId);

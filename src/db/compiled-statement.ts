@@ -2,7 +2,10 @@
 // again with new parameters. Kysely builds an operation tree and compiles it to SQL on every call; for
 // the statements of a create that cost more than SQLite took to run them (issue 17's profile: ~97 µs
 // of a ~440 µs create). The SQL text is unchanged, so the drivers' statement caches still apply.
-import type { Compilable, CompiledQuery, QueryResult } from 'kysely';
+// A compiled SELECT run on the embedded database itself (not in a transaction) also skips Kysely's
+// executor, whose connection hand-out and result pass allocate ~4 KB per call (direct-read.ts).
+import { SelectQueryNode, type Compilable, type CompiledQuery, type QueryResult } from 'kysely';
+import { directReadOf } from './direct-read.ts';
 import type { Executor } from './database.ts';
 
 const PARAMETER = Symbol('compiled-statement parameter');
@@ -23,6 +26,8 @@ export type ParamOf<V> = <K extends keyof V & string>(name: K) => V[K];
 
 interface Compiled<R> {
   query: CompiledQuery<R>;
+  /** A SELECT: it may be read directly (direct-read.ts). */
+  reads: boolean;
   /** Per parameter position: the name of the run's value, or undefined for a constant of the builder. */
   names: ReadonlyArray<string | undefined>;
 }
@@ -41,14 +46,19 @@ export function compiledStatement<V extends object, R>(
     let compiled = byAdapter.get(adapter);
     if (!compiled) {
       const query = build(db, param).compile();
-      compiled = { query, names: query.parameters.map((p) => (isPlaceholder(p) ? p[PARAMETER] : undefined)) };
+      compiled = {
+        query,
+        reads: SelectQueryNode.is(query.query),
+        names: query.parameters.map((p) => (isPlaceholder(p) ? p[PARAMETER] : undefined)),
+      };
       byAdapter.set(adapter, compiled);
     }
-    const { query, names } = compiled;
+    const { query, names, reads } = compiled;
     const parameters = names.map((name, i) =>
       name === undefined ? query.parameters[i] : (values as Record<string, unknown>)[name],
     );
-    return db.executeQuery<R>({ ...query, parameters });
+    const run = { ...query, parameters };
+    return (reads ? directReadOf(db)?.<R>(run) : undefined) ?? db.executeQuery<R>(run);
   };
 }
 

@@ -8,6 +8,7 @@ import pino from 'pino';
 import type { Config } from '../config/config.ts';
 import { CurrentSchemaPostgresDialect } from './current-schema-introspector.ts';
 import { checkpointThread, WRITER_AUTOCHECKPOINT_PAGES, type CheckpointThread } from './sqlite-checkpointer.ts';
+import { registerDirectRead } from './direct-read.ts';
 import { NodeSqliteDialect } from './sqlite-dialect.ts';
 import type { GroupCommitStats } from './sqlite-group-commit.ts';
 import { openSqlite } from './sqlite-driver.ts';
@@ -117,9 +118,11 @@ export function openDatabase(url: string, options: OpenOptions = {}): DatabaseHa
     const startCheckpoints = inMemory ? undefined : () => checkpoints.watch(path, synchronous);
     const timing = { busyTimeoutMs: timeouts.sqliteBusyTimeoutMs, windowMs: timeouts.sqliteGroupCommitWindowMs };
     const sqlite = new NodeSqliteDialect(writer, reader, timing, startCheckpoints);
+    const db = new Kysely<Database>({ dialect: sqlite });
+    registerDirectRead(db, (query) => sqlite.driver.readDirect(query));
     return {
       dialect,
-      db: new Kysely<Database>({ dialect: sqlite }),
+      db,
       groupCommit: sqlite.driver.stats,
       setTempStore: (mode) => sqlite.driver.execOutsideTransaction(`PRAGMA temp_store = ${mode}`),
     };

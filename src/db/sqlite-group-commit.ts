@@ -169,6 +169,8 @@ export class GroupCommitDriver implements Driver {
   #commitTimer: NodeJS.Timeout | undefined;
   readonly #startCheckpoints: StartCheckpoints | undefined;
   #stopCheckpoints: (() => Promise<void>) | undefined;
+  /** Between Kysely's init() and destroy(): only then may a read skip Kysely (readDirect). */
+  #open = false;
 
   /**
    * `startCheckpoints` (sqlite-checkpointer.ts) runs when Kysely first uses the driver, and what it
@@ -190,6 +192,7 @@ export class GroupCommitDriver implements Driver {
 
   async init(): Promise<void> {
     this.#stopCheckpoints ??= this.#startCheckpoints?.();
+    this.#open = true;
   }
 
   async acquireConnection(): Promise<DatabaseConnection> {
@@ -231,6 +234,7 @@ export class GroupCommitDriver implements Driver {
   }
 
   async destroy(): Promise<void> {
+    this.#open = false;
     await this.#slot.acquire();
     clearTimeout(this.#commitTimer);
     if (this.#group) this.#commit();
@@ -268,6 +272,15 @@ export class GroupCommitDriver implements Driver {
   async read<R>(query: CompiledQuery): Promise<QueryResult<R>> {
     const reader = this.#reader ?? this.#writer;
     return this.#busy.run(() => execute<R>(reader, query));
+  }
+
+  /**
+   * read() for a caller that skips Kysely (direct-read.ts); undefined before Kysely's first use and
+   * after its destroy, so that the query goes through Kysely: its first use starts the driver (which
+   * Kysely destroys only then), and after destroy it refuses the query as it would any other.
+   */
+  readDirect<R>(query: CompiledQuery): Promise<QueryResult<R>> | undefined {
+    return this.#open ? this.read<R>(query) : undefined;
   }
 
   async *stream<R>(query: CompiledQuery): AsyncIterableIterator<QueryResult<R>> {

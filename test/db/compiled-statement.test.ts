@@ -146,3 +146,88 @@ if (testDialects().length === 2) {
     }
   });
 }
+
+// direct-read.ts: on the embedded database a compiled SELECT goes straight to the driver's read,
+// skipping Kysely's executor, but only between Kysely's first use and its destroy, and never inside
+// a transaction.
+describe("compiled SELECTs on SQLite skip Kysely's executor", () => {
+  const gadgetById = compiledStatement<{ id: number }, Gadget>((db, param) =>
+    (db as AnyDb).selectFrom('gadgets').select(['id', 'name', 'colour', 'size']).where('id', '=', param('id')),
+  );
+
+  /** How many connections Kysely has handed out since: a read that skips its executor takes none. */
+  function connectionsOf(db: Executor): () => number {
+    const executor = db.getExecutor() as unknown as { provideConnection: (...args: unknown[]) => Promise<unknown> };
+    const provide = executor.provideConnection.bind(executor);
+    let count = 0;
+    executor.provideConnection = (...args) => {
+      count++;
+      return provide(...args);
+    };
+    return () => count;
+  }
+
+  test('the first use goes through Kysely (which starts the driver), later reads do not', async () => {
+    const database = await createTestDatabase('sqlite');
+    const { db } = openDatabase(database.url);
+    try {
+      const connections = connectionsOf(db);
+      await sql`create table gadgets (id int primary key, name text not null, colour text not null, size int not null)`.execute(
+        db,
+      );
+      await sql`insert into gadgets values (1, 'one', 'red', 10)`.execute(db);
+      const used = connections();
+      const { rows: found } = await gadgetById(db, { id: 1 });
+      assert.deepEqual(plain(found), [{ id: 1, name: 'one', colour: 'red', size: 10 }]);
+      assert.deepEqual(plain((await gadgetById(db, { id: 2 })).rows), []);
+      assert.equal(connections(), used, 'a compiled SELECT on the database took a connection from Kysely');
+    } finally {
+      await db.destroy();
+      await database.drop();
+    }
+
+    const fresh = await createTestDatabase('sqlite');
+    const handle = openDatabase(fresh.url);
+    try {
+      const connections = connectionsOf(handle.db);
+      await assert.rejects(gadgetById(handle.db, { id: 1 }), /no such table/);
+      assert.equal(connections(), 1, 'the first query of a database must start it through Kysely');
+    } finally {
+      await handle.db.destroy();
+      await fresh.drop();
+    }
+  });
+
+  test("inside a transaction the read is the transaction's; outside it sees only what was committed", async () => {
+    const database = await createTestDatabase('sqlite');
+    const { db } = openDatabase(database.url);
+    try {
+      await sql`create table gadgets (id int primary key, name text not null, colour text not null, size int not null)`.execute(
+        db,
+      );
+      await db.transaction().execute(async (trx) => {
+        await sql`insert into gadgets values (5, 'five', 'blue', 50)`.execute(trx);
+        assert.equal((await gadgetById(trx, { id: 5 })).rows.length, 1, 'the transaction does not see its own row');
+        assert.equal((await gadgetById(db, { id: 5 })).rows.length, 0, 'a read outside saw an uncommitted row');
+      });
+      assert.equal((await gadgetById(db, { id: 5 })).rows.length, 1, 'the committed row is not seen');
+    } finally {
+      await db.destroy();
+      await database.drop();
+    }
+  });
+
+  test('after destroy the read is refused as Kysely refuses any query', async () => {
+    const database = await createTestDatabase('sqlite');
+    const { db } = openDatabase(database.url);
+    await sql`create table gadgets (id int primary key, name text not null, colour text not null, size int not null)`.execute(
+      db,
+    );
+    await db.destroy();
+    try {
+      await assert.rejects(gadgetById(db, { id: 1 }), /driver has already been destroyed/);
+    } finally {
+      await database.drop();
+    }
+  });
+});
