@@ -185,10 +185,10 @@ const STAR_COLUMNS = /(?:\bselect|\breturning|,)\s+\*|\.\*/i;
 function preparedByName(names: Map<string, string>, args: unknown[]): [pg.QueryConfig] | undefined {
   const [text, values] = args;
   if (typeof text !== 'string' || !Array.isArray(values) || values.length === 0 || args.length !== 2) return undefined;
-  if (STAR_COLUMNS.test(text)) return undefined;
   let name = names.get(text);
   if (name === undefined) {
-    if (names.size >= PREPARED_PER_CONNECTION) return undefined;
+    // Checked only before a text is first prepared: the scan of a create's ~3 KB text cost more than its lookup.
+    if (names.size >= PREPARED_PER_CONNECTION || STAR_COLUMNS.test(text)) return undefined;
     name = `signet_${names.size}`;
     names.set(text, name);
   }

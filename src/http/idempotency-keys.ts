@@ -1,9 +1,9 @@
 // Idempotency-Key rows (draft-ietf-httpapi-idempotency-key-header): claiming a key, taking over one whose
 // owner died, releasing it, and the 409 that answers a key still in flight. Used by idempotency.ts (the
 // request flow) and idempotency-statement.ts (the one-statement write on PostgreSQL).
-import type { Insertable, QueryCreator, RawBuilder } from 'kysely';
+import type { Insertable, RawBuilder } from 'kysely';
 import type { Executor } from '../db/database.ts';
-import type { Database, IdempotencyKeysTable } from '../db/schema.ts';
+import type { IdempotencyKeysTable } from '../db/schema.ts';
 import { fromDbJson, fromDbTime, toDbTime } from '../db/codecs.ts';
 import { compiledStatement, placeholderRow } from '../db/compiled-statement.ts';
 import { Problem } from './problems.ts';
@@ -162,15 +162,35 @@ export async function claim(
 
 type KeyRow = KeyId & Pick<Insertable<IdempotencyKeysTable>, 'state' | 'locked_until' | 'created_at' | 'expires_at'>;
 
+const KEY_COLUMNS = ['caller', 'key', 'fingerprint', 'state', 'locked_until', 'created_at', 'expires_at'] as const;
+
 /** Every claim's INSERT, compiled once (src/db/compiled-statement.ts). */
 const insertClaimRow = compiledStatement<KeyRow, unknown>((db, param) =>
   db
     .insertInto('idempotency_keys')
-    .values(
-      placeholderRow(param, ['caller', 'key', 'fingerprint', 'state', 'locked_until', 'created_at', 'expires_at']),
-    )
+    .values(placeholderRow(param, KEY_COLUMNS))
     .onConflict((oc) => oc.columns(['caller', 'key']).doNothing()),
 );
+
+type ReservingClaim = ReturnType<typeof reservingClaimOf>;
+
+/** The claim's INSERT that also evaluates `reserve`, compiled once per reserved value (the same object each time). */
+const reservingClaims = new WeakMap<RawBuilder<unknown>, ReservingClaim>();
+
+function reservingClaimOf(reserve: RawBuilder<unknown>) {
+  return compiledStatement<KeyRow, { reserved: unknown }>((db, param) =>
+    db
+      .with('claim', (qc) =>
+        qc
+          .insertInto('idempotency_keys')
+          .values(placeholderRow(param, KEY_COLUMNS))
+          .onConflict((oc) => oc.columns(['caller', 'key']).doNothing())
+          .returning('caller'),
+      )
+      .selectFrom('claim')
+      .select(reserve.as('reserved')),
+  );
+}
 
 /** The claim's INSERT, which does nothing when the key exists; with `reserve`, also that value (one statement). */
 async function insertClaim(
@@ -178,21 +198,14 @@ async function insertClaim(
   row: KeyRow,
   reserve?: RawBuilder<unknown>,
 ): Promise<{ reserved?: unknown } | undefined> {
-  const insert = (qc: QueryCreator<Database>) =>
-    qc
-      .insertInto('idempotency_keys')
-      .values(row)
-      .onConflict((oc) => oc.columns(['caller', 'key']).doNothing());
   if (reserve === undefined) {
     const inserted = await insertClaimRow(db, row);
     return Number(inserted.numAffectedRows ?? 0) === 1 ? {} : undefined;
   }
-  const claimed = await db
-    .with('claim', (qc) => insert(qc).returning('caller'))
-    .selectFrom('claim')
-    .select(reserve.as('reserved'))
-    .executeTakeFirst();
-  return claimed && { reserved: claimed.reserved };
+  let claimWith = reservingClaims.get(reserve);
+  if (!claimWith) reservingClaims.set(reserve, (claimWith = reservingClaimOf(reserve)));
+  const { rows } = await claimWith(db, row);
+  return rows[0] && { reserved: rows[0].reserved };
 }
 
 // ---------------------------------------------------------------------------------------------
