@@ -1,6 +1,6 @@
 // Every event type Signet emits, with what it means. Kinds and payloads are ours, documented in the
 // README ("Events") and the OpenAPI document.
-import { randomBytes } from 'node:crypto';
+import { randomHex } from './random-hex.ts';
 
 export const EVENT_DESCRIPTIONS = {
   'order.created': 'An order was created (Data: the order, Status pending).',
@@ -33,7 +33,7 @@ export function isEventType(value: string): value is EventType {
  * unique. An id's order says nothing more than its row's created_at already does.
  */
 export function newId(prefix: 'evt' | 'dlv' | 'whep', now = Date.now()): string {
-  return `${prefix}_${idTimePart(now)}${randomBytes(10).toString('hex')}`;
+  return `${prefix}_${idTimePart(now)}${randomHex(10)}`;
 }
 
 /** The first 12 hex digits of a newId made at `now`: its time part. */

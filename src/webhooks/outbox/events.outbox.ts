@@ -1,13 +1,13 @@
 // The transactional outbox: an event row and one delivery row per subscribed endpoint, written with
 // the caller's transaction, so a change commits with its events or not at all. Nothing is sent here;
 // the dispatcher picks the deliveries up after the commit.
-import { randomBytes } from 'node:crypto';
 import { sql, type Insertable, type RawBuilder } from 'kysely';
 import { compiledStatement, placeholderRow } from '../../db/compiled-statement.ts';
 import type { WebhookDeliveriesTable, WebhookEventsTable } from '../../db/schema.ts';
 import type { Dialect, Executor } from '../../db/database.ts';
 import { toDbTime } from '../../db/codecs.ts';
 import { ALL_EVENTS, idTimePart, newId, type EventType } from './events.catalogue.ts';
+import { randomHex } from './random-hex.ts';
 import { afterCommit } from '../../db/after-commit.ts';
 import { handOff, type FreshEndpoint, type HandOffTarget, type LeaseColumns } from '../delivery/hand-off.ts';
 
@@ -194,7 +194,7 @@ export function eventStatementParts(event: NewEvent, source: string): EventState
   if (event.owner !== undefined || event.endpointIds !== undefined)
     throw new Error('eventStatementParts records events for every subscriber only');
   const at = toDbTime(event.occurredAt);
-  const seed = randomBytes(16).toString('hex');
+  const seed = randomHex(16);
   const ctes = sql`outbox_event as (
     insert into webhook_events (id, type, occurred_at, data, customer_id, order_id)
     select ${newId('evt')}::text, ${event.type}::text, ${at}::timestamptz, ${JSON.stringify(event.data)}::text,
