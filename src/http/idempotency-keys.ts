@@ -174,7 +174,11 @@ const insertClaimRow = compiledStatement<KeyRow, unknown>((db, param) =>
 
 type ReservingClaim = ReturnType<typeof reservingClaimOf>;
 
-/** The claim's INSERT that also evaluates `reserve`, compiled once per reserved value (the same object each time). */
+/**
+ * The claim's INSERT that also evaluates `reserve`, compiled once per reserved value (the same object each
+ * time). PostgreSQL only (a WriteUnit's reserve): its top node is a SELECT, which the SQLite driver would
+ * send to its read-only connection, and SQLite has no INSERT inside WITH anyway.
+ */
 const reservingClaims = new WeakMap<RawBuilder<unknown>, ReservingClaim>();
 
 function reservingClaimOf(reserve: RawBuilder<unknown>) {

@@ -26,7 +26,9 @@ test('consecutive values never share their bytes (no offset handed out twice)', 
   }
 });
 
-test('a request larger than the pool is refused rather than given repeating bytes', () => {
+test('a count larger than the pool, or not a positive whole number, is refused rather than given repeating bytes', () => {
   assert.throws(() => randomHex(4097), RangeError);
+  // A negative or fractional count would move the offset back and hand bytes out twice.
+  for (const bytes of [0, -8, 2.5, Number.NaN]) assert.throws(() => randomHex(bytes), RangeError, String(bytes));
   assert.match(randomHex(4096), /^[0-9a-f]{8192}$/);
 });

@@ -8,9 +8,10 @@ const POOL_BYTES = 4096;
 const pool = Buffer.allocUnsafe(POOL_BYTES);
 let offset = POOL_BYTES;
 
-/** `bytes` random bytes (at most 4096) as 2 × `bytes` lower-case hex digits. */
+/** `bytes` random bytes (1 to 4096) as 2 × `bytes` lower-case hex digits. */
 export function randomHex(bytes: number): string {
-  if (bytes > POOL_BYTES) throw new RangeError(`at most ${POOL_BYTES} random bytes at a time`);
+  if (!Number.isInteger(bytes) || bytes < 1 || bytes > POOL_BYTES)
+    throw new RangeError(`1 to ${POOL_BYTES} random bytes at a time, not ${bytes}`);
   if (offset + bytes > POOL_BYTES) {
     randomFillSync(pool);
     offset = 0;
