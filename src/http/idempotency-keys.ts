@@ -1,11 +1,11 @@
 // Idempotency-Key rows (draft-ietf-httpapi-idempotency-key-header): claiming a key, taking over one whose
 // owner died, releasing it, and the 409 that answers a key still in flight. Used by idempotency.ts (the
 // request flow) and idempotency-statement.ts (the one-statement write on PostgreSQL).
-import type { Insertable, RawBuilder } from 'kysely';
+import type { Insertable, QueryCreator, RawBuilder } from 'kysely';
 import type { Executor } from '../db/database.ts';
-import type { IdempotencyKeysTable } from '../db/schema.ts';
+import type { Database, IdempotencyKeysTable } from '../db/schema.ts';
 import { fromDbJson, fromDbTime, toDbTime } from '../db/codecs.ts';
-import { compiledStatement, placeholderRow } from '../db/compiled-statement.ts';
+import { compiledStatement, placeholderRow, type ParamOf } from '../db/compiled-statement.ts';
 import { Problem } from './problems.ts';
 
 export interface StoredResponse {
@@ -164,13 +164,16 @@ type KeyRow = KeyId & Pick<Insertable<IdempotencyKeysTable>, 'state' | 'locked_u
 
 const KEY_COLUMNS = ['caller', 'key', 'fingerprint', 'state', 'locked_until', 'created_at', 'expires_at'] as const;
 
-/** Every claim's INSERT, compiled once (src/db/compiled-statement.ts). */
-const insertClaimRow = compiledStatement<KeyRow, unknown>((db, param) =>
-  db
+/** The claim's INSERT, with a placeholder for each of the key row's columns; nothing when the key exists. */
+function claimInsert(qc: QueryCreator<Database>, param: ParamOf<KeyRow>) {
+  return qc
     .insertInto('idempotency_keys')
     .values(placeholderRow(param, KEY_COLUMNS))
-    .onConflict((oc) => oc.columns(['caller', 'key']).doNothing()),
-);
+    .onConflict((oc) => oc.columns(['caller', 'key']).doNothing());
+}
+
+/** Every claim's INSERT, compiled once (src/db/compiled-statement.ts). */
+const insertClaimRow = compiledStatement<KeyRow, unknown>((db, param) => claimInsert(db, param));
 
 type ReservingClaim = ReturnType<typeof reservingClaimOf>;
 
@@ -184,13 +187,7 @@ const reservingClaims = new WeakMap<RawBuilder<unknown>, ReservingClaim>();
 function reservingClaimOf(reserve: RawBuilder<unknown>) {
   return compiledStatement<KeyRow, { reserved: unknown }>((db, param) =>
     db
-      .with('claim', (qc) =>
-        qc
-          .insertInto('idempotency_keys')
-          .values(placeholderRow(param, KEY_COLUMNS))
-          .onConflict((oc) => oc.columns(['caller', 'key']).doNothing())
-          .returning('caller'),
-      )
+      .with('claim', (qc) => claimInsert(qc, param).returning('caller'))
       .selectFrom('claim')
       .select(reserve.as('reserved')),
   );
