@@ -2,7 +2,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { Kysely, sql, type Transaction } from 'kysely';
+import { Kysely, PostgresAdapter, sql, type Transaction } from 'kysely';
 import pg from 'pg';
 import pino from 'pino';
 import type { Config } from '../config/config.ts';
@@ -50,6 +50,11 @@ export const DEFAULT_TIMEOUTS = {
 
 export function dialectOf(url: string): Dialect {
   return url.startsWith('sqlite:') ? 'sqlite' : 'postgres';
+}
+
+/** The dialect of a database or transaction, for the few statements spelled differently per dialect. */
+export function executorDialect(db: Executor): Dialect {
+  return db.getExecutor().adapter instanceof PostgresAdapter ? 'postgres' : 'sqlite';
 }
 
 export interface OpenOptions {

@@ -10,8 +10,7 @@
 // On PostgreSQL a write that can be said as one statement (a create) skips the transaction: see WriteUnit.
 import { createHash } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { PostgresAdapter } from 'kysely';
-import type { Db, Executor } from '../db/database.ts';
+import { executorDialect, type Db, type Executor } from '../db/database.ts';
 import { fromDbTime, toDbJson, toDbTime } from '../db/codecs.ts';
 import { compiledStatement } from '../db/compiled-statement.ts';
 import { callerKeyOf } from './auth.ts';
@@ -125,7 +124,7 @@ async function runOnce(
   const fingerprint =
     key === undefined ? '' : requestFingerprint(request.method, request.url.split('?')[0] ?? '', request.body);
   let held: Ownership | undefined;
-  if (options.oneStatement && !settings.singleWriter && db.getExecutor().adapter instanceof PostgresAdapter) {
+  if (options.oneStatement && !settings.singleWriter && executorDialect(db) === 'postgres') {
     const outcome = await runAsStatement(
       db,
       settings,
