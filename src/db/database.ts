@@ -8,7 +8,7 @@ import pino from 'pino';
 import type { Config } from '../config/config.ts';
 import { CurrentSchemaPostgresDialect } from './current-schema-introspector.ts';
 import { checkpointThread, WRITER_AUTOCHECKPOINT_PAGES, type CheckpointThread } from './sqlite-checkpointer.ts';
-import { registerDirectRead } from './direct-read.ts';
+import { registerDirectRead, registerDirectTransactions } from './direct-read.ts';
 import { NodeSqliteDialect } from './sqlite-dialect.ts';
 import type { GroupCommitStats } from './sqlite-group-commit.ts';
 import { openSqlite } from './sqlite-driver.ts';
@@ -125,6 +125,7 @@ export function openDatabase(url: string, options: OpenOptions = {}): DatabaseHa
     const sqlite = new NodeSqliteDialect(writer, reader, timing, startCheckpoints);
     const db = new Kysely<Database>({ dialect: sqlite });
     registerDirectRead(db, (query) => sqlite.driver.readDirect(query));
+    registerDirectTransactions(db.getExecutor().adapter);
     return {
       dialect,
       db,

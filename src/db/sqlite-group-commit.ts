@@ -21,6 +21,7 @@ import {
   type QueryResult,
 } from 'kysely';
 import { BusyWait } from './sqlite-busy.ts';
+import type { DirectConnection } from './direct-read.ts';
 import type { NodeSqliteDatabase } from './sqlite-driver.ts';
 
 const SAVEPOINT = 'signet_member';
@@ -109,7 +110,7 @@ class Group {
 }
 
 /** What Kysely holds while it runs a query or a transaction; cheap, one per acquisition. */
-export class MemberConnection implements DatabaseConnection {
+export class MemberConnection implements DirectConnection {
   readonly #driver: GroupCommitDriver;
   group: Group | undefined;
   readonly afterCommit: Array<() => void> = [];
@@ -147,6 +148,11 @@ export class MemberConnection implements DatabaseConnection {
     } finally {
       this.ended = false;
     }
+  }
+
+  /** executeQuery's write in a transaction, without Kysely (direct-read.ts); undefined: go through Kysely. */
+  executeDirect<R>(query: CompiledQuery): QueryResult<R> | undefined {
+    return this.group && !this.ended ? this.#driver.write<R>(query) : undefined;
   }
 
   async *streamQuery<R>(query: CompiledQuery): AsyncIterableIterator<QueryResult<R>> {

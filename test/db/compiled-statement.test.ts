@@ -148,8 +148,8 @@ if (testDialects().length === 2) {
 }
 
 // direct-read.ts: on the embedded database a compiled SELECT goes straight to the driver's read,
-// skipping Kysely's executor, but only between Kysely's first use and its destroy, and never inside
-// a transaction.
+// skipping Kysely's executor, but only between Kysely's first use and its destroy; inside a transaction
+// compiled statements go straight to the transaction's connection once Kysely has named it.
 describe("compiled SELECTs on SQLite skip Kysely's executor", () => {
   const gadgetById = compiledStatement<{ id: number }, Gadget>((db, param) =>
     (db as AnyDb).selectFrom('gadgets').select(['id', 'name', 'colour', 'size']).where('id', '=', param('id')),
@@ -211,6 +211,60 @@ describe("compiled SELECTs on SQLite skip Kysely's executor", () => {
         assert.equal((await gadgetById(db, { id: 5 })).rows.length, 0, 'a read outside saw an uncommitted row');
       });
       assert.equal((await gadgetById(db, { id: 5 })).rows.length, 1, 'the committed row is not seen');
+    } finally {
+      await db.destroy();
+      await database.drop();
+    }
+  });
+
+  test('in a transaction only the first compiled statement asks Kysely for the connection; a rollback takes them all back', async () => {
+    const database = await createTestDatabase('sqlite');
+    const { db } = openDatabase(database.url);
+    try {
+      await sql`create table gadgets (id int primary key, name text not null, colour text not null, size int not null, kind text)`.execute(
+        db,
+      );
+      const asked: number[] = [];
+      await assert.rejects(
+        db.transaction().execute(async (trx) => {
+          const connections = connectionsOf(trx);
+          await insertGadget(trx, { id: 1, name: 'one', colour: 'red', size: 1 });
+          asked.push(connections());
+          await insertGadget(trx, { id: 2, name: 'two', colour: 'red', size: 2 });
+          const { rows: repainted } = await recolour(trx, { id: 2, colour: 'green', from: 'red' });
+          assert.deepEqual(plain(repainted), [{ id: 2, name: 'two', colour: 'green', size: 2 }]);
+          assert.equal((await gadgetById(trx, { id: 1 })).rows.length, 1, 'the transaction does not see its own row');
+          asked.push(connections());
+          throw new Error('roll back');
+        }),
+        /roll back/,
+      );
+      assert.deepEqual(asked, [1, 1], 'statements after the first took the connection from Kysely again');
+      assert.deepEqual(await rows(db), [], 'the rollback left rows written by compiled statements');
+    } finally {
+      await db.destroy();
+      await database.drop();
+    }
+  });
+
+  test('a compiled statement on a transaction that has ended is refused, not run as a write of its own', async () => {
+    const database = await createTestDatabase('sqlite');
+    const { db } = openDatabase(database.url);
+    try {
+      await sql`create table gadgets (id int primary key, name text not null, colour text not null, size int not null, kind text)`.execute(
+        db,
+      );
+      let ended: Executor | undefined;
+      await db.transaction().execute(async (trx) => {
+        await insertGadget(trx, { id: 1, name: 'one', colour: 'red', size: 1 });
+        ended = trx;
+      });
+      await assert.rejects(insertGadget(ended!, { id: 2, name: 'two', colour: 'red', size: 2 }), /already (ended|committed)/);
+      assert.deepEqual(
+        (await rows(db)).map((row) => (row as Gadget).id),
+        [1],
+        'a statement on the ended transaction was written',
+      );
     } finally {
       await db.destroy();
       await database.drop();
