@@ -20,7 +20,7 @@
 //   { type: 'stop-instance', instance }  → { type: 'instance-stopped', states: { pending: n, succeeded: n, … } }
 // closes the app (and its dispatcher: attempts in flight finish and are recorded, nothing new is claimed)
 // so that what is left of its outbox does not compete with the next scenario, and counts its deliveries.
-import { StatementSync } from 'node:sqlite';
+import { DatabaseSync, StatementSync } from 'node:sqlite';
 import type { FastifyInstance } from 'fastify';
 import pg from 'pg';
 import { pino } from 'pino';
@@ -98,6 +98,17 @@ function instrumentSql(): void {
       }
     };
   }
+  // BEGIN, SAVEPOINT, RELEASE and the group's COMMIT (with its fsync) run through exec.
+  const database = DatabaseSync.prototype as unknown as { exec: (sqlText: string) => void };
+  const exec = database.exec;
+  database.exec = function (this: DatabaseSync, sqlText: string) {
+    const started = performance.now();
+    try {
+      exec.call(this, sqlText);
+    } finally {
+      countSql(`exec: ${sqlText}`, performance.now() - started);
+    }
+  };
   const client = pg.Client.prototype as unknown as { query: (...args: unknown[]) => unknown };
   const query = client.query;
   client.query = function (this: pg.Client, ...args: unknown[]) {
