@@ -27,7 +27,12 @@ type Synchronous = 'NORMAL' | 'FULL';
 export interface CheckpointThreadOptions {
   intervalMs?: number;
   restartDelayMs?: number;
+  stopWaitMs?: number;
+  /** The thread's script: sqlite-checkpoint.worker.ts (tests pass one that misbehaves). */
+  workerUrl?: URL;
 }
+
+const WORKER_URL = new URL('./sqlite-checkpoint.worker.ts', import.meta.url);
 
 interface Watch {
   handles: number;
@@ -37,6 +42,8 @@ interface Watch {
 export class CheckpointThread {
   readonly #intervalMs: number;
   readonly #restartDelayMs: number;
+  readonly #stopWaitMs: number;
+  readonly #workerUrl: URL;
   #worker: Worker | undefined;
   readonly #watched = new Map<string, Watch>();
   /** Stops waiting for the thread to close a file's connection. */
@@ -46,9 +53,13 @@ export class CheckpointThread {
   constructor({
     intervalMs = CHECKPOINT_INTERVAL_MS,
     restartDelayMs = RESTART_DELAY_MS,
+    stopWaitMs = STOP_WAIT_MS,
+    workerUrl = WORKER_URL,
   }: CheckpointThreadOptions = {}) {
     this.#intervalMs = intervalMs;
     this.#restartDelayMs = restartDelayMs;
+    this.#stopWaitMs = stopWaitMs;
+    this.#workerUrl = workerUrl;
   }
 
   /** The running thread, if any (tests end it to check that checkpoints resume). */
@@ -89,7 +100,7 @@ export class CheckpointThread {
         if (waiting.length > 0) this.#stopping.set(file, waiting);
         else this.#stopping.delete(file);
         done();
-      }, STOP_WAIT_MS);
+      }, this.#stopWaitMs);
       worker.postMessage({ unwatch: file } satisfies CheckpointRequest);
     });
     clearTimeout(timer);
@@ -108,7 +119,7 @@ export class CheckpointThread {
     if (this.#worker) return this.#worker;
     // No inherited flags: the thread needs none, and some a process may run with are refused in a
     // worker (`--input-type` of `node -e`, for one), which would lose the thread at every start.
-    const worker = new Worker(new URL('./sqlite-checkpoint.worker.ts', import.meta.url), { execArgv: [] });
+    const worker = new Worker(this.#workerUrl, { execArgv: [] });
     worker.on('message', (report: CheckpointReport) => this.#onReport(report));
     worker.on('error', (err) => this.#lose(worker, `the checkpoint thread failed: ${err.message}`));
     worker.on('exit', (code) => this.#lose(worker, `the checkpoint thread exited (${code})`));

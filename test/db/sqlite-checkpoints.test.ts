@@ -1,7 +1,8 @@
 // WAL checkpoints run on a thread of their own (src/db/sqlite-checkpointer.ts), not inside the writer's
 // COMMIT, where they held the event loop for up to 162 ms (the event purge's writer stall). What a file
 // on disk shows: a WAL past SQLite's default 1000 pages stays in the WAL until the thread copies it into
-// the database file; a lost thread is started again; closing leaves no WAL behind and loses nothing.
+// the database file; a lost thread is started again; closing leaves no WAL behind and loses nothing, even
+// when the thread never answers the stop.
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync, statSync } from 'node:fs';
@@ -114,6 +115,46 @@ test('closing stops the thread first, so the writer removes the WAL and nothing 
     await reopened.db.destroy();
   }
 });
+
+test('a thread that never answers a stop is waited for only so long, then ended; the writer still closes', async (t) => {
+  const checkpoints = new CheckpointThread({
+    stopWaitMs: 200,
+    workerUrl: new URL('./fixtures/unanswering-checkpoint.worker.ts', import.meta.url),
+  });
+  const dir = mkdtempSync(join(tmpdir(), 'signet-ckpt-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const path = join(dir, 'signet.db');
+  const handle = openDatabase(`sqlite:${path}`, { sqliteCheckpoints: checkpoints });
+  await sql`create table t (id integer primary key)`.execute(handle.db);
+  await sql`insert into t (id) values (1)`.execute(handle.db);
+  const thread = checkpoints.thread;
+  assert.ok(thread, 'the first query started no thread');
+  const exited = new Promise<number>((resolve) => thread.once('exit', resolve));
+  await within(handle.db.destroy(), 'closing the database, its thread never answering');
+  assert.equal(checkpoints.thread, undefined, 'the unanswering thread is still the current one');
+  await within(exited, 'the unanswering thread to be ended');
+  assert.equal(existsSync(`${path}-wal`), false, `the writer did not close as the last connection: ${sizes(path)}`);
+  const reopened = openDatabase(`sqlite:${path}`, { sqliteCheckpoints: new CheckpointThread() });
+  try {
+    const { rows } = await sql<{ n: number }>`select count(*) as n from t`.execute(reopened.db);
+    assert.equal(rows[0]?.n, 1);
+  } finally {
+    await reopened.db.destroy();
+  }
+});
+
+/** `promise`, or a failure naming `what` after WAIT_MS: a stop that waits for ever must fail, not hang. */
+async function within<T>(promise: Promise<T>, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what}: not done within ${WAIT_MS} ms`)), WAIT_MS);
+  });
+  try {
+    return await Promise.race([promise, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
 
 test('a database never queried starts no thread: Kysely destroys only a driver it used', async (t) => {
   const checkpoints = new CheckpointThread();
