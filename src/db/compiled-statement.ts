@@ -2,10 +2,11 @@
 // again with new parameters. Kysely builds an operation tree and compiles it to SQL on every call; for
 // the statements of a create that cost more than SQLite took to run them (issue 17's profile: ~97 µs
 // of a ~440 µs create). The SQL text is unchanged, so the drivers' statement caches still apply.
-// A compiled SELECT run on the embedded database itself (not in a transaction) also skips Kysely's
-// executor, whose connection hand-out and result pass allocate ~4 KB per call (direct-read.ts).
+// On the embedded database a compiled SELECT run on the database itself, and any compiled statement run
+// in a transaction once Kysely has named its connection, also skip Kysely's executor, whose connection
+// hand-out and result pass allocate ~4 KB per call (direct-read.ts).
 import { SelectQueryNode, type Compilable, type CompiledQuery, type QueryResult } from 'kysely';
-import { directConnectionOf, directReadOf } from './direct-read.ts';
+import { directConnectionOf, directReadOf, isDirectTransaction } from './direct-read.ts';
 import type { Executor } from './database.ts';
 
 const PARAMETER = Symbol('compiled-statement parameter');
@@ -58,14 +59,14 @@ export function compiledStatement<V extends object, R>(
       name === undefined ? query.parameters[i] : (values as Record<string, unknown>)[name],
     );
     const run = { ...query, parameters };
-    if (db.isTransaction) return executeInTransaction(db, run);
+    if (isDirectTransaction(db)) return executeInTransaction(db, run);
     return (reads ? directReadOf(db)?.<R>(run) : undefined) ?? db.executeQuery<R>(run);
   };
 }
 
 async function executeInTransaction<R>(trx: Executor, query: CompiledQuery<R>): Promise<QueryResult<R>> {
   const connection = await directConnectionOf(trx);
-  return connection?.executeDirect<R>(query) ?? trx.executeQuery<R>(query);
+  return connection.executeDirect<R>(query) ?? trx.executeQuery<R>(query);
 }
 
 /** A row of placeholders named as its columns: the values of an INSERT whose run values are the row itself. */

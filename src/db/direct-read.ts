@@ -38,15 +38,17 @@ export function registerDirectTransactions(adapter: object): void {
   directAdapters.add(adapter);
 }
 
+/** Whether `db` is a transaction of a database that registered direct transactions. */
+export function isDirectTransaction(db: Executor): boolean {
+  return db.isTransaction && directAdapters.has(db.getExecutor().adapter);
+}
+
 /**
- * The transaction's connection, if its database registered direct transactions; undefined otherwise
- * (the database itself, or a dialect without them). Kysely is asked once per transaction, through its
- * own serialised hand-out, so a statement it is still running finishes first.
+ * The connection of a transaction for which isDirectTransaction holds. Kysely is asked once per
+ * transaction, through its own serialised hand-out, so a statement it is still running finishes first.
  */
-export async function directConnectionOf(trx: Executor): Promise<DirectConnection | undefined> {
-  if (!trx.isTransaction) return undefined;
+export async function directConnectionOf(trx: Executor): Promise<DirectConnection> {
   const executor = trx.getExecutor();
-  if (!directAdapters.has(executor.adapter)) return undefined;
   let connection = transactionConnections.get(executor);
   if (!connection) {
     connection = await executor.provideConnection(async (c) => c as DirectConnection);
