@@ -259,7 +259,10 @@ describe("compiled SELECTs on SQLite skip Kysely's executor", () => {
         await insertGadget(trx, { id: 1, name: 'one', colour: 'red', size: 1 });
         ended = trx;
       });
-      await assert.rejects(insertGadget(ended!, { id: 2, name: 'two', colour: 'red', size: 2 }), /already (ended|committed)/);
+      await assert.rejects(
+        insertGadget(ended!, { id: 2, name: 'two', colour: 'red', size: 2 }),
+        /already (ended|committed)/,
+      );
       assert.deepEqual(
         (await rows(db)).map((row) => (row as Gadget).id),
         [1],
