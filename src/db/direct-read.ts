@@ -38,9 +38,14 @@ export function registerDirectTransactions(adapter: object): void {
   directAdapters.add(adapter);
 }
 
-/** Whether `db` is a transaction of a database that registered direct transactions. */
+/**
+ * Whether `db` is a transaction of a database that registered direct transactions, without plugins:
+ * the direct path does not pass results through a plugin's transformResult (`trx.withPlugin(…)`).
+ */
 export function isDirectTransaction(db: Executor): boolean {
-  return db.isTransaction && directAdapters.has(db.getExecutor().adapter);
+  if (!db.isTransaction) return false;
+  const executor = db.getExecutor();
+  return executor.plugins.length === 0 && directAdapters.has(executor.adapter);
 }
 
 /**

@@ -247,6 +247,32 @@ describe("compiled SELECTs on SQLite skip Kysely's executor", () => {
     }
   });
 
+  test("a transaction with a plugin keeps Kysely's path, so the plugin still sees every result", async () => {
+    const database = await createTestDatabase('sqlite');
+    const { db } = openDatabase(database.url);
+    try {
+      await sql`create table gadgets (id int primary key, name text not null, colour text not null, size int not null, kind text)`.execute(
+        db,
+      );
+      await db.transaction().execute(async (trx) => {
+        const seen: number[] = [];
+        const counting = trx.withPlugin({
+          transformQuery: ({ node }) => node,
+          transformResult: async ({ result }) => {
+            seen.push(result.rows.length);
+            return result;
+          },
+        });
+        await insertGadget(counting, { id: 1, name: 'one', colour: 'red', size: 1 });
+        await recolour(counting, { id: 1, colour: 'green', from: 'red' });
+        assert.deepEqual(seen, [0, 1], 'a result did not reach the plugin');
+      });
+    } finally {
+      await db.destroy();
+      await database.drop();
+    }
+  });
+
   test('a compiled statement on a transaction that has ended is refused, not run as a write of its own', async () => {
     const database = await createTestDatabase('sqlite');
     const { db } = openDatabase(database.url);
