@@ -167,6 +167,21 @@ describe("compiled SELECTs on SQLite skip Kysely's executor", () => {
     return () => count;
   }
 
+  /** A fresh SQLite database with the gadgets table for `use`, destroyed and dropped afterwards. */
+  async function withGadgets(use: (db: Db) => Promise<void>): Promise<void> {
+    const database = await createTestDatabase('sqlite');
+    const { db } = openDatabase(database.url);
+    try {
+      await sql`create table gadgets (id int primary key, name text not null, colour text not null, size int not null, kind text)`.execute(
+        db,
+      );
+      await use(db);
+    } finally {
+      await db.destroy();
+      await database.drop();
+    }
+  }
+
   test('the first use goes through Kysely (which starts the driver), later reads do not', async () => {
     const database = await createTestDatabase('sqlite');
     const { db } = openDatabase(database.url);
@@ -218,12 +233,7 @@ describe("compiled SELECTs on SQLite skip Kysely's executor", () => {
   });
 
   test('in a transaction only the first compiled statement asks Kysely for the connection; a rollback takes them all back', async () => {
-    const database = await createTestDatabase('sqlite');
-    const { db } = openDatabase(database.url);
-    try {
-      await sql`create table gadgets (id int primary key, name text not null, colour text not null, size int not null, kind text)`.execute(
-        db,
-      );
+    await withGadgets(async (db) => {
       const asked: number[] = [];
       await assert.rejects(
         db.transaction().execute(async (trx) => {
@@ -241,19 +251,11 @@ describe("compiled SELECTs on SQLite skip Kysely's executor", () => {
       );
       assert.deepEqual(asked, [1, 1], 'statements after the first took the connection from Kysely again');
       assert.deepEqual(await rows(db), [], 'the rollback left rows written by compiled statements');
-    } finally {
-      await db.destroy();
-      await database.drop();
-    }
+    });
   });
 
   test("a transaction with a plugin keeps Kysely's path, so the plugin still sees every result", async () => {
-    const database = await createTestDatabase('sqlite');
-    const { db } = openDatabase(database.url);
-    try {
-      await sql`create table gadgets (id int primary key, name text not null, colour text not null, size int not null, kind text)`.execute(
-        db,
-      );
+    await withGadgets(async (db) => {
       await db.transaction().execute(async (trx) => {
         const seen: number[] = [];
         const counting = trx.withPlugin({
@@ -267,19 +269,11 @@ describe("compiled SELECTs on SQLite skip Kysely's executor", () => {
         await recolour(counting, { id: 1, colour: 'green', from: 'red' });
         assert.deepEqual(seen, [0, 1], 'a result did not reach the plugin');
       });
-    } finally {
-      await db.destroy();
-      await database.drop();
-    }
+    });
   });
 
   test('a compiled statement on a transaction that has ended is refused, not run as a write of its own', async () => {
-    const database = await createTestDatabase('sqlite');
-    const { db } = openDatabase(database.url);
-    try {
-      await sql`create table gadgets (id int primary key, name text not null, colour text not null, size int not null, kind text)`.execute(
-        db,
-      );
+    await withGadgets(async (db) => {
       let ended: Executor | undefined;
       await db.transaction().execute(async (trx) => {
         await insertGadget(trx, { id: 1, name: 'one', colour: 'red', size: 1 });
@@ -294,10 +288,7 @@ describe("compiled SELECTs on SQLite skip Kysely's executor", () => {
         [1],
         'a statement on the ended transaction was written',
       );
-    } finally {
-      await db.destroy();
-      await database.drop();
-    }
+    });
   });
 
   test('after destroy the read is refused as Kysely refuses any query', async () => {
