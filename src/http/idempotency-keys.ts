@@ -1,10 +1,10 @@
 // Idempotency-Key rows (draft-ietf-httpapi-idempotency-key-header): claiming a key, taking over one whose
 // owner died, releasing it, and the 409 that answers a key still in flight. Used by idempotency.ts (the
 // request flow) and idempotency-statement.ts (the one-statement write on PostgreSQL).
-import type { Insertable, QueryCreator, RawBuilder } from 'kysely';
+import { sql, type Insertable, type QueryCreator, type RawBuilder } from 'kysely';
 import type { Executor } from '../db/database.ts';
 import type { Database, IdempotencyKeysTable } from '../db/schema.ts';
-import { fromDbJson, fromDbTime, toDbTime } from '../db/codecs.ts';
+import { fromDbJson, fromDbTime, toDbJson, toDbTime } from '../db/codecs.ts';
 import { compiledStatement, placeholderRow, type ParamOf } from '../db/compiled-statement.ts';
 import { Problem } from './problems.ts';
 
@@ -82,34 +82,20 @@ export interface KeyId {
   fingerprint: string;
 }
 
-/** `reserved`: the value asked for with the claim, when the claim's own INSERT computed it. */
-type Claim = { replay: StoredResponse } | { lockedUntil: string; reserved?: unknown };
+type Claim = { replay: StoredResponse } | { lockedUntil: string };
 
-/**
- * Either a stored response to replay, or the lock this request now holds on the key. `reserve` (PostgreSQL):
- * a value the operation needs, computed by the claim's INSERT when it claims the key (one round trip).
- */
-export async function claim(
-  db: Executor,
-  settings: IdempotencySettings,
-  id: KeyId,
-  attempt = 0,
-  reserve?: RawBuilder<unknown>,
-): Promise<Claim> {
+/** Either a stored response to replay, or the lock this request now holds on the key. */
+export async function claim(db: Executor, settings: IdempotencySettings, id: KeyId, attempt = 0): Promise<Claim> {
   const now = new Date();
   const lockedUntil = toDbTime(new Date(now.getTime() + settings.lockSeconds * 1000));
-  const inserted = await insertClaim(
-    db,
-    {
-      ...id,
-      state: 'in_flight',
-      locked_until: lockedUntil,
-      created_at: toDbTime(now),
-      expires_at: toDbTime(new Date(now.getTime() + settings.ttlSeconds * 1000)),
-    },
-    reserve,
-  );
-  if (inserted) return { lockedUntil, ...inserted };
+  const inserted = await insertClaimRow(db, {
+    ...id,
+    state: 'in_flight',
+    locked_until: lockedUntil,
+    created_at: toDbTime(now),
+    expires_at: toDbTime(new Date(now.getTime() + settings.ttlSeconds * 1000)),
+  });
+  if (Number(inserted.numAffectedRows ?? 0) === 1) return { lockedUntil };
 
   const row = await db
     .selectFrom('idempotency_keys')
@@ -120,7 +106,7 @@ export async function claim(
   // Released meanwhile: try to claim again. Never report ownership without a row we inserted or took
   // over: the operation would then run unguarded, next to the request that does own the key.
   if (!row) {
-    if (attempt < 2) return claim(db, settings, id, attempt + 1, reserve);
+    if (attempt < 2) return claim(db, settings, id, attempt + 1);
     throw inFlight();
   }
   if (fromDbTime(row.expires_at) <= now) {
@@ -130,7 +116,7 @@ export async function claim(
       .where('key', '=', id.key)
       .where('expires_at', '=', row.expires_at)
       .execute();
-    return claim(db, settings, id, attempt + 1, reserve);
+    return claim(db, settings, id, attempt + 1);
   }
   if (row.fingerprint !== id.fingerprint) {
     throw new Problem(
@@ -157,7 +143,7 @@ export async function claim(
     .where('state', '=', 'in_flight')
     .where('locked_until', '=', row.locked_until)
     .executeTakeFirst();
-  return Number(taken.numUpdatedRows) === 1 ? { lockedUntil } : claim(db, settings, id, attempt + 1, reserve);
+  return Number(taken.numUpdatedRows) === 1 ? { lockedUntil } : claim(db, settings, id, attempt + 1);
 }
 
 type KeyRow = KeyId & Pick<Insertable<IdempotencyKeysTable>, 'state' | 'locked_until' | 'created_at' | 'expires_at'>;
@@ -175,40 +161,35 @@ function claimInsert(qc: QueryCreator<Database>, param: ParamOf<KeyRow>) {
 /** Every claim's INSERT, compiled once (src/db/compiled-statement.ts). */
 const insertClaimRow = compiledStatement<KeyRow, unknown>((db, param) => claimInsert(db, param));
 
-type ReservingClaim = ReturnType<typeof reservingClaimOf>;
-
-/**
- * The claim's INSERT that also evaluates `reserve`, compiled once per reserved value (the same object each
- * time). PostgreSQL only (a WriteUnit's reserve): its top node is a SELECT, which the SQLite driver would
- * send to its read-only connection, and SQLite has no INSERT inside WITH anyway.
- */
-const reservingClaims = new WeakMap<RawBuilder<unknown>, ReservingClaim>();
-
-function reservingClaimOf(reserve: RawBuilder<unknown>) {
-  return compiledStatement<KeyRow, { reserved: unknown }>((db, param) =>
-    db
-      .with('claim', (qc) => claimInsert(qc, param).returning('caller'))
-      .selectFrom('claim')
-      .select(reserve.as('reserved')),
-  );
-}
-
-/** The claim's INSERT, which does nothing when the key exists; with `reserve`, also that value (one statement). */
-async function insertClaim(
-  db: Executor,
-  row: KeyRow,
-  reserve?: RawBuilder<unknown>,
-): Promise<{ reserved?: unknown } | undefined> {
-  if (reserve === undefined) {
-    const inserted = await insertClaimRow(db, row);
-    return Number(inserted.numAffectedRows ?? 0) === 1 ? {} : undefined;
-  }
-  let claimWith = reservingClaims.get(reserve);
-  if (!claimWith) reservingClaims.set(reserve, (claimWith = reservingClaimOf(reserve)));
-  const { rows } = await claimWith(db, row);
-  return rows[0] && { reserved: rows[0].reserved };
-}
-
 // ---------------------------------------------------------------------------------------------
 // PostgreSQL: a write in one statement (issue 17)
 // ---------------------------------------------------------------------------------------------
+
+/**
+ * The key's row, already answered, for a write that claims its key in its own statement: inserted, or
+ * taking the place of a row that no longer counts, which are claim()'s rules: an expired key (any body),
+ * or the claim of a request with the same body whose lock has passed (it died). Returns its row only
+ * then; otherwise (answered, another request's live claim, another body) it changes nothing, and claim()
+ * says what to answer. An uncommitted row of a concurrent request with the same key is waited for (the
+ * unique index), so two such statements never both write.
+ */
+export function keyClaimedWithAnswer(
+  id: KeyId,
+  answer: StoredResponse,
+  settings: IdempotencySettings,
+): RawBuilder<unknown> {
+  const now = new Date();
+  const at = toDbTime(now);
+  const expiresAt = toDbTime(new Date(now.getTime() + settings.ttlSeconds * 1000));
+  return sql`insert into idempotency_keys as k (caller, "key", fingerprint, state, locked_until, created_at,
+      expires_at, response_status, response_headers, response_body)
+    values (${id.caller}, ${id.key}, ${id.fingerprint}, 'done', ${at}, ${at}, ${expiresAt}, ${answer.status},
+      ${toDbJson(answer.headers)}, ${answer.body})
+    on conflict (caller, "key") do update set fingerprint = excluded.fingerprint, state = 'done',
+      locked_until = excluded.locked_until, created_at = excluded.created_at, expires_at = excluded.expires_at,
+      response_status = excluded.response_status, response_headers = excluded.response_headers,
+      response_body = excluded.response_body
+    where k.expires_at <= ${at}
+      or (k.state = 'in_flight' and k.locked_until <= ${at} and k.fingerprint = excluded.fingerprint)
+    returning 1`;
+}

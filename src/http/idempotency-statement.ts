@@ -1,6 +1,7 @@
-// PostgreSQL: an idempotent write in one autocommit statement (issue 17). A create sends its key's claim
-// (with the order id it needs) and then one statement that writes the order, its event, its deliveries and
-// the key's stored response, instead of BEGIN, six statements and COMMIT.
+// PostgreSQL: an idempotent write in one autocommit statement (issue 17). A create takes its order's id
+// (shared with the creates running at the same time, src/db/sequence-reservations.ts) and then sends one
+// statement that claims its key and writes the order, its event, its deliveries and the key's stored
+// response, instead of BEGIN, six statements and COMMIT.
 import {
   Kysely,
   PostgresAdapter,
@@ -13,10 +14,12 @@ import {
 import type { Db, Executor } from '../db/database.ts';
 import type { Database } from '../db/schema.ts';
 import { toDbJson } from '../db/codecs.ts';
+import { reservationsOf } from '../db/sequence-reservations.ts';
 import {
   claim,
   currentLock,
   inFlight,
+  keyClaimedWithAnswer,
   release,
   type IdempotencySettings,
   type KeyId,
@@ -36,14 +39,15 @@ export interface StatementWrite {
 /**
  * What runIdempotent offers an operation on PostgreSQL before any transaction. A write that can be said
  * as one statement first asks for the values it needs (reserve: an id from a sequence), then defers the
- * rest (defer). The deferred write goes out in ONE autocommit statement with the update that stores the
- * response on the key, gated on still owning it: atomic without BEGIN and COMMIT, as a statement is its
- * own transaction and the data-modifying statements in its WITH commit together or not at all
- * (PostgreSQL docs, 7.8.4 "Data-Modifying Statements in WITH"). The first reserve() goes with the key's
- * claim, which commits on its own as before: a concurrent duplicate still sees it (409 in flight).
+ * rest (defer). The deferred write goes out in ONE autocommit statement with the key's claim and its
+ * stored response, gated on that claim: atomic without BEGIN and COMMIT, as a statement is its own
+ * transaction and the data-modifying statements in its WITH commit together or not at all (PostgreSQL
+ * docs, 7.8.4 "Data-Modifying Statements in WITH"). No claim is committed on its own, so there is no
+ * in-flight window: a concurrent duplicate's statement waits on the first one's key row (its unique
+ * index entry) and, once that has committed, is answered with the replay, as on SQLite.
  *
  * Any query the operation runs itself is refused before it reaches a connection, and the operation is
- * run again in a transaction, as without a unit (keeping the claim it may hold): an operation passed to
+ * run again in a transaction, as without a unit (its key not yet claimed: the claim goes with the write): an operation passed to
  * runIdempotent must have no effect outside the database before its first query.
  */
 export interface WriteUnit {
@@ -121,18 +125,14 @@ class StatementUnit implements WriteUnit {
     units.set(this.executor, this);
   }
 
-  /** Whether the key still has to be claimed (a request with a key, before its first reserve). */
+  /** Whether the key still has to be claimed (a request with a key, before its claim is sent). */
   get unclaimed(): boolean {
     return this.#id !== undefined && !this.#claimed;
   }
 
-  async reserve<T>(value: RawBuilder<T>): Promise<T> {
-    if (this.unclaimed) {
-      const claimed = await this.claim(value);
-      if ('reserved' in claimed) return claimed.reserved as T;
-    }
-    const { rows } = await sql<{ value: T }>`select ${value} as value`.execute(this.#db);
-    return rows[0]!.value;
+  /** `value` must give a new value each time it is evaluated (nextval): see reservationsOf. */
+  reserve<T>(value: RawBuilder<T>): Promise<T> {
+    return reservationsOf(this.#db, value).take();
   }
 
   defer(write: StatementWrite): void {
@@ -141,47 +141,64 @@ class StatementUnit implements WriteUnit {
   }
 
   /** Claims the key (throwing its answer when it is not free: KeyAnswered, or a 409 problem). */
-  async claim(reserve?: RawBuilder<unknown>): Promise<{ reserved?: unknown }> {
+  async claim(): Promise<void> {
     const id = this.#id!;
     this.#claimed = true;
-    const claimed = await claim(this.#db, this.#settings, id, 0, reserve);
+    const claimed = await claim(this.#db, this.#settings, id);
     if ('replay' in claimed) throw new KeyAnswered(claimed.replay);
     this.held = { caller: id.caller, key: id.key, lockedUntil: claimed.lockedUntil };
-    return claimed;
+  }
+
+  /**
+   * The key's claim with its answer, the deferred write, in one statement. When the key is not free
+   * (answered, another request's claim, another body) the statement writes nothing, and the key's own
+   * rules then say what to answer (claim: a replay or a 409), or, if it was freed in between, claim it
+   * and store as below.
+   */
+  async claimAndStore(result: StoredResponse): Promise<void> {
+    const id = this.#id!;
+    this.#claimed = true; // a failed statement claimed nothing: its error is the answer, with nothing to release
+    const { rows } = await storingStatement(keyClaimedWithAnswer(id, result, this.#settings), this.write).execute(
+      this.#db,
+    );
+    if (rows[0]?.owned === 1) return;
+    await this.claim();
+    await this.store(result);
   }
 
   /** The deferred write and the key's result in one statement; a key taken over meanwhile writes nothing. */
   async store(result: StoredResponse): Promise<void> {
     if (!this.held && !this.write) return;
-    const { rows } = await storingStatement(this.held, result, this.write).execute(this.#db);
+    const gate = this.held ? answerWhileOwned(this.held, result) : sql`select 1`;
+    const { rows } = await storingStatement(gate, this.write).execute(this.#db);
     if (this.held && rows[0]?.owned !== 1) throw inFlight(await currentLock(this.#db, this.held));
   }
 }
 
-function storingStatement(
-  ours: Ownership | undefined,
-  result: StoredResponse,
-  write: StatementWrite | undefined,
-): RawBuilder<{ owned: number }> {
-  const gate = ours
-    ? sql`update idempotency_keys
-        set state = 'done', response_status = ${result.status}, response_headers = ${toDbJson(result.headers)},
-          response_body = ${result.body}
-        where caller = ${ours.caller} and "key" = ${ours.key} and state = 'in_flight'
-          and locked_until = ${ours.lockedUntil}
-        returning 1`
-    : sql`select 1`;
+/** The key's answer, on the claim we hold (none if it was taken over meanwhile). */
+function answerWhileOwned(ours: Ownership, result: StoredResponse): RawBuilder<unknown> {
+  return sql`update idempotency_keys
+    set state = 'done', response_status = ${result.status}, response_headers = ${toDbJson(result.headers)},
+      response_body = ${result.body}
+    where caller = ${ours.caller} and "key" = ${ours.key} and state = 'in_flight'
+      and locked_until = ${ours.lockedUntil}
+    returning 1`;
+}
+
+/** `gate`: a statement returning one row when the write may go ahead; the write is gated on that row. */
+function storingStatement(gate: RawBuilder<unknown>, write: StatementWrite | undefined): RawBuilder<{ owned: number }> {
   const ctes = write ? sql`, ${write.ctes('idempotency_gate')}` : sql``;
   const after = write?.after ? sql`, ${write.after} as after` : sql``;
   return sql`with idempotency_gate as (${gate})${ctes}
     select (select count(*) from idempotency_gate)::int as owned${after}`;
 }
 
-export type StatementOutcome = { stored: StoredResponse; replayed: boolean } | { held: Ownership | undefined };
+/** `needsTransaction`: the operation queried the database itself (before any claim was sent). */
+export type StatementOutcome = { stored: StoredResponse; replayed: boolean } | { needsTransaction: true };
 
 /**
- * Runs `operation` with a WriteUnit. Its answer, or, when it queried the database itself, what the
- * transactional path needs to run it again: the claim it already holds, if any.
+ * Runs `operation` with a WriteUnit. Its answer, or, when it queried the database itself, that it must
+ * run in a transaction instead (nothing claimed yet).
  */
 export async function runAsStatement(
   db: Db,
@@ -192,13 +209,13 @@ export async function runAsStatement(
   const unit = new StatementUnit(db, settings, id);
   try {
     const result = await operation(unit.executor);
-    if (unit.refused) return { held: unit.held };
-    if (unit.unclaimed) await unit.claim(); // it never reached the database: claim before storing
-    await unit.store(result);
+    if (unit.refused) return { needsTransaction: true };
+    if (unit.unclaimed) await unit.claimAndStore(result);
+    else await unit.store(result);
     return { stored: result, replayed: false };
   } catch (err) {
     if (err instanceof KeyAnswered) return { stored: err.stored, replayed: true };
-    if (unit.refused) return { held: unit.held };
+    if (unit.refused) return { needsTransaction: true };
     // The key's answer (a replay, 409) comes before the operation's failure, as when it is claimed first.
     if (unit.unclaimed) return claimThenFail(unit, db, err);
     if (unit.held) await release(db, unit.held);

@@ -7,7 +7,8 @@
 //    and its replayable result commit together or not at all.
 // 3. Failures (validation, conflicts) release the claim: only successful results are stored.
 // A claim whose process died is taken over once its lock expires.
-// On PostgreSQL a write that can be said as one statement (a create) skips the transaction: see WriteUnit.
+// On PostgreSQL a write that can be said as one statement (a create) skips the transaction and claims its
+// key in that statement, answered: see WriteUnit. A duplicate then waits for it and replays, as on SQLite.
 import { createHash } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { executorDialect, type Db, type Executor } from '../db/database.ts';
@@ -123,7 +124,6 @@ async function runOnce(
   const caller = callerKeyOf(request);
   const fingerprint =
     key === undefined ? '' : requestFingerprint(request.method, request.url.split('?')[0] ?? '', request.body);
-  let held: Ownership | undefined;
   if (options.oneStatement && !settings.singleWriter && executorDialect(db) === 'postgres') {
     const outcome = await runAsStatement(
       db,
@@ -132,7 +132,7 @@ async function runOnce(
       operation,
     );
     if ('stored' in outcome) return sendStored(reply, outcome.stored, outcome.replayed);
-    held = outcome.held; // the operation queried the database itself: it runs in a transaction after all
+    // The operation queried the database itself: it runs in a transaction after all.
   }
   if (key === undefined) return sendStored(reply, await db.transaction().execute(operation));
   if (settings.singleWriter) {
@@ -146,15 +146,11 @@ async function runOnce(
     });
     return sendStored(reply, outcome.stored, outcome.replayed);
   }
-  let ours = held;
-  if (ours === undefined) {
-    const claimed = await claim(db, settings, { caller, key, fingerprint });
-    if ('replay' in claimed) return sendStored(reply, claimed.replay, true);
-    ours = { caller, key, lockedUntil: claimed.lockedUntil };
-  }
+  const claimed = await claim(db, settings, { caller, key, fingerprint });
+  if ('replay' in claimed) return sendStored(reply, claimed.replay, true);
   // Every write below is conditional on still holding the lock we took: a request that outlived its
   // lock and was taken over must neither commit its result nor release the new owner's claim.
-  const owned = ours;
+  const owned: Ownership = { caller, key, lockedUntil: claimed.lockedUntil };
   try {
     return sendStored(reply, await db.transaction().execute((trx) => runAndStore(trx, operation, owned)));
   } catch (err) {

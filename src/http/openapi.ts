@@ -19,7 +19,7 @@ function description(features: readonly FeatureContribution[]): string {
 **Errors** are \`application/problem+json\` (RFC 9457) with \`type\`, \`title\`, \`status\`, \`detail\`, \`instance\`, \`requestId\` and, for validation, \`errors[]\` of \`{pointer, detail}\`.
 Types: ${types.map((t) => `\`${t.slug}\` (${t.status})`).join(', ')}.
 
-**Idempotency-Key** on POST: same key + same body → the stored response again with \`Idempotent-Replayed: true\`; different body → 409; still in flight → 409 with Retry-After. Keys expire after 24 h (configurable).`;
+**Idempotency-Key** on POST: same key + same body → the stored response again with \`Idempotent-Replayed: true\`; different body → 409; still in flight → 409 with Retry-After (a create's duplicate instead waits for the first one's write and gets its replay). Keys expire after 24 h (configurable).`;
   return [shared, ...features.map((f) => f.openApi.description)].join('\n\n');
 }
 

@@ -1,6 +1,7 @@
 // PostgreSQL: a new order in one autocommit statement with everything that commits with it: its first
 // status change, its order.created event and deliveries, and the response stored on its Idempotency-Key
-// (WriteUnit, src/http/idempotency-statement.ts). Two round trips in all: the id with the key's claim, then this.
+// (WriteUnit, src/http/idempotency-statement.ts), which also claims the key. Before it, the order's id,
+// whose round trip the creates running at the same time share (src/db/sequence-reservations.ts).
 import { sql } from 'kysely';
 import type { WriteUnit } from '../http/idempotency-statement.ts';
 import type { OrderEventSink, OrderEventStatements } from './orders.events.ts';

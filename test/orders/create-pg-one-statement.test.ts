@@ -1,7 +1,8 @@
-// PostgreSQL: POST /api/orders in two round trips (issue 17): the key's claim with the order id, then one
-// autocommit statement with the order, its history, its event and deliveries, the NOTIFY and the stored
-// response (WriteUnit, src/http/idempotency.ts). Counts the queries each request sends, and proves the
-// statement's gate: a key taken over meanwhile writes nothing, a failed statement releases the claim.
+// PostgreSQL: POST /api/orders in one statement (issue 17): the order's id (shared with the creates running
+// at the same time), then one autocommit statement with the key's claim, the order, its history, its event
+// and deliveries, the NOTIFY and the stored response (WriteUnit, src/http/idempotency-statement.ts). Counts
+// the queries each request sends, and proves the statement's gate: a duplicate waits for the first
+// statement and replays it, a key held by another request writes nothing, a failed statement leaves no key.
 import assert from 'node:assert/strict';
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { randomUUID } from 'node:crypto';
@@ -10,6 +11,7 @@ import { after, before, describe, test } from 'node:test';
 import { sql } from 'kysely';
 import pg from 'pg';
 import { toDbTime } from '../../src/db/codecs.ts';
+import { requestFingerprint } from '../../src/http/idempotency.ts';
 import type { Db } from '../../src/db/database.ts';
 import { seedEndpoint } from '../helpers/webhook-seed.ts';
 import { testDialects } from '../helpers/databases.ts';
@@ -97,7 +99,7 @@ for (const dialect of testDialects().filter((d) => d === 'postgres')) {
         .execute(),
     });
 
-    test('a fresh create with a key is two queries and writes the order, its history, its event, one delivery per subscriber and the replayable response', async () => {
+    test("a fresh create with a key is its id and one statement, which claims the key and writes the order, its history, its event, one delivery per subscriber and the key's answer", async () => {
       const everything = await insertEndpoint(['*']);
       const created = await insertEndpoint(['order.created']);
       await insertEndpoint(['order.paid']); // not subscribed to order.created: no delivery
@@ -106,7 +108,11 @@ for (const dialect of testDialects().filter((d) => d === 'postgres')) {
       const { res, sent } = await create(customer, key);
       expectStatus(res, 201);
       assert.equal(sent.length, 2, `queries sent:\n${oneLine(sent)}`);
+      assert.match(sent[0] ?? '', /nextval.*generate_series/s, `the id comes first:\n${oneLine(sent)}`);
+      assert.match(sent[1] ?? '', /insert into idempotency_keys/, 'the key is claimed by the write');
       assert.match(sent[1] ?? '', /pg_notify/, 'the NOTIFY goes with the write');
+      const keyRow = await db.selectFrom('idempotency_keys').select('state').where('key', '=', key).execute();
+      assert.deepEqual(keyRow, [{ state: 'done' }]);
 
       const { orders, events } = await rowsOf(customer);
       assert.deepEqual(orders, [{ id: res.json.Id, status: 'pending' }]);
@@ -183,35 +189,91 @@ for (const dialect of testDialects().filter((d) => d === 'postgres')) {
         ).rows[0]?.n,
       );
 
-    test('a key taken over between the claim and the write writes nothing and answers 409 with Retry-After', async () => {
+    /** Starts a create with `key` and waits until its write statement waits for a lock (wrapped: not awaited). */
+    async function createWhoseWriteWaits(customer: string, key: string, total = 12.5) {
+      const waitingBefore = await waitingWrites();
+      const response = call(server.url, 'POST', '/api/orders', {
+        token,
+        body: { CustomerId: customer, Total: total, Currency: 'EUR' },
+        headers: { 'idempotency-key': key },
+      });
+      response.catch(() => undefined); // awaited by the test; not an unhandled rejection meanwhile
+      await waitUntil(
+        async () => (await waitingWrites()) > waitingBefore,
+        5000,
+        () => 'the write statement never waited',
+      );
+      return { response };
+    }
+
+    test('a duplicate sent while the first create is in flight is answered with its replay: no 409, no second order', async () => {
       const customer = randomUUID();
       const key = `k-${randomUUID()}`;
-      let pending: ReturnType<typeof create> | undefined;
+      const sent: Array<Promise<Awaited<ReturnType<typeof call>>>> = [];
       await whileWriteWaits(async () => {
-        pending = create(customer, key);
-        await waitUntil(
-          async () => (await waitingWrites()) > 0,
-          2000,
-          () => 'the write statement never waited',
-        );
-        // What a request taking the claim over does: a new lock on the key.
-        const taken = await db
-          .updateTable('idempotency_keys')
-          .set({ locked_until: toDbTime(new Date(Date.now() + 30_000)) })
-          .where('key', '=', key)
-          .where('state', '=', 'in_flight')
-          .executeTakeFirst();
-        assert.equal(Number(taken.numUpdatedRows), 1, 'the first request had claimed the key');
+        sent.push((await createWhoseWriteWaits(customer, key)).response);
+        sent.push((await createWhoseWriteWaits(customer, key)).response);
       });
-      const { res } = await pending!;
-      expectProblem(res, 409, 'idempotency-key-in-flight');
-      assert.ok(Number(res.headers.get('retry-after')) >= 1, `Retry-After ${res.headers.get('retry-after')}`);
-      assert.deepEqual(await rowsOf(customer), { orders: [], events: [] }, 'nothing of the order was written');
-      const kept = await db.selectFrom('idempotency_keys').select('state').where('key', '=', key).execute();
-      assert.deepEqual(kept, [{ state: 'in_flight' }], "the new owner's claim is left alone");
+      const answers = await Promise.all(sent);
+      for (const res of answers) expectStatus(res, 201);
+      const originals = answers.filter((res) => res.headers.get('idempotent-replayed') === null);
+      assert.equal(originals.length, 1, `replayed: ${answers.map((r) => r.headers.get('idempotent-replayed'))}`);
+      assert.equal(answers[0]!.text, answers[1]!.text, 'the replay is the original byte for byte');
+      const { orders, events } = await rowsOf(customer);
+      assert.deepEqual(orders, [{ id: originals[0]!.json.Id, status: 'pending' }]);
+      assert.equal(events.length, 1, JSON.stringify(events));
     });
 
-    test('a write statement that fails releases the claim: the same key then creates exactly one order', async () => {
+    test('a duplicate with another body sent while the first create is in flight is 409 and writes nothing', async () => {
+      const customer = randomUUID();
+      const key = `k-${randomUUID()}`;
+      const sent: Array<Promise<Awaited<ReturnType<typeof call>>>> = [];
+      await whileWriteWaits(async () => {
+        sent.push((await createWhoseWriteWaits(customer, key, 10)).response);
+        sent.push((await createWhoseWriteWaits(customer, key, 20)).response);
+      });
+      const answers = await Promise.all(sent);
+      const created = answers.filter((res) => res.status === 201);
+      const refused = answers.filter((res) => res.status !== 201);
+      assert.equal(created.length, 1, `statuses ${answers.map((r) => r.status)}`);
+      expectProblem(refused[0]!, 409, 'idempotency-key-reused');
+      assert.deepEqual((await rowsOf(customer)).orders, [{ id: created[0]!.json.Id, status: 'pending' }]);
+    });
+
+    test("a key held by another request's claim writes nothing and answers 409 with the claim's Retry-After", async () => {
+      const customer = randomUUID();
+      const key = `k-${randomUUID()}`;
+      // What a request that claims its key on its own (an action) leaves while it runs.
+      const now = Date.now();
+      await db
+        .insertInto('idempotency_keys')
+        .values({
+          caller: 'client:test-client',
+          key,
+          fingerprint: requestFingerprint('POST', '/api/orders', {
+            CustomerId: customer,
+            Total: 12.5,
+            Currency: 'EUR',
+          }),
+          state: 'in_flight',
+          locked_until: toDbTime(new Date(now + 30_000)),
+          created_at: toDbTime(new Date(now)),
+          expires_at: toDbTime(new Date(now + 86_400_000)),
+          response_status: null,
+          response_headers: null,
+          response_body: null,
+        })
+        .execute();
+      const { res, sent } = await create(customer, key);
+      expectProblem(res, 409, 'idempotency-key-in-flight');
+      assert.ok(Number(res.headers.get('retry-after')) >= 29, `Retry-After ${res.headers.get('retry-after')}`);
+      assert.match(sent[1] ?? '', /insert into idempotency_keys/, `queries sent:\n${oneLine(sent)}`);
+      assert.deepEqual(await rowsOf(customer), { orders: [], events: [] }, 'nothing of the order was written');
+      const kept = await db.selectFrom('idempotency_keys').select('state').where('key', '=', key).execute();
+      assert.deepEqual(kept, [{ state: 'in_flight' }], "the other request's claim is left alone");
+    });
+
+    test('a write statement that fails leaves no claim behind: the same key then creates exactly one order', async () => {
       const customer = randomUUID();
       const key = `k-${randomUUID()}`;
       let failed: Awaited<ReturnType<typeof create>> | undefined;
@@ -221,7 +283,7 @@ for (const dialect of testDialects().filter((d) => d === 'postgres')) {
       });
       assert.equal(failed?.res.status, 503, `${failed?.res.status} ${failed?.res.text}`);
       const left = await db.selectFrom('idempotency_keys').select('state').where('key', '=', key).execute();
-      assert.deepEqual(left, [], 'the claim was released');
+      assert.deepEqual(left, [], 'no claim is left');
       assert.deepEqual(await rowsOf(customer), { orders: [], events: [] });
 
       const retried = await create(customer, key);
