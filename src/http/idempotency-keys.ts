@@ -173,18 +173,12 @@ const insertClaimRow = compiledStatement<KeyRow, unknown>((db, param) => claimIn
  * says what to answer. An uncommitted row of a concurrent request with the same key is waited for (the
  * unique index), so two such statements never both write.
  */
-export function keyClaimedWithAnswer(
-  id: KeyId,
-  answer: StoredResponse,
-  settings: IdempotencySettings,
-): RawBuilder<unknown> {
-  const now = new Date();
-  const at = toDbTime(now);
-  const expiresAt = toDbTime(new Date(now.getTime() + settings.ttlSeconds * 1000));
+export function keyClaimedWithAnswer(param: ParamOf<KeyAnswerValues>): RawBuilder<unknown> {
+  const at = param('key_at');
   return sql`insert into idempotency_keys as k (caller, "key", fingerprint, state, locked_until, created_at,
       expires_at, response_status, response_headers, response_body)
-    values (${id.caller}, ${id.key}, ${id.fingerprint}, 'done', ${at}, ${at}, ${expiresAt}, ${answer.status},
-      ${toDbJson(answer.headers)}, ${answer.body})
+    values (${param('key_caller')}, ${param('key_key')}, ${param('key_fingerprint')}, 'done', ${at}, ${at},
+      ${param('key_expires_at')}, ${param('key_status')}, ${param('key_headers')}, ${param('key_body')})
     on conflict (caller, "key") do update set fingerprint = excluded.fingerprint, state = 'done',
       locked_until = excluded.locked_until, created_at = excluded.created_at, expires_at = excluded.expires_at,
       response_status = excluded.response_status, response_headers = excluded.response_headers,
@@ -192,4 +186,51 @@ export function keyClaimedWithAnswer(
     where k.expires_at <= ${at}
       or (k.state = 'in_flight' and k.locked_until <= ${at} and k.fingerprint = excluded.fingerprint)
     returning 1`;
+}
+
+/** The key's answer, on the claim we hold (none if it was taken over meanwhile). */
+export function answerWhileOwned(param: ParamOf<KeyAnswerValues>): RawBuilder<unknown> {
+  return sql`update idempotency_keys
+    set state = 'done', response_status = ${param('key_status')}, response_headers = ${param('key_headers')},
+      response_body = ${param('key_body')}
+    where caller = ${param('key_caller')} and "key" = ${param('key_key')} and state = 'in_flight'
+      and locked_until = ${param('key_locked_until')}
+    returning 1`;
+}
+
+/**
+ * The values of keyClaimedWithAnswer and answerWhileOwned: the key, the answer to store on it, and
+ * either the times of a new claim or the lock we hold (`ours`).
+ */
+export interface KeyAnswerValues {
+  key_caller: string;
+  key_key: string;
+  key_fingerprint: string;
+  key_at: string;
+  key_expires_at: string;
+  key_locked_until: string;
+  key_status: number;
+  key_headers: string;
+  key_body: string;
+}
+
+export function keyAnswerValues(
+  id: KeyId,
+  answer: StoredResponse,
+  settings: IdempotencySettings,
+  ours?: Ownership,
+): KeyAnswerValues {
+  const now = new Date();
+  const at = toDbTime(now);
+  return {
+    key_caller: id.caller,
+    key_key: id.key,
+    key_fingerprint: id.fingerprint,
+    key_at: at,
+    key_expires_at: toDbTime(new Date(now.getTime() + settings.ttlSeconds * 1000)),
+    key_locked_until: ours?.lockedUntil ?? at,
+    key_status: answer.status,
+    key_headers: toDbJson(answer.headers),
+    key_body: answer.body,
+  };
 }

@@ -13,27 +13,40 @@ import {
 } from 'kysely';
 import type { Db, Executor } from '../db/database.ts';
 import type { Database } from '../db/schema.ts';
-import { toDbJson } from '../db/codecs.ts';
+import { compiledStatement, type AnyParam, type ParamOf } from '../db/compiled-statement.ts';
 import { reservationsOf } from '../db/sequence-reservations.ts';
 import {
+  answerWhileOwned,
   claim,
   currentLock,
   inFlight,
+  keyAnswerValues,
   keyClaimedWithAnswer,
   release,
   type IdempotencySettings,
+  type KeyAnswerValues,
   type KeyId,
   type Operation,
   type Ownership,
   type StoredResponse,
 } from './idempotency-keys.ts';
 
-/** Data-modifying CTEs that a write hands its WriteUnit, to go out with the statement storing its response. */
+/**
+ * Data-modifying CTEs that a write hands its WriteUnit, to go out with the statement storing its response:
+ * a shape built from named parameters (one object per kind of write, so that the statement is built and
+ * compiled once, compiled-statement.ts) and this write's values. Value names must not start with `key_`
+ * (the key's own: KeyAnswerValues).
+ */
 export interface StatementWrite {
-  /** Written only for the row of the CTE named `gate`, which has none when the key was taken over meanwhile. */
-  ctes(gate: string): RawBuilder<unknown>;
+  shape: StatementWriteShape;
+  values: object;
+}
+
+export interface StatementWriteShape {
+  /** Written only for the row of the CTE named `gate`, which has none when the key is not ours. */
+  ctes(gate: string, param: AnyParam): RawBuilder<unknown>;
   /** Evaluated once after the CTEs (a NOTIFY, say). */
-  after?: RawBuilder<unknown>;
+  after?(param: AnyParam): RawBuilder<unknown>;
 }
 
 /**
@@ -158,9 +171,7 @@ class StatementUnit implements WriteUnit {
   async claimAndStore(result: StoredResponse): Promise<void> {
     const id = this.#id!;
     this.#claimed = true; // a failed statement claimed nothing: its error is the answer, with nothing to release
-    const { rows } = await storingStatement(keyClaimedWithAnswer(id, result, this.#settings), this.write).execute(
-      this.#db,
-    );
+    const { rows } = await runStoring(this.#db, 'claim', this.write, keyAnswerValues(id, result, this.#settings));
     if (rows[0]?.owned === 1) return;
     await this.claim();
     await this.store(result);
@@ -169,28 +180,50 @@ class StatementUnit implements WriteUnit {
   /** The deferred write and the key's result in one statement; a key taken over meanwhile writes nothing. */
   async store(result: StoredResponse): Promise<void> {
     if (!this.held && !this.write) return;
-    const gate = this.held ? answerWhileOwned(this.held, result) : sql`select 1`;
-    const { rows } = await storingStatement(gate, this.write).execute(this.#db);
+    const keyValues = this.held && keyAnswerValues(this.#id!, result, this.#settings, this.held);
+    const { rows } = await runStoring(this.#db, this.held ? 'owned' : 'none', this.write, keyValues);
     if (this.held && rows[0]?.owned !== 1) throw inFlight(await currentLock(this.#db, this.held));
   }
 }
 
-/** The key's answer, on the claim we hold (none if it was taken over meanwhile). */
-function answerWhileOwned(ours: Ownership, result: StoredResponse): RawBuilder<unknown> {
-  return sql`update idempotency_keys
-    set state = 'done', response_status = ${result.status}, response_headers = ${toDbJson(result.headers)},
-      response_body = ${result.body}
-    where caller = ${ours.caller} and "key" = ${ours.key} and state = 'in_flight'
-      and locked_until = ${ours.lockedUntil}
-    returning 1`;
+/**
+ * The statement a write goes out in, gated: `claim`, the key claimed with its answer (a create's key);
+ * `owned`, the answer stored on the claim we hold; `none`, no key. The gate returns one row when the
+ * write may go ahead, and the write is gated on that row.
+ */
+type Gate = 'claim' | 'owned' | 'none';
+
+const GATES: Record<Gate, (param: ParamOf<KeyAnswerValues>) => RawBuilder<unknown>> = {
+  claim: keyClaimedWithAnswer,
+  owned: answerWhileOwned,
+  none: () => sql`select 1`,
+};
+
+type Storing = ReturnType<typeof storingStatementOf>;
+
+/** Per write shape, the compiled statement of each gate; NO_WRITE stands for a request that deferred none. */
+const storingStatements = new WeakMap<object, Map<Gate, Storing>>();
+const NO_WRITE = {};
+
+function storingStatementOf(gate: Gate, shape: StatementWriteShape | undefined) {
+  return compiledStatement<object, { owned: number }>((db, param) => {
+    const ctes = shape ? sql`, ${shape.ctes('idempotency_gate', param)}` : sql``;
+    const after = shape?.after ? sql`, ${shape.after(param)} as after` : sql``;
+    const statement = sql<{
+      owned: number;
+    }>`with idempotency_gate as (${GATES[gate](param as ParamOf<KeyAnswerValues>)})${ctes}
+      select (select count(*) from idempotency_gate)::int as owned${after}`;
+    return { compile: () => statement.compile(db) };
+  });
 }
 
-/** `gate`: a statement returning one row when the write may go ahead; the write is gated on that row. */
-function storingStatement(gate: RawBuilder<unknown>, write: StatementWrite | undefined): RawBuilder<{ owned: number }> {
-  const ctes = write ? sql`, ${write.ctes('idempotency_gate')}` : sql``;
-  const after = write?.after ? sql`, ${write.after} as after` : sql``;
-  return sql`with idempotency_gate as (${gate})${ctes}
-    select (select count(*) from idempotency_gate)::int as owned${after}`;
+function runStoring(db: Db, gate: Gate, write: StatementWrite | undefined, keyValues: KeyAnswerValues | undefined) {
+  const shapeKey = write?.shape ?? NO_WRITE;
+  let byGate = storingStatements.get(shapeKey);
+  if (!byGate) storingStatements.set(shapeKey, (byGate = new Map()));
+  let storing = byGate.get(gate);
+  if (!storing) byGate.set(gate, (storing = storingStatementOf(gate, write?.shape)));
+  return storing(db, { ...keyValues, ...write?.values });
 }
 
 /** `needsTransaction`: the operation queried the database itself (before any claim was sent). */

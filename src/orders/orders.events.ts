@@ -1,6 +1,7 @@
 // The events an order change emits. The orders module says what happened; whoever implements the
 // sink (the webhook outbox) records it in the same transaction as the change.
 import type { RawBuilder } from 'kysely';
+import type { AnyParam } from '../db/compiled-statement.ts';
 import type { Executor } from '../db/database.ts';
 import type { OrderRecord } from './orders.repository.ts';
 import type { OrderStatus } from './orders.states.ts';
@@ -24,16 +25,26 @@ export interface OrderEventSink {
  */
 export type OrderEventSinkAt = (baseUrl: string) => OrderEventSink;
 
-/** CTEs of one statement, and what to evaluate after them. */
+/**
+ * Part of one statement: its shape, built from named parameters once (the same object for every
+ * change of a kind, so the statement is compiled once: compiled-statement.ts), and one change's values.
+ */
 export interface StatementParts {
-  ctes: RawBuilder<unknown>;
-  after?: RawBuilder<unknown>;
+  shape: StatementPartShape;
+  values: object;
+}
+
+export interface StatementPartShape {
+  /** CTEs written only for the row of the CTE named `source`. */
+  ctes(param: AnyParam, source: string): RawBuilder<unknown>;
+  /** Evaluated once after the CTEs (a NOTIFY, say). */
+  after?(param: AnyParam): RawBuilder<unknown>;
 }
 
 /** A sink that can also write an event as part of one statement (the webhook outbox, on PostgreSQL: orders.statement.ts). */
 export interface OrderEventStatements {
-  /** The event of `order`'s change, written only for the row of the CTE named `source`. */
-  orderChangedInStatement(type: OrderEventType, order: OrderRecord, now: Date, source: string): StatementParts;
+  /** The event of `order`'s change, for a statement that writes it only for the row of the CTE it names. */
+  orderChangedInStatement(type: OrderEventType, order: OrderRecord, now: Date): StatementParts;
 }
 
 /** The event a move into `status` emits. */

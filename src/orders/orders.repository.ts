@@ -4,7 +4,7 @@
 import { sql, type RawBuilder } from 'kysely';
 import type { Executor } from '../db/database.ts';
 import { fromDbTime, toDbTime } from '../db/codecs.ts';
-import { compiledStatement } from '../db/compiled-statement.ts';
+import { compiledStatement, type ParamOf } from '../db/compiled-statement.ts';
 import type { DbTime, OrdersTable } from '../db/schema.ts';
 import type { OrderStatus } from './orders.states.ts';
 
@@ -83,23 +83,49 @@ export async function insertOrder(db: Executor, order: NewOrder): Promise<OrderR
 /** PostgreSQL: the next order id, taken before the order is written (its response and event carry it). */
 export const NEXT_ORDER_ID: RawBuilder<number> = sql<number>`nextval(pg_get_serial_sequence('orders', 'id'))`;
 
+/** The values of insertOrderCtes for one order. */
+export interface NewOrderValues {
+  order_id: number;
+  order_customer_id: string;
+  order_total_minor: number;
+  order_currency: string;
+  order_status: string;
+  order_version: number;
+  order_created_at: string;
+  order_updated_at: string;
+}
+
+export function newOrderValues(order: OrderRecord): NewOrderValues {
+  return {
+    order_id: order.id,
+    order_customer_id: order.customerId,
+    order_total_minor: order.totalMinor,
+    order_currency: order.currency,
+    order_status: order.status,
+    order_version: order.version,
+    order_created_at: toDbTime(order.createdAt),
+    order_updated_at: toDbTime(order.updatedAt),
+  };
+}
+
 /**
  * PostgreSQL: insertOrder and its first status change as CTEs of one statement, for an id from
  * NEXT_ORDER_ID; written only for the row of the CTE named `gate`. CTE `new_order` yields the order's id.
+ * Built from named parameters (newOrderValues), so the statement is compiled once (compiled-statement.ts).
  * The parameters are cast because INSERT … SELECT gives them no type from the target columns.
  */
-export function insertOrderCtes(order: OrderRecord, gate: string): RawBuilder<unknown> {
-  const at = toDbTime(order.createdAt);
+export function insertOrderCtes(param: ParamOf<NewOrderValues>, gate: string): RawBuilder<unknown> {
   return sql`new_order as (
     insert into orders (id, customer_id, total_minor, currency, status, version, created_at, updated_at)
     overriding system value
-    select ${order.id}::bigint, ${order.customerId}::uuid, ${order.totalMinor}::bigint, ${order.currency}::text,
-      ${order.status}::text, ${order.version}::integer, ${at}::timestamptz, ${toDbTime(order.updatedAt)}::timestamptz
+    select ${param('order_id')}::bigint, ${param('order_customer_id')}::uuid, ${param('order_total_minor')}::bigint,
+      ${param('order_currency')}::text, ${param('order_status')}::text, ${param('order_version')}::integer,
+      ${param('order_created_at')}::timestamptz, ${param('order_updated_at')}::timestamptz
     from ${sql.table(gate)}
     returning id
   ), new_status_change as (
     insert into order_status_changes (order_id, status, changed_at)
-    select id, ${order.status}::text, ${at}::timestamptz from new_order
+    select id, ${param('order_status')}::text, ${param('order_created_at')}::timestamptz from new_order
   )`;
 }
 

@@ -3,9 +3,16 @@
 // (WriteUnit, src/http/idempotency-statement.ts), which also claims the key. Before it, the order's id,
 // whose round trip the creates running at the same time share (src/db/sequence-reservations.ts).
 import { sql } from 'kysely';
-import type { WriteUnit } from '../http/idempotency-statement.ts';
-import type { OrderEventSink, OrderEventStatements } from './orders.events.ts';
-import { insertOrderCtes, NEXT_ORDER_ID, type OrderRecord } from './orders.repository.ts';
+import type { ParamOf } from '../db/compiled-statement.ts';
+import type { StatementWriteShape, WriteUnit } from '../http/idempotency-statement.ts';
+import type { OrderEventSink, OrderEventStatements, StatementPartShape } from './orders.events.ts';
+import {
+  insertOrderCtes,
+  NEXT_ORDER_ID,
+  newOrderValues,
+  type NewOrderValues,
+  type OrderRecord,
+} from './orders.repository.ts';
 
 export function writesInStatement(sink: OrderEventSink): sink is OrderEventSink & OrderEventStatements {
   return typeof (sink as Partial<OrderEventStatements>).orderChangedInStatement === 'function';
@@ -30,7 +37,24 @@ export async function createInOneStatement(
 ): Promise<OrderRecord> {
   const id = Number(await unit.reserve(NEXT_ORDER_ID));
   const order: OrderRecord = { id, ...valid, status: 'pending', version: 1, createdAt: now, updatedAt: now };
-  const event = events.orderChangedInStatement('order.created', order, now, 'new_order');
-  unit.defer({ ctes: (gate) => sql`${insertOrderCtes(order, gate)}, ${event.ctes}`, after: event.after });
+  const event = events.orderChangedInStatement('order.created', order, now);
+  unit.defer({ shape: createShapeOf(event.shape), values: { ...newOrderValues(order), ...event.values } });
   return order;
+}
+
+/** The create's shape for each event shape (one in practice): the same object each time, compiled once. */
+const createShapes = new WeakMap<StatementPartShape, StatementWriteShape>();
+
+function createShapeOf(event: StatementPartShape): StatementWriteShape {
+  let shape = createShapes.get(event);
+  if (shape === undefined) {
+    const after = event.after?.bind(event);
+    shape = {
+      ctes: (gate: string, param: ParamOf<NewOrderValues>) =>
+        sql`${insertOrderCtes(param, gate)}, ${event.ctes(param, 'new_order')}`,
+      ...(after && { after }),
+    };
+    createShapes.set(event, shape);
+  }
+  return shape;
 }

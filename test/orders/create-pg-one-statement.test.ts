@@ -8,7 +8,7 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { after, before, describe, test } from 'node:test';
-import { sql } from 'kysely';
+import { PostgresQueryCompiler, sql } from 'kysely';
 import pg from 'pg';
 import { toDbTime } from '../../src/db/codecs.ts';
 import { requestFingerprint } from '../../src/http/idempotency.ts';
@@ -24,14 +24,25 @@ import { startWithClientToken, type TestServer } from '../helpers/server.ts';
 const sentBy = new Map<string, string[]>();
 const current = new AsyncLocalStorage<string[]>();
 
+/** Runs once, when the next write statement of a create has answered, before the create sees the answer. */
+let afterWriteStatement: (() => Promise<unknown>) | undefined;
+
 /** Counts pg queries in the async context of the request that sent them (not the dispatcher's, nor other tests'). */
 function countQueries(server: TestServer): () => void {
   const query = pg.Client.prototype.query;
   // eslint-disable-next-line @typescript-eslint/no-explicit-any -- passes pg's many overloads through
   pg.Client.prototype.query = function (this: pg.Client, ...args: any[]): any {
     const first: unknown = args[0];
-    current.getStore()?.push(typeof first === 'string' ? first : String((first as { text?: string }).text));
-    return (query as (...a: unknown[]) => unknown).apply(this, args);
+    const text = typeof first === 'string' ? first : String((first as { text?: string }).text);
+    current.getStore()?.push(text);
+    const answer = (query as (...a: unknown[]) => unknown).apply(this, args);
+    const hook = afterWriteStatement;
+    if (!hook || !text.includes('idempotency_gate') || !(answer instanceof Promise)) return answer;
+    afterWriteStatement = undefined;
+    return answer.then(async (result: unknown) => {
+      await hook();
+      return result;
+    });
   } as typeof query;
   const http = server.app.server;
   const [handler] = http.listeners('request') as Array<(req: IncomingMessage, res: ServerResponse) => void>;
@@ -165,6 +176,30 @@ for (const dialect of testDialects().filter((d) => d === 'postgres')) {
       assert.equal((await rowsOf(customer)).orders.length, 2);
     });
 
+    test('the write statement is built and compiled once: a later create compiles only its id fetch', async () => {
+      const compileQuery = PostgresQueryCompiler.prototype.compileQuery;
+      const compiled: string[] = [];
+      PostgresQueryCompiler.prototype.compileQuery = function (this: PostgresQueryCompiler, ...args) {
+        const query = compileQuery.apply(this, args);
+        if (current.getStore()) compiled.push(query.sql);
+        return query;
+      };
+      try {
+        expectStatus((await create(randomUUID(), `k-${randomUUID()}`)).res, 201); // may be the first of its shape
+        compiled.length = 0;
+        const { res, sent } = await create(randomUUID(), `k-${randomUUID()}`);
+        expectStatus(res, 201);
+        assert.equal(sent.length, 2, `queries sent:\n${oneLine(sent)}`);
+        assert.deepEqual(
+          compiled.map((text) => (/nextval/.test(text) ? 'the id fetch' : text)),
+          ['the id fetch'],
+          'compiled during the second create',
+        );
+      } finally {
+        PostgresQueryCompiler.prototype.compileQuery = compileQuery;
+      }
+    });
+
     /**
      * Holds an ACCESS EXCLUSIVE lock on webhook_events, so the create's write statement waits for it
      * (PostgreSQL locks every table a statement writes before it writes anything), while `meanwhile` runs.
@@ -240,10 +275,8 @@ for (const dialect of testDialects().filter((d) => d === 'postgres')) {
       assert.deepEqual((await rowsOf(customer)).orders, [{ id: created[0]!.json.Id, status: 'pending' }]);
     });
 
-    test("a key held by another request's claim writes nothing and answers 409 with the claim's Retry-After", async () => {
-      const customer = randomUUID();
-      const key = `k-${randomUUID()}`;
-      // What a request that claims its key on its own (an action) leaves while it runs.
+    /** What a request that claims its key on its own (an action) leaves while it runs: a live claim. */
+    async function holdKey(customer: string, key: string): Promise<void> {
       const now = Date.now();
       await db
         .insertInto('idempotency_keys')
@@ -264,6 +297,12 @@ for (const dialect of testDialects().filter((d) => d === 'postgres')) {
           response_body: null,
         })
         .execute();
+    }
+
+    test("a key held by another request's claim writes nothing and answers 409 with the claim's Retry-After", async () => {
+      const customer = randomUUID();
+      const key = `k-${randomUUID()}`;
+      await holdKey(customer, key);
       const { res, sent } = await create(customer, key);
       expectProblem(res, 409, 'idempotency-key-in-flight');
       assert.ok(Number(res.headers.get('retry-after')) >= 29, `Retry-After ${res.headers.get('retry-after')}`);
@@ -271,6 +310,33 @@ for (const dialect of testDialects().filter((d) => d === 'postgres')) {
       assert.deepEqual(await rowsOf(customer), { orders: [], events: [] }, 'nothing of the order was written');
       const kept = await db.selectFrom('idempotency_keys').select('state').where('key', '=', key).execute();
       assert.deepEqual(kept, [{ state: 'in_flight' }], "the other request's claim is left alone");
+    });
+
+    test('a key its holder releases just after the write statement saw it is claimed, and the write goes out on that claim', async () => {
+      const customer = randomUUID();
+      const key = `k-${randomUUID()}`;
+      await holdKey(customer, key);
+      // The holder fails and releases the key between our statement (which found it held) and our claim.
+      afterWriteStatement = () =>
+        current.exit(() => db.deleteFrom('idempotency_keys').where('key', '=', key).execute()); // not the create's query
+      const { res, sent } = await create(customer, key);
+      expectStatus(res, 201);
+      assert.equal(afterWriteStatement, undefined, 'the release ran');
+      assert.equal(sent.length, 4, `queries sent:\n${oneLine(sent)}`);
+      assert.match(sent[2] ?? '', /insert into "idempotency_keys"/, `the claim:\n${oneLine(sent)}`);
+      assert.match(sent[3] ?? '', /update idempotency_keys/, `the write, on our claim:\n${oneLine(sent)}`);
+      const { orders, events } = await rowsOf(customer);
+      assert.deepEqual(orders, [{ id: res.json.Id, status: 'pending' }]);
+      assert.equal(events.length, 1, JSON.stringify(events));
+      const keyRow = await db
+        .selectFrom('idempotency_keys')
+        .select(['state', 'response_status'])
+        .where('key', '=', key)
+        .execute();
+      assert.deepEqual(keyRow, [{ state: 'done', response_status: 201 }]);
+      const replay = await create(customer, key);
+      expectStatus(replay.res, 201);
+      assert.equal(replay.res.text, res.text, 'replayed byte for byte');
     });
 
     test('a write statement that fails leaves no claim behind: the same key then creates exactly one order', async () => {

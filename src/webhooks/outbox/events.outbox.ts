@@ -2,7 +2,7 @@
 // the caller's transaction, so a change commits with its events or not at all. Nothing is sent here;
 // the dispatcher picks the deliveries up after the commit.
 import { sql, type Insertable, type RawBuilder } from 'kysely';
-import { compiledStatement, placeholderRow } from '../../db/compiled-statement.ts';
+import { compiledStatement, placeholderRow, type ParamOf } from '../../db/compiled-statement.ts';
 import type { WebhookDeliveriesTable, WebhookEventsTable } from '../../db/schema.ts';
 import { executorDialect, type Dialect, type Executor } from '../../db/database.ts';
 import { toDbTime } from '../../db/codecs.ts';
@@ -181,42 +181,70 @@ function subscribesToQuoted(dialect: Dialect, quoted: string, table: string): Ra
   return sql<boolean>`(${types} = ${JSON.stringify([ALL_EVENTS])} or ${contains})`;
 }
 
-/** The CTEs of one statement that record an event, and what to evaluate after them. */
-export interface EventStatementParts {
-  ctes: RawBuilder<unknown>;
-  after: RawBuilder<unknown>;
+/** The values of EVENT_STATEMENT for one event. */
+export interface EventStatementValues {
+  event_id: string;
+  event_type: string;
+  event_at: string;
+  event_data: string;
+  event_customer_id: string | null;
+  event_order_id: number | null;
+  event_quoted_type: string;
+  delivery_id_time: string;
+  delivery_id_seed: string;
 }
 
-/**
- * PostgreSQL: record() as part of a caller's single statement (src/http/idempotency-statement.ts, WriteUnit):
- * the event row and one delivery per subscribed endpoint, written only for the row of the CTE named
- * `source` (so nothing when the caller's own write did not happen), and the NOTIFY when deliveries
- * were written. Data-modifying CTEs commit together or not at all, like record()'s transaction; PG
- * delivers the NOTIFY at commit (docs: NOTIFY). Subscriptions are matched as in subscribedEndpoints (subscribesTo).
- * Delivery ids are newId's layout: its time part, then 80 bits of SHA-256(128 fresh random bits, endpoint
- * id), as ordered, unguessable and unique as newId's, without a round trip to learn how many endpoints
- * there are.
- */
-export function eventStatementParts(event: NewEvent, source: string): EventStatementParts {
-  if (event.owner !== undefined || event.endpointIds !== undefined)
-    throw new Error('eventStatementParts records events for every subscriber only');
-  const at = toDbTime(event.occurredAt);
-  const seed = randomHex(16);
-  const ctes = sql`outbox_event as (
+/** The CTEs of one statement that record an event, and what to evaluate after them: shape and values. */
+export interface EventStatementParts {
+  shape: typeof EVENT_STATEMENT;
+  values: EventStatementValues;
+}
+
+/** See eventStatementParts. One object, so that a statement built with it is compiled once. */
+export const EVENT_STATEMENT = {
+  ctes: (param: ParamOf<EventStatementValues>, source: string): RawBuilder<unknown> => sql`outbox_event as (
     insert into webhook_events (id, type, occurred_at, data, customer_id, order_id)
-    select ${newId('evt')}::text, ${event.type}::text, ${at}::timestamptz, ${JSON.stringify(event.data)}::text,
-      ${event.customerId ?? null}::text, ${event.orderId ?? null}::integer
+    select ${param('event_id')}::text, ${param('event_type')}::text, ${param('event_at')}::timestamptz,
+      ${param('event_data')}::text, ${param('event_customer_id')}::text, ${param('event_order_id')}::integer
     from ${sql.table(source)}
     returning id
   ), outbox_deliveries as (
     insert into webhook_deliveries
       (id, event_id, endpoint_id, state, attempt_count, retry_index, next_attempt_at, created_at, updated_at)
-    select 'dlv_' || ${idTimePart()}::text || left(encode(sha256(convert_to(${seed}::text || w.id, 'UTF8')), 'hex'), 20),
+    select 'dlv_' || ${param('delivery_id_time')}::text
+        || left(encode(sha256(convert_to(${param('delivery_id_seed')}::text || w.id, 'UTF8')), 'hex'), 20),
       e.id, w.id,
-      'pending', 0, 0, ${at}::timestamptz, ${at}::timestamptz, ${at}::timestamptz
+      'pending', 0, 0, ${param('event_at')}::timestamptz, ${param('event_at')}::timestamptz, ${param('event_at')}::timestamptz
     from outbox_event e cross join webhook_endpoints w
-    where w.enabled = 1 and ${subscribesTo('postgres', event.type, 'w')}
+    where w.enabled = 1 and ${subscribesToQuoted('postgres', param('event_quoted_type'), 'w')}
     returning 1
-  )`;
-  return { ctes, after: sql`(select pg_notify(${WAKE_CHANNEL}, '') from outbox_deliveries limit 1)` };
+  )`,
+  after: (): RawBuilder<unknown> => sql`(select pg_notify(${WAKE_CHANNEL}, '') from outbox_deliveries limit 1)`,
+};
+
+/**
+ * PostgreSQL: record() as part of a caller's single statement (src/http/idempotency-statement.ts, WriteUnit):
+ * the event row and one delivery per subscribed endpoint, written only for the row of the CTE the
+ * caller names `source` in EVENT_STATEMENT.ctes (so nothing when the caller's own write did not happen),
+ * and the NOTIFY when deliveries were written. The shape is one constant; this returns its values. Data-modifying CTEs commit together or not at all, like record()'s transaction; PG
+ * delivers the NOTIFY at commit (docs: NOTIFY). Subscriptions are matched as in subscribedEndpoints (subscribesTo).
+ * Delivery ids are newId's layout: its time part, then 80 bits of SHA-256(128 fresh random bits, endpoint
+ * id), as ordered, unguessable and unique as newId's, without a round trip to learn how many endpoints
+ * there are.
+ */
+export function eventStatementParts(event: NewEvent): EventStatementParts {
+  if (event.owner !== undefined || event.endpointIds !== undefined)
+    throw new Error('eventStatementParts records events for every subscriber only');
+  const values: EventStatementValues = {
+    event_id: newId('evt'),
+    event_type: event.type,
+    event_at: toDbTime(event.occurredAt),
+    event_data: JSON.stringify(event.data),
+    event_customer_id: event.customerId ?? null,
+    event_order_id: event.orderId ?? null,
+    event_quoted_type: quotedType(event.type),
+    delivery_id_time: idTimePart(),
+    delivery_id_seed: randomHex(16),
+  };
+  return { shape: EVENT_STATEMENT, values };
 }

@@ -20,8 +20,8 @@ export function orderEventSink(outbox: Outbox): OrderEventSinkAt {
       await outbox.record(trx, orderEvent(baseUrl, type, order, now));
     },
     // Used only where the orders service was handed a WriteUnit, which exists on PostgreSQL only.
-    orderChangedInStatement(type, order, now, source) {
-      return eventStatementParts(orderEvent(baseUrl, type, order, now), source);
+    orderChangedInStatement(type, order, now) {
+      return eventStatementParts(orderEvent(baseUrl, type, order, now));
     },
   });
 }
