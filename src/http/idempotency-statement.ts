@@ -209,9 +209,8 @@ function storingStatementOf(gate: Gate, shape: StatementWriteShape | undefined) 
   return compiledStatement<object, { owned: number }>((db, param) => {
     const ctes = shape ? sql`, ${shape.ctes('idempotency_gate', param)}` : sql``;
     const after = shape?.after ? sql`, ${shape.after(param)} as after` : sql``;
-    const statement = sql<{
-      owned: number;
-    }>`with idempotency_gate as (${GATES[gate](param as ParamOf<KeyAnswerValues>)})${ctes}
+    const keyGate = GATES[gate](param as ParamOf<KeyAnswerValues>);
+    const statement = sql<{ owned: number }>`with idempotency_gate as (${keyGate})${ctes}
       select (select count(*) from idempotency_gate)::int as owned${after}`;
     return { compile: () => statement.compile(db) };
   });
