@@ -175,7 +175,10 @@ describeInBrowser('the console backbone in a real browser', (suite) => {
         .executeTakeFirstOrThrow();
       assert.notEqual(after.tokens, mine.tokens, 'new tokens stored');
       assert.ok(new Date(after.access_expires_at).getTime() > Date.now(), 'a fresh access token');
-      assert.doesNotMatch(after.tokens, /eyJ/, 'sealed at rest');
+      // Sealed: the cipher's iv.ciphertext.tag, and no JWT (header.payload, each base64url JSON: "eyJ").
+      // A bare /eyJ/ also matched random ciphertext (about 1 run in 100: three base64url letters in ~2,700).
+      assert.match(after.tokens, /^aes256gcm:[\w-]+\.[\w-]+\.[\w-]+$/, 'sealed at rest');
+      assert.doesNotMatch(after.tokens, /eyJ[\w-]*\.eyJ/, 'no token in the clear');
       const again = await proxyCall(suite.server, cp, { 'x-signet-console-csrf': csrf });
       assert.equal(again.status, 200, again.text);
       cp.assertClean();
