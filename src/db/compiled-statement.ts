@@ -29,7 +29,7 @@ export type ParamOf<V> = <K extends keyof V & string>(name: K) => V[K];
  * A ParamOf whose names are not known where it is passed on: the parts of one statement, built by
  * different modules, each take their own names from it (a ParamOf<V> of every V converts both ways).
  */
-// eslint-disable-next-line @typescript-eslint/no-explicit-any -- erases only the value type; each part checks its own names
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- only the value type is erased
 export type AnyParam = ParamOf<any>;
 
 interface Compiled<R> {

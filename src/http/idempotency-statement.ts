@@ -60,8 +60,8 @@ export interface StatementWriteShape {
  * index entry) and, once that has committed, is answered with the replay, as on SQLite.
  *
  * Any query the operation runs itself is refused before it reaches a connection, and the operation is
- * run again in a transaction, as without a unit (its key not yet claimed: the claim goes with the write): an operation passed to
- * runIdempotent must have no effect outside the database before its first query.
+ * run again in a transaction, as without a unit (its key not yet claimed: the claim goes with the write):
+ * an operation passed to runIdempotent must have no effect outside the database before its first query.
  */
 export interface WriteUnit {
   reserve<T>(value: RawBuilder<T>): Promise<T>;

@@ -202,9 +202,11 @@ export interface EventStatementParts {
 
 /** See eventStatementParts. One object, so that a statement built with it is compiled once. */
 export const EVENT_STATEMENT = {
-  ctes: (param: ParamOf<EventStatementValues>, source: string): RawBuilder<unknown> => sql`outbox_event as (
+  ctes(param: ParamOf<EventStatementValues>, source: string): RawBuilder<unknown> {
+    const at = param('event_at');
+    return sql`outbox_event as (
     insert into webhook_events (id, type, occurred_at, data, customer_id, order_id)
-    select ${param('event_id')}::text, ${param('event_type')}::text, ${param('event_at')}::timestamptz,
+    select ${param('event_id')}::text, ${param('event_type')}::text, ${at}::timestamptz,
       ${param('event_data')}::text, ${param('event_customer_id')}::text, ${param('event_order_id')}::integer
     from ${sql.table(source)}
     returning id
@@ -214,11 +216,12 @@ export const EVENT_STATEMENT = {
     select 'dlv_' || ${param('delivery_id_time')}::text
         || left(encode(sha256(convert_to(${param('delivery_id_seed')}::text || w.id, 'UTF8')), 'hex'), 20),
       e.id, w.id,
-      'pending', 0, 0, ${param('event_at')}::timestamptz, ${param('event_at')}::timestamptz, ${param('event_at')}::timestamptz
+      'pending', 0, 0, ${at}::timestamptz, ${at}::timestamptz, ${at}::timestamptz
     from outbox_event e cross join webhook_endpoints w
     where w.enabled = 1 and ${subscribesToQuoted('postgres', param('event_quoted_type'), 'w')}
     returning 1
-  )`,
+  )`;
+  },
   after: (): RawBuilder<unknown> => sql`(select pg_notify(${WAKE_CHANNEL}, '') from outbox_deliveries limit 1)`,
 };
 
@@ -226,8 +229,9 @@ export const EVENT_STATEMENT = {
  * PostgreSQL: record() as part of a caller's single statement (src/http/idempotency-statement.ts, WriteUnit):
  * the event row and one delivery per subscribed endpoint, written only for the row of the CTE the
  * caller names `source` in EVENT_STATEMENT.ctes (so nothing when the caller's own write did not happen),
- * and the NOTIFY when deliveries were written. The shape is one constant; this returns its values. Data-modifying CTEs commit together or not at all, like record()'s transaction; PG
- * delivers the NOTIFY at commit (docs: NOTIFY). Subscriptions are matched as in subscribedEndpoints (subscribesTo).
+ * and the NOTIFY when deliveries were written. The shape is that one constant; this returns its values.
+ * Data-modifying CTEs commit together or not at all, like record()'s transaction; PG delivers the NOTIFY
+ * at commit (docs: NOTIFY). Subscriptions are matched as in subscribedEndpoints (subscribesToQuoted).
  * Delivery ids are newId's layout: its time part, then 80 bits of SHA-256(128 fresh random bits, endpoint
  * id), as ordered, unguessable and unique as newId's, without a round trip to learn how many endpoints
  * there are.
