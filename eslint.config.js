@@ -80,7 +80,8 @@ export default tseslint.config(
 /** One no-restricted-imports entry per layer: the modules it may not import, as patterns on the specifier. */
 function layerRules() {
   const up = (...names) => `(^|/)(${names.join('|')})/`;
-  const top = '(^|/)(app|main)\\.ts$|(^|/)(cli|admin|console)/';
+  const features = ['orders', 'webhooks', 'auth-server'];
+  const top = '(^|/)(app|main)\\.ts$|(^|/)(cli|console|operator)/';
   const layer = (files, message, ...regexes) => ({
     files,
     rules: { 'no-restricted-imports': ['error', { patterns: regexes.map((regex) => ({ regex, message })) }] },
@@ -89,19 +90,25 @@ function layerRules() {
     layer(
       ['src/config/**'],
       'config is the bottom layer',
-      up('db', 'audit', 'metrics', 'http', 'receiver', 'orders', 'webhooks', 'auth-server'),
+      up('db', 'audit', 'metrics', 'http', 'idempotency', 'receiver', ...features),
       top,
     ),
     layer(
       ['src/db/**'],
       'db sits below http and the features',
-      up('audit', 'metrics', 'http', 'receiver', 'orders', 'webhooks', 'auth-server'),
+      up('audit', 'metrics', 'http', 'idempotency', 'receiver', ...features),
       top,
     ),
     layer(
       ['src/http/**'],
       'http/ is infrastructure: a feature contributes to it when it registers (http/feature.ts)',
-      up('receiver', 'orders', 'webhooks', 'auth-server'),
+      up('idempotency', 'receiver', ...features),
+      top,
+    ),
+    layer(
+      ['src/idempotency/**'],
+      'idempotency is infrastructure beside http: it knows no feature',
+      up('receiver', ...features),
       top,
     ),
     layer(
@@ -113,37 +120,43 @@ function layerRules() {
     layer(
       ['src/auth-server/**'],
       'the authorization server knows no resource feature',
-      up('receiver', 'orders', 'webhooks'),
+      up('receiver', 'orders', 'webhooks', 'idempotency'),
       top,
     ),
     layer(
       ['src/webhooks/**'],
       'webhooks reach orders only through the OrderEventSink port (orders.events.ts) and orders.representation.ts',
-      up('receiver', 'auth-server'),
+      up('receiver', 'auth-server', 'idempotency'),
       '(^|/)orders/(?!orders\\.(events|representation)\\.ts$)',
       top,
     ),
     layer(
-      ['src/audit/**'],
-      'the audit trail sits beside db: every feature records into it, it knows none of them',
-      up('http', 'receiver', 'orders', 'webhooks', 'auth-server'),
+      ['src/audit/*.ts'],
+      'the audit trail sits beside db: every feature records into it, it knows none of them, nor HTTP',
+      up('http', 'idempotency', 'receiver', ...features),
+      top,
+    ),
+    layer(
+      ['src/audit/admin/**'],
+      "the audit trail's admin routes use http/ and the trail, no feature",
+      up('idempotency', 'receiver', ...features),
       top,
     ),
     layer(
       ['src/metrics/**'],
       'the metrics sit beside db: features and http record into them, they know none of them',
-      up('http', 'audit', 'receiver', 'orders', 'webhooks', 'auth-server'),
+      up('http', 'audit', 'idempotency', 'receiver', ...features),
       top,
     ),
     layer(
-      ['src/admin/**'],
-      'the admin API composes the features like the CLI does, but is composed by app.ts',
-      '(^|/)(app|main)\\.ts$|(^|/)cli/',
+      ['src/operator/**'],
+      'operator/ spans features through their services and admin routes, never their stores',
+      '(^|/)(app|main)\\.ts$|(^|/)(cli|console)/',
     ),
     layer(
       ['src/receiver/**'],
       'the receiver kit imports only its own files and the generic database adapters',
-      '^\\.\\./(?!db/(sqlite-driver|current-schema-introspector)\\.ts$)',
+      '^\\.\\./(?!db/(sqlite/sqlite-driver|postgres/current-schema-introspector)\\.ts$)',
     ),
   ];
 }

@@ -10,7 +10,7 @@
 import { CompiledQuery, type KyselyPlugin } from 'kysely';
 import { openDatabase, type Db } from '../src/db/database.ts';
 import { migrateToLatest } from '../src/db/migrate.ts';
-import { createAdminDeliveriesService } from '../src/webhooks/api/admin-deliveries.service.ts';
+import { createAdminDeliveriesService } from '../src/webhooks/admin/admin-deliveries.service.ts';
 import type { Outbox } from '../src/webhooks/outbox/events.outbox.ts';
 import { createTestDatabase, type TestDialect } from '../test/helpers/databases.ts';
 

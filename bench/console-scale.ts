@@ -21,7 +21,7 @@ import Fastify from 'fastify';
 import pg from 'pg';
 import { buildApp } from '../src/app.ts';
 import { loadConfig } from '../src/config/config.ts';
-import { encodeCursor } from '../src/http/cursor.ts';
+import { encodeCursor } from '../src/http/representation/cursor.ts';
 import { SecretBox } from '../src/webhooks/store/secrets.ts';
 import { createTestDatabase, TEST_WEBHOOK_SECRET_KEY, type TestDialect } from '../test/helpers/databases.ts';
 import { benchServerEnv, createBenchIssuer } from './tokens.ts';

@@ -9,7 +9,7 @@
 // attempts written into the tables (test/helpers/stats-seed.ts), so the overview's charts have a history.
 import { mkdirSync } from 'node:fs';
 import { randomUUID } from 'node:crypto';
-import { FLUSH_INTERVAL_MS } from '../src/auth-server/token-stats.ts';
+import { FLUSH_INTERVAL_MS } from '../src/auth-server/tokens/token-stats.ts';
 import { startAuthServer, type AuthTestServer } from '../test/helpers/auth-server.ts';
 import { findChromium, launchChromium } from '../test/helpers/browser.ts';
 import { createAdmin, fillLoginForm, openConsolePage, type TestUser } from '../test/helpers/console.ts';
@@ -128,7 +128,7 @@ async function main(): Promise<void> {
     const cp = await openConsolePage(browser);
     await cp.page.setViewportSize(VIEWPORT);
     await signIn(cp.page, server, admin);
-    // Token counts reach the database at the next flush (src/auth-server/token-stats.ts): wait for it.
+    // Token counts reach the database at the next flush (src/auth-server/tokens/token-stats.ts): wait for it.
     await new Promise((resolve) => setTimeout(resolve, FLUSH_INTERVAL_MS + 1000));
     await cp.page.reload();
     await shoot(cp.page, '/console', 'Home', 'overview.png');

@@ -58,7 +58,7 @@ if (files.length === 0) {
 
 const SPECIAL = new Set(['(idle)', '(program)', '(garbage collector)', '(root)']);
 
-/** Package or file a frame belongs to: "fastify", "@fastify/rate-limit", "src/http/auth.ts", "node:internal/…". */
+/** Package or file a frame belongs to: "fastify", "@fastify/rate-limit", "src/http/bearer/auth.ts", "node:internal/…". */
 function ownerOf(frame: CallFrame): string | undefined {
   const { url, functionName } = frame;
   if (SPECIAL.has(functionName) && !url) return functionName;

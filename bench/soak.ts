@@ -26,7 +26,7 @@ import { cpus, tmpdir, totalmem } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Pool } from 'undici';
-import { createClient } from '../src/auth-server/clients.repository.ts';
+import { createClient } from '../src/auth-server/clients/clients.repository.ts';
 import { openDatabase } from '../src/db/database.ts';
 import { migrateToLatest } from '../src/db/migrate.ts';
 import { TEST_WEBHOOK_SECRET_KEY } from '../test/helpers/databases.ts';

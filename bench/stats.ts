@@ -1,4 +1,4 @@
-// The overview's cost on a large data set (GET /api/admin/stats, src/admin/stats.overview.ts): seeds
+// The overview's cost on a large data set (GET /api/admin/stats, src/operator/stats.overview.ts): seeds
 // BENCH_STATS_DELIVERIES (1,000,000) deliveries spread over BENCH_STATS_SPREAD_HOURS (168) up to now, each
 // with one attempt and every fifth with a second, plus 20,000 sign-ins in the audit trail; prints the plan of
 // every statement the overview runs (EXPLAIN QUERY PLAN / EXPLAIN ANALYZE) and the time of BENCH_STATS_RUNS
@@ -7,7 +7,7 @@ import { performance } from 'node:perf_hooks';
 import { CompiledQuery, sql, type KyselyPlugin, type RootOperationNode } from 'kysely';
 import { openDatabase, withoutTimeouts, type Dialect } from '../src/db/database.ts';
 import { migrateToLatest } from '../src/db/migrate.ts';
-import { overview } from '../src/admin/stats.overview.ts';
+import { overview } from '../src/operator/stats.overview.ts';
 import { createTestDatabase } from '../test/helpers/databases.ts';
 
 const dialect = (process.argv[2] ?? 'sqlite') as Dialect;

@@ -6,44 +6,44 @@ import type { Redis } from 'ioredis';
 import { hostForUrl, type Config } from './config/config.ts';
 import { databaseOptions, openDatabase, type DatabaseHandle } from './db/database.ts';
 import { migrateToLatest } from './db/migrate.ts';
-import { decorateAuth, registerScopeCheck } from './http/auth.ts';
-import { registerErrorHandler } from './http/errors.ts';
-import { registerHealth } from './http/health.ts';
-import { createRedis, redisHealth } from './http/redis.ts';
-import { purgeExpiredKeys } from './http/idempotency.ts';
-import { registerJsonBody } from './http/json-body.ts';
-import { clientErrorHandler, frameworkErrors, hostCheck, registerConnectAnswer } from './http/malformed.ts';
-import { registerNotFound } from './http/not-found.ts';
-import { overloadGuard } from './http/overload.ts';
-import { registerMetricsListener, registerMetricsRoute, requestDurationObserver } from './http/metrics.ts';
-import { countDatabaseErrors } from './http/outage.ts';
+import { decorateAuth, registerScopeCheck } from './http/bearer/auth.ts';
+import { registerErrorHandler } from './http/problems/errors.ts';
+import { registerHealth } from './http/ops/health.ts';
+import { createRedis, redisHealth } from './http/rate-limit/redis.ts';
+import { purgeExpiredKeys } from './idempotency/idempotency.ts';
+import { registerJsonBody } from './http/admission/json-body.ts';
+import { clientErrorHandler, frameworkErrors, hostCheck, registerConnectAnswer } from './http/problems/malformed.ts';
+import { registerNotFound } from './http/problems/not-found.ts';
+import { overloadGuard } from './http/admission/overload.ts';
+import { registerMetricsListener, registerMetricsRoute, requestDurationObserver } from './http/ops/metrics.ts';
+import { countDatabaseErrors } from './http/problems/outage.ts';
 import { createMetrics, type Metrics } from './metrics/metrics.ts';
 import { deliveryBacklog } from './webhooks/store/backlog.repository.ts';
-import { ADMIN_FEATURE, ADMIN_ROLE, ADMIN_SCOPES } from './admin/admin.feature.ts';
-import { registerAdmin } from './admin/plugin.ts';
+import { ADMIN_FEATURE, ADMIN_ROLE, ADMIN_SCOPES } from './operator/admin.feature.ts';
+import { registerAdmin } from './operator/plugin.ts';
 import { registerConsole } from './console/plugin.ts';
 import { startAuditRetention } from './audit/retention.ts';
-import { capConnections } from './http/connections.ts';
-import { registerOpenApi } from './http/openapi.ts';
-import { registerOrigin, requestIdGenerator, requestIdHeader } from './http/origin.ts';
-import { compileTrust } from './http/forwarded.ts';
-import { createRateLimiter } from './http/rate-limit.ts';
-import { registerAdmission, registerResponseHooks, type AdmissionStep } from './http/request-pipeline.ts';
-import { registerRouteGuard } from './http/route-guard.ts';
-import { securityHeaders } from './http/security-headers.ts';
-import { createDrain } from './http/shutdown.ts';
-import { createTokenVerifier } from './http/token-verifier.ts';
-import { validatorCompiler } from './http/validation.ts';
+import { capConnections } from './http/admission/connections.ts';
+import { registerOpenApi } from './http/representation/openapi.ts';
+import { registerOrigin, requestIdGenerator, requestIdHeader } from './http/admission/origin.ts';
+import { compileTrust } from './http/admission/forwarded.ts';
+import { createRateLimiter } from './http/rate-limit/rate-limit.ts';
+import { registerAdmission, registerResponseHooks, type AdmissionStep } from './http/admission/request-pipeline.ts';
+import { registerRouteGuard } from './http/bearer/route-guard.ts';
+import { securityHeaders } from './http/admission/security-headers.ts';
+import { createDrain } from './http/ops/shutdown.ts';
+import { createTokenVerifier } from './http/bearer/token-verifier.ts';
+import { validatorCompiler } from './http/problems/validation.ts';
 import { ordersRoutes } from './orders/orders.routes.ts';
 import { registerWebhooks } from './webhooks/plugin.ts';
 import { registerAuthServer } from './auth-server/plugin.ts';
-import { signingAlgorithms } from './auth-server/keys.ts';
-import type { ProviderHolder } from './auth-server/provider-holder.ts';
-import type { ResourceDefinition } from './auth-server/scopes.ts';
+import { signingAlgorithms } from './auth-server/tokens/keys.ts';
+import type { ProviderHolder } from './auth-server/provider/provider-holder.ts';
+import type { ResourceDefinition } from './auth-server/provider/scopes.ts';
 import type { FeatureContribution } from './http/feature.ts';
 import { ORDERS_FEATURE, ORDERS_SCOPES } from './orders/orders.feature.ts';
 import { webhooksFeature, WEBHOOKS_SCOPES } from './webhooks/webhooks.feature.ts';
-import { registerResourceMetadata, resourceMetadataUrl } from './http/resource-metadata.ts';
+import { registerResourceMetadata, resourceMetadataUrl } from './http/bearer/resource-metadata.ts';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -175,7 +175,7 @@ async function assembleApp(
   registerJsonBody(app, patchMediaTypes);
   const drain = createDrain(app);
   registerResponseHooks(app, drain, config.metricsListener !== 'off' ? requestDurationObserver(metrics) : undefined);
-  // One onRequest hook for what every request goes through, in this order (http/request-pipeline.ts):
+  // One onRequest hook for what every request goes through, in this order (http/admission/request-pipeline.ts):
   // the request id first, draining before anything else runs, then Host, security headers, overload.
   const admission: AdmissionStep[] = [
     requestIdHeader,

@@ -8,7 +8,7 @@ import closeWithGrace from 'close-with-grace';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from './app.ts';
 import type { Config } from './config/config.ts';
-import { describeCutRequests } from './http/shutdown.ts';
+import { describeCutRequests } from './http/ops/shutdown.ts';
 
 /** Beyond the longest webhook attempt still in flight, which the dispatcher waits for. */
 const GRACE_MS = 5_000;

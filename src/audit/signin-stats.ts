@@ -1,5 +1,5 @@
 // Sign-ins per time bucket for the operator overview (GET /api/admin/stats), read from the audit trail's
-// signin.succeeded and signin.failed entries (src/auth-server/audit-events.ts writes them) through the
+// signin.succeeded and signin.failed entries (src/auth-server/provider/audit-events.ts writes them) through the
 // audit_log_action_time index of migration 0010.
 import type { Dialect, Executor } from '../db/database.ts';
 import { toDbTime } from '../db/codecs.ts';

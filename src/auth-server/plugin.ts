@@ -5,14 +5,14 @@ import type { IncomingMessage } from 'node:http';
 import type { FastifyInstance } from 'fastify';
 import type { Kysely } from 'kysely';
 import type { Database } from '../db/schema.ts';
-import { purgeStaleThrottles } from './login-throttle.ts';
-import { interactionRoutes } from './interactions.routes.ts';
-import { fastifyRequestOf, mountMiddleware } from './mount.ts';
-import { ensureKeys, signingAlgorithms } from './keys.ts';
-import { purgeExpiredPayloads } from './oidc-adapter.ts';
-import { KEY_CHECK_INTERVAL_MS, ProviderHolder } from './provider-holder.ts';
-import type { ProviderSettings } from './provider.ts';
-import { TokenCounter } from './token-stats.ts';
+import { purgeStaleThrottles } from './identity/login-throttle.ts';
+import { interactionRoutes } from './interactions/interactions.routes.ts';
+import { fastifyRequestOf, mountMiddleware } from './provider/mount.ts';
+import { ensureKeys, signingAlgorithms } from './tokens/keys.ts';
+import { purgeExpiredPayloads } from './provider/oidc-adapter.ts';
+import { KEY_CHECK_INTERVAL_MS, ProviderHolder } from './provider/provider-holder.ts';
+import type { ProviderSettings } from './provider/provider.ts';
+import { TokenCounter } from './tokens/token-stats.ts';
 
 export interface AuthServerOptions extends ProviderSettings {
   db: Kysely<Database>;

@@ -1,8 +1,13 @@
 // `signet client create|list|delete|rotate-secret|registration-token`: the same clients service as the
-// admin API (src/auth-server/clients.service.ts), with the CLI's OS user as the audit actor.
+// admin API (src/auth-server/clients/clients.service.ts), with the CLI's OS user as the audit actor.
 import { parseArgs } from 'node:util';
 import { cliActor } from '../audit/audit.ts';
-import { listClients, type ClientRecord, type GrantType, type NewClient } from '../auth-server/clients.repository.ts';
+import {
+  listClients,
+  type ClientRecord,
+  type GrantType,
+  type NewClient,
+} from '../auth-server/clients/clients.repository.ts';
 import {
   clientMetadataView,
   ClientRuleError,
@@ -10,10 +15,10 @@ import {
   type ClientField,
   type ClientsService,
   type OwnerChange,
-} from '../auth-server/clients.service.ts';
-import { issueRegistrationToken, parseDuration } from '../auth-server/registration-tokens.ts';
+} from '../auth-server/clients/clients.service.ts';
+import { issueRegistrationToken, parseDuration } from '../auth-server/clients/registration-tokens.ts';
 import { API_SCOPES } from '../app.ts';
-import { Problem } from '../http/problems.ts';
+import { Problem } from '../http/problems/problems.ts';
 import { listOption, output, UsageError, withDatabase } from './admin.ts';
 
 export const CLIENT_USAGE = `usage:

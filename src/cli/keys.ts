@@ -1,8 +1,8 @@
 // `signet keys rotate|generate-kek`
 import { randomBytes } from 'node:crypto';
 import { cliActor } from '../audit/audit.ts';
-import { rotateKeys, signingAlgorithms } from '../auth-server/keys.ts';
-import { KEY_CHECK_INTERVAL_MS } from '../auth-server/provider-holder.ts';
+import { rotateKeys, signingAlgorithms } from '../auth-server/tokens/keys.ts';
+import { KEY_CHECK_INTERVAL_MS } from '../auth-server/provider/provider-holder.ts';
 import { output, UsageError, withDatabase } from './admin.ts';
 
 export const KEYS_USAGE = `usage:

@@ -1,6 +1,6 @@
 // The `signet` command. Subcommands: serve, dispatcher, migrate, user, client, keys, receiver, demo.
 import { ConfigError, loadConfig } from '../config/config.ts';
-import { KeyEncryptionError } from '../auth-server/keys.ts';
+import { KeyEncryptionError } from '../auth-server/tokens/keys.ts';
 import { UsageError } from './admin.ts';
 import { auditCommand } from './audit.ts';
 import { clientCommand, CLIENT_USAGE } from './clients.ts';

@@ -1,10 +1,10 @@
 // `signet user create|list|set-role|set-password|disable|enable|delete`: the same users service as the
-// admin API (src/auth-server/users.service.ts), with the CLI's OS user as the audit actor.
+// admin API (src/auth-server/identity/users.service.ts), with the CLI's OS user as the audit actor.
 import { parseArgs } from 'node:util';
 import { cliActor } from '../audit/audit.ts';
-import { listUsers } from '../auth-server/users.repository.ts';
-import { createUsersService, USER_ROLES, type User, type UsersService } from '../auth-server/users.service.ts';
-import { Problem } from '../http/problems.ts';
+import { listUsers } from '../auth-server/identity/users.repository.ts';
+import { createUsersService, USER_ROLES, type User, type UsersService } from '../auth-server/identity/users.service.ts';
+import { Problem } from '../http/problems/problems.ts';
 import { listOption, output, readStdin, UsageError, withDatabase } from './admin.ts';
 
 export const USER_USAGE = `usage:

@@ -1,4 +1,4 @@
-// The default of MAX_CONNECTIONS, from the process's open-file limit (see src/http/connections.ts).
+// The default of MAX_CONNECTIONS, from the process's open-file limit (see src/http/admission/connections.ts).
 import { readFileSync } from 'node:fs';
 
 /** Used when the open-file limit cannot be read (not Linux): Linux's usual soft limit. */

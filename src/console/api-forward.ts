@@ -2,7 +2,7 @@
 // (app.inject), with a bearer token the browser never sees, and only the headers that mean something to
 // the API; the answer comes back with only the headers that mean something to the page.
 import type { FastifyInstance, FastifyReply, FastifyRequest, LightMyRequestResponse } from 'fastify';
-import { Problem } from '../http/problems.ts';
+import { Problem } from '../http/problems/problems.ts';
 
 /** The header the app sends the csrf_token of /console/session in (auth.routes.ts). */
 export const CSRF_HEADER = 'x-signet-console-csrf';
@@ -36,7 +36,7 @@ export function apiTarget(url: string): string {
 }
 
 /**
- * The in-process call comes from the browser's address (as http/forwarded.ts resolved it, behind trusted
+ * The in-process call comes from the browser's address (as http/admission/forwarded.ts resolved it, behind trusted
  * proxies too), not inject's 127.0.0.1: the audit trail and the per-address rate limit see the person. The
  * API request gets its own id; one log line ties it to the console request's id.
  */

@@ -2,12 +2,12 @@
 // §8.8.3; If-None-Match → 304). The app's own files (src/console/assets/) revalidate on every load, since
 // their names carry no version; the vendored libraries, a fixed allow-list of ESM files from node_modules,
 // are cached for a week. No CDN, nothing external: the console works offline. Each file is compressed
-// once here, with gzip and brotli (http/encodings.ts), and sent in the coding the browser accepts.
+// once here, with gzip and brotli (http/representation/encodings.ts), and sent in the coding the browser accepts.
 import { readdirSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { extname, join, relative, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { precompress, type Encoded } from '../http/encodings.ts';
+import { precompress, type Encoded } from '../http/representation/encodings.ts';
 
 export interface Asset {
   /** The file and its gzip and brotli forms, each with its own strong ETag. */

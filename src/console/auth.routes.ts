@@ -3,7 +3,7 @@
 // exchanges the code and keeps the tokens, the browser gets an HttpOnly session cookie.
 import { createHash, randomBytes } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { Problem } from '../http/problems.ts';
+import { Problem } from '../http/problems/problems.ts';
 import { CONSOLE_CLIENT_ID } from './client.ts';
 import { clearCookie, currentSession, requireCsrf, rolesOf, safeReturnTo, type ConsoleContext } from './context.ts';
 import { exchangeCode, idTokenClaims, revokeToken, TokenRequestError } from './oauth.ts';

@@ -10,7 +10,7 @@ import {
   lockClient,
   updateClientRow,
   type NewClient,
-} from '../auth-server/clients.repository.ts';
+} from '../auth-server/clients/clients.repository.ts';
 
 export const CONSOLE_CLIENT_ID = 'signet-console';
 

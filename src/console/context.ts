@@ -1,7 +1,7 @@
 // What the console's routes share: the session store, where the authorization server is, the cookies.
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { CookieSerializeOptions } from '@fastify/cookie';
-import { Problem } from '../http/problems.ts';
+import { Problem } from '../http/problems/problems.ts';
 import { CSRF_HEADER } from './api-forward.ts';
 import type { OAuthEndpoints } from './oauth.ts';
 import type { PortalStore, PortalTokens } from './portal-sessions.ts';

@@ -2,7 +2,7 @@
 // token): asked when an owner opens a client's portal and again each time that portal's client token is
 // minted anew, so an owner removed from the client loses its portal within one access token's lifetime.
 import type { FastifyInstance } from 'fastify';
-import { Problem } from '../http/problems.ts';
+import { Problem } from '../http/problems/problems.ts';
 import type { ConsoleSession } from './sessions.ts';
 import type { SessionTokens } from './session-tokens.ts';
 

@@ -5,8 +5,8 @@ import cookie from '@fastify/cookie';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Config } from '../config/config.ts';
 import type { DatabaseHandle, Db } from '../db/database.ts';
-import { sendEncoded } from '../http/encodings.ts';
-import { Problem } from '../http/problems.ts';
+import { sendEncoded } from '../http/representation/encodings.ts';
+import { Problem } from '../http/problems/problems.ts';
 import { resolveSecretKey } from '../webhooks/store/secrets.ts';
 import { loadAssets, type Asset } from './assets.ts';
 import { authRoutes } from './auth.routes.ts';
@@ -120,7 +120,7 @@ function endPortalsOnClientChange(app: FastifyInstance, portals: PortalStore): v
   });
 }
 
-/** The asset in the coding the browser accepts (gzip, brotli or none), or 304 (http/encodings.ts). */
+/** The asset in the coding the browser accepts (gzip, brotli or none), or 304 (http/representation/encodings.ts). */
 function sendAsset(request: FastifyRequest, reply: FastifyReply, asset: Asset): FastifyReply {
   return sendEncoded(request, reply, asset.encoded, asset);
 }

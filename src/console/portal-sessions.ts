@@ -9,7 +9,7 @@
 // (each is one-time, 15 minutes to open). The access token itself is minted again as it nears its expiry.
 import { createHmac, randomBytes } from 'node:crypto';
 import type Provider from 'oidc-provider';
-import { issueClientAccessToken, type ConsoleToken } from '../auth-server/console-tokens.ts';
+import { issueClientAccessToken, type ConsoleToken } from '../auth-server/tokens/console-tokens.ts';
 import type { Db } from '../db/database.ts';
 import { seal, unseal } from '../db/sealed.ts';
 import { WEBHOOKS_SCOPES } from '../webhooks/webhooks.feature.ts';

@@ -8,7 +8,7 @@
 // - DELETE /console/portal-sessions: leaves the portal (an owner goes back to the console).
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Db } from '../db/database.ts';
-import { Problem } from '../http/problems.ts';
+import { Problem } from '../http/problems/problems.ts';
 import { consumePortalLink, portalLinkState } from '../webhooks/api/portal-links.service.ts';
 import { checkOrigin } from './auth.routes.ts';
 import { clearCookie, currentSession, requireCsrf, type ConsoleContext } from './context.ts';

@@ -1,8 +1,8 @@
 // The integrator portal's side of the backend-for-frontend (README, "Console", Integrator portal): which
 // portal session a request belongs to, and the proxy for it, which reaches the webhook and event API only.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { ConsoleTokenError } from '../auth-server/console-tokens.ts';
-import { Problem } from '../http/problems.ts';
+import { ConsoleTokenError } from '../auth-server/tokens/console-tokens.ts';
+import { Problem } from '../http/problems/problems.ts';
 import { apiTarget, CSRF_HEADER, forwardToApi, relayResponse } from './api-forward.ts';
 import { clearCookie, currentSession, requireCsrf, type ConsoleContext } from './context.ts';
 import { ownsClient } from './ownership.ts';

@@ -4,7 +4,7 @@
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { apiTarget, CSRF_HEADER, forwardToApi, relayResponse } from './api-forward.ts';
 import { answerAsPortal, currentPortal, portalMayCall } from './portal.ts';
-import { Problem } from '../http/problems.ts';
+import { Problem } from '../http/problems/problems.ts';
 import { checkOrigin } from './auth.routes.ts';
 import { clearCookie, currentSession, requireCsrf, type ConsoleContext } from './context.ts';
 import type { SessionTokens } from './session-tokens.ts';

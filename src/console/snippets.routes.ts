@@ -1,9 +1,9 @@
 // GET /console/snippets.json: the copy-paste snippets that verify a delivery (src/console/snippets/), for
 // the portal's "Verify deliveries" page. Public like /openapi.json (they hold no secret); read once at
 // start, so the page shows exactly the files test/console/snippets.test.ts runs. Compressed once and
-// answered with ETags per coding like the console's files (http/encodings.ts).
+// answered with ETags per coding like the console's files (http/representation/encodings.ts).
 import type { FastifyInstance } from 'fastify';
-import { precompress, sendEncoded } from '../http/encodings.ts';
+import { precompress, sendEncoded } from '../http/representation/encodings.ts';
 import { SNIPPETS } from './snippets/index.ts';
 
 const BODY = precompress(

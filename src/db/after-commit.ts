@@ -2,7 +2,7 @@
 // in-process dispatcher, for example. Registered from inside the transaction, run after its commit.
 import type { DatabaseConnection } from 'kysely';
 import type { Executor } from './database.ts';
-import { MemberConnection } from './sqlite-group-commit.ts';
+import { MemberConnection } from './sqlite/sqlite-group-commit.ts';
 
 /**
  * Runs `callback` (in a microtask) after the transaction `executor` belongs to has committed durably;

@@ -6,12 +6,12 @@ import { Kysely, PostgresAdapter, sql, type Transaction } from 'kysely';
 import pg from 'pg';
 import pino from 'pino';
 import type { Config } from '../config/config.ts';
-import { CurrentSchemaPostgresDialect } from './current-schema-introspector.ts';
-import { checkpointThread, WRITER_AUTOCHECKPOINT_PAGES, type CheckpointThread } from './sqlite-checkpointer.ts';
+import { CurrentSchemaPostgresDialect } from './postgres/current-schema-introspector.ts';
+import { checkpointThread, WRITER_AUTOCHECKPOINT_PAGES, type CheckpointThread } from './sqlite/sqlite-checkpointer.ts';
 import { registerDirectRead, registerDirectTransactions } from './direct-read.ts';
-import { NodeSqliteDialect } from './sqlite-dialect.ts';
-import type { GroupCommitStats } from './sqlite-group-commit.ts';
-import { openSqlite } from './sqlite-driver.ts';
+import { NodeSqliteDialect } from './sqlite/sqlite-dialect.ts';
+import type { GroupCommitStats } from './sqlite/sqlite-group-commit.ts';
+import { openSqlite } from './sqlite/sqlite-driver.ts';
 import type { Database } from './schema.ts';
 
 export type Dialect = 'sqlite' | 'postgres';
@@ -140,7 +140,7 @@ export function openDatabase(url: string, options: OpenOptions = {}): DatabaseHa
     readTimeoutMs: timeouts.statementTimeoutMs + READ_MARGIN_MS,
     preparedStatements: options.preparedStatements ?? true,
     // A server that accepts TCP but never answers would otherwise hold requests forever; after this
-    // the request is a 503 with Retry-After (src/http/outage.ts), like a refused connection.
+    // the request is a 503 with Retry-After (src/http/problems/outage.ts), like a refused connection.
     connectionTimeoutMillis: timeouts.connectTimeoutMs,
     // Sent in the startup packet, so every connection, a replacement too, has them from its first
     // query. A statement past them fails (57014, 55P03; 25P03 ends the session) and is answered 503:

@@ -1,5 +1,5 @@
-// The problem types (RFC 9457) only orders raise; the generic ones are in http/problems.ts.
-import { problemType } from '../http/problems.ts';
+// The problem types (RFC 9457) only orders raise; the generic ones are in http/problems/problems.ts.
+import { problemType } from '../http/problems/problems.ts';
 
 export const ORDER_PROBLEMS = {
   invalidPatch: problemType('invalid-patch', 400, 'The patch document is malformed'),

@@ -2,10 +2,10 @@
 // current writable representation and validates the result like a PUT body; the route hands it to the service.
 // JSON Patch is atomic (all operations or none) and honours `test` (RFC 6902 §4.6).
 import type { FastifyRequest } from 'fastify';
-import { fieldErrors } from '../http/errors.ts';
-import { Problem } from '../http/problems.ts';
+import { fieldErrors } from '../http/problems/errors.ts';
+import { Problem } from '../http/problems/problems.ts';
 import { ORDER_PROBLEMS } from './orders.errors.ts';
-import { compileBodyValidator, validationProblem } from '../http/validation.ts';
+import { compileBodyValidator, validationProblem } from '../http/problems/validation.ts';
 import {
   applyJsonPatch,
   applyMergePatch,

@@ -2,7 +2,7 @@
 // absolute URLs) for exactly the actions its state allows, optional `_embedded` related data,
 // sparse `fields`, and the validators (ETag, Last-Modified) of each variant.
 import { createHash } from 'node:crypto';
-import { Problem } from '../http/problems.ts';
+import { Problem } from '../http/problems/problems.ts';
 import { fromMinorUnits } from './orders.money.ts';
 import type { OrderRecord, StatusChangeRecord } from './orders.repository.ts';
 import { actionsFrom, isDeletable, isEditable, isTrackable } from './orders.states.ts';

@@ -1,10 +1,10 @@
 // HTTP helpers for order routes: building responses with their validators, and turning the
 // request's conditional headers into the service's precondition check (RFC 9110 §13).
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { evaluatePreconditions, formatHttpDate } from '../http/conditional.ts';
-import { sendStored, type StoredResponse } from '../http/idempotency.ts';
-import { publicBaseUrl } from '../http/origin.ts';
-import { Problem } from '../http/problems.ts';
+import { evaluatePreconditions, formatHttpDate } from '../http/representation/conditional.ts';
+import { sendStored, type StoredResponse } from '../idempotency/idempotency.ts';
+import { publicBaseUrl } from '../http/admission/origin.ts';
+import { Problem } from '../http/problems/problems.ts';
 import type { OrderRecord, StatusChangeRecord } from './orders.repository.ts';
 import { entityTag, orderUrl, tagMatchesVersion, toRepresentation, type Variant } from './orders.representation.ts';
 import type { PreconditionCheck } from './orders.service.ts';

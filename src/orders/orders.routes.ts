@@ -2,13 +2,13 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { Db } from '../db/database.ts';
-import { decodeCursor, requireDecimalLimit } from '../http/cursor.ts';
-import { runIdempotent, sendStored, type IdempotencySettings } from '../http/idempotency.ts';
-import { publicBaseUrl, signedLinkBaseUrl } from '../http/origin.ts';
-import { listPage } from '../http/pages.ts';
-import { Problem } from '../http/problems.ts';
-import type { Principal } from '../http/token-verifier.ts';
-import { isUuid } from '../http/validation.ts';
+import { decodeCursor, requireDecimalLimit } from '../http/representation/cursor.ts';
+import { runIdempotent, sendStored, type IdempotencySettings } from '../idempotency/idempotency.ts';
+import { publicBaseUrl, signedLinkBaseUrl } from '../http/admission/origin.ts';
+import { listPage } from '../http/representation/pages.ts';
+import { Problem } from '../http/problems/problems.ts';
+import type { Principal } from '../http/bearer/token-verifier.ts';
+import { isUuid } from '../http/problems/validation.ts';
 import {
   DEFAULT_VARIANT,
   minimalResponse,
@@ -297,7 +297,7 @@ function listFilter(query: { cursor?: string; Status?: OrderStatus; CustomerId?:
 }
 
 /**
- * A cursor is not tamper-proof (src/http/cursor.ts), so its values are held to the rules of the
+ * A cursor is not tamper-proof (src/http/representation/cursor.ts), so its values are held to the rules of the
  * parameters they stand for: a forged CustomerId would reach SQL (a 500 on PostgreSQL's uuid column),
  * a forged Status would quietly match nothing. Null when it is not one this service could have issued.
  */

@@ -1,8 +1,8 @@
 // One schema per request part: it validates the request, types the handler and feeds the OpenAPI document.
 import Type from 'typebox';
 import type { Static } from 'typebox';
-import { problemResponse, problemWith } from '../http/openapi.ts';
-import { UUID_PATTERN } from '../http/validation.ts';
+import { problemResponse, problemWith } from '../http/representation/openapi.ts';
+import { UUID_PATTERN } from '../http/problems/validation.ts';
 import { ORDER_STATUSES, type OrderStatus } from './orders.states.ts';
 
 // An enum, not a union of literals: ajv reports a union (anyOf) with one "must be equal to constant" per
@@ -194,7 +194,7 @@ export const ReplaceHeaders = Type.Object({ ...writeConditions, Prefer: Type.Opt
 export const DeleteHeaders = Type.Object(writeConditions);
 export const ActionHeaders = Type.Object({ ...writeConditions, 'Idempotency-Key': Type.Optional(IdempotencyKey) });
 
-// Responses by status, beside those every operation shares (src/http/openapi.ts). The problem ones are
+// Responses by status, beside those every operation shares (src/http/representation/openapi.ts). The problem ones are
 // documentation only: problems are sent as text, so Fastify never serializes with their schemas.
 const NOT_MODIFIED = {
   type: 'null',

@@ -2,11 +2,11 @@
 // compare-and-set writes. Knows nothing of HTTP; the caller passes the executor (transaction) and
 // a precondition check built from the request's conditional headers.
 import type { Db, Executor } from '../db/database.ts';
-import { Problem, type FieldError } from '../http/problems.ts';
-import { isUuid, validationProblem } from '../http/validation.ts';
-import { writeUnitOf } from '../http/idempotency-statement.ts';
+import { Problem, type FieldError } from '../http/problems/problems.ts';
+import { isUuid, validationProblem } from '../http/problems/validation.ts';
+import { writeUnitOf } from '../idempotency/idempotency-statement.ts';
 import { ORDER_PROBLEMS } from './orders.errors.ts';
-import type { Principal } from '../http/token-verifier.ts';
+import type { Principal } from '../http/bearer/token-verifier.ts';
 import { statusEvent, type OrderEventSink, type OrderEventSinkAt } from './orders.events.ts';
 import { isActiveCurrency, toMinorUnits } from './orders.money.ts';
 import * as repo from './orders.repository.ts';

@@ -1,10 +1,10 @@
 // PostgreSQL: a new order in one autocommit statement with everything that commits with it: its first
 // status change, its order.created event and deliveries, and the response stored on its Idempotency-Key
-// (WriteUnit, src/http/idempotency-statement.ts), which also claims the key. Before it, the order's id,
-// whose round trip the creates running at the same time share (src/db/sequence-reservations.ts).
+// (WriteUnit, src/idempotency/idempotency-statement.ts), which also claims the key. Before it, the order's id,
+// whose round trip the creates running at the same time share (src/db/postgres/sequence-reservations.ts).
 import { sql } from 'kysely';
 import type { ParamOf } from '../db/compiled-statement.ts';
-import type { StatementWriteShape, WriteUnit } from '../http/idempotency-statement.ts';
+import type { StatementWriteShape, WriteUnit } from '../idempotency/idempotency-statement.ts';
 import type { OrderEventSink, OrderEventStatements, StatementPartShape } from './orders.events.ts';
 import {
   insertOrderCtes,

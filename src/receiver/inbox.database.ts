@@ -5,8 +5,8 @@ import { dirname } from 'node:path';
 import { Kysely, sql, SqliteDialect, type Generated } from 'kysely';
 import { Migrator } from 'kysely/migration';
 import pg from 'pg';
-import { CurrentSchemaPostgresDialect } from '../db/current-schema-introspector.ts';
-import { openSqlite } from '../db/sqlite-driver.ts';
+import { CurrentSchemaPostgresDialect } from '../db/postgres/current-schema-introspector.ts';
+import { openSqlite } from '../db/sqlite/sqlite-driver.ts';
 import { inboxMigrations, type InboxDialect } from './inbox.migrations.ts';
 
 export interface InboxTables {

@@ -4,7 +4,7 @@
 // cursor, 422 for a body member.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { encodeCursor } from '../../src/http/cursor.ts';
+import { encodeCursor } from '../../src/http/representation/cursor.ts';
 import { testDialects } from '../helpers/databases.ts';
 import { call, type CallResult } from '../helpers/http.ts';
 import { startServer, type TestServer } from '../helpers/server.ts';

@@ -3,7 +3,7 @@
 // rotate the secret (once), delete with every grant and token; each change audited without a secret.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { hashClientSecret } from '../../src/auth-server/clients.repository.ts';
+import { hashClientSecret } from '../../src/auth-server/clients/clients.repository.ts';
 import { toDbTime } from '../../src/db/codecs.ts';
 import { testDialects } from '../helpers/databases.ts';
 import { call, type CallResult } from '../helpers/http.ts';

@@ -2,7 +2,7 @@
 // outlives a registration oidc-provider refused after the policies ran: the ledger cannot grow for ever.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { RegistrationLedger } from '../../src/auth-server/registration.ts';
+import { RegistrationLedger } from '../../src/auth-server/clients/registration.ts';
 
 const by = { actor: { type: 'client' as const, id: 'iat-holder' } };
 

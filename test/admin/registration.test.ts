@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { decodeJwt } from 'jose';
 import * as client from 'openid-client';
-import { hashClientSecret } from '../../src/auth-server/clients.repository.ts';
+import { hashClientSecret } from '../../src/auth-server/clients/clients.repository.ts';
 import { INSECURE } from '../helpers/openid-client.ts';
 import { startAuthServer, type AuthTestServer } from '../helpers/auth-server.ts';
 import { testDialects } from '../helpers/databases.ts';

@@ -4,9 +4,9 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { cliActor } from '../../src/audit/audit.ts';
-import { updateUserRow } from '../../src/auth-server/users.repository.ts';
-import { createUsersService } from '../../src/auth-server/users.service.ts';
-import { createClientsService } from '../../src/auth-server/clients.service.ts';
+import { updateUserRow } from '../../src/auth-server/identity/users.repository.ts';
+import { createUsersService } from '../../src/auth-server/identity/users.service.ts';
+import { createClientsService } from '../../src/auth-server/clients/clients.service.ts';
 import { API_SCOPES } from '../../src/app.ts';
 import { startAuthServer, type AuthTestServer } from '../helpers/auth-server.ts';
 import { testDialects } from '../helpers/databases.ts';

@@ -1,9 +1,9 @@
-// Tokens Signet mints for its own console (src/auth-server/console-tokens.ts): the integrator portal acts as
+// Tokens Signet mints for its own console (src/auth-server/tokens/console-tokens.ts): the integrator portal acts as
 // one client on the webhook API with a token shaped exactly like that client's client_credentials token
 // (issuer, audience, lifetime, JWT header), carrying only the scopes asked for, within the client's own.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { ConsoleTokenError, issueClientAccessToken } from '../../src/auth-server/console-tokens.ts';
+import { ConsoleTokenError, issueClientAccessToken } from '../../src/auth-server/tokens/console-tokens.ts';
 import { startAuthServer, type AuthTestServer } from '../helpers/auth-server.ts';
 import { testDialects } from '../helpers/databases.ts';
 import { expectProblem } from '../helpers/expect.ts';

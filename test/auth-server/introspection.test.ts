@@ -8,7 +8,7 @@ import { spawnSync } from 'node:child_process';
 import { after, before, describe, test } from 'node:test';
 import { generateKeyPair, importJWK, SignJWT, type JWK } from 'jose';
 import * as oauth from 'oauth4webapi';
-import { loadKeys } from '../../src/auth-server/keys.ts';
+import { loadKeys } from '../../src/auth-server/tokens/keys.ts';
 import { startAuthServer, type AuthTestServer } from '../helpers/auth-server.ts';
 import { testDialects } from '../helpers/databases.ts';
 import { COMMAND_TIMEOUT_MS, outcome } from '../helpers/deadline.ts';

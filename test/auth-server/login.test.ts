@@ -2,7 +2,7 @@
 // bounded so that the real user is never locked out for good.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { loginWaitMs, recordLoginFailure, throttleKeys } from '../../src/auth-server/login-throttle.ts';
+import { loginWaitMs, recordLoginFailure, throttleKeys } from '../../src/auth-server/identity/login-throttle.ts';
 import { startAuthServer, type AuthTestServer } from '../helpers/auth-server.ts';
 import { testDialects } from '../helpers/databases.ts';
 import { fetchWithin, locationOf } from '../helpers/http.ts';

@@ -1,10 +1,10 @@
-// The issuer's mount (src/auth-server/mount.ts): middie's engine runs only for URLs that could reach the
+// The issuer's mount (src/auth-server/provider/mount.ts): middie's engine runs only for URLs that could reach the
 // mount, and that pre-check never turns away a URL the engine would have matched, however it is spelled.
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import { createRequire } from 'node:module';
 import { after, before, describe, test } from 'node:test';
-import { mayReachMount } from '../../src/auth-server/mount.ts';
+import { mayReachMount } from '../../src/auth-server/provider/mount.ts';
 import { startAuthServer, type AuthTestServer } from '../helpers/auth-server.ts';
 import { CALL_TIMEOUT_MS } from '../helpers/http.ts';
 

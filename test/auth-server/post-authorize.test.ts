@@ -1,7 +1,7 @@
 // POST /oauth/authorize with a form body (OIDC Core §3.1.2.1), as mod_auth_openidc sends it with
 // `OIDCProviderAuthRequestMethod POST`: the whole code flow from a POSTed authorization request to
 // tokens that openid-client accepts, through real HTTP. The POST is answered with 303 to the GET of the
-// same request (src/auth-server/request-shaping.ts), so every guarantee of the GET holds.
+// same request (src/auth-server/provider/request-shaping.ts), so every guarantee of the GET holds.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { decodeJwt } from 'jose';

@@ -1,9 +1,9 @@
-// Token counts (src/auth-server/token-stats.ts): tokens are counted per hour and grant in memory and
+// Token counts (src/auth-server/tokens/token-stats.ts): tokens are counted per hour and grant in memory and
 // written to token_stats on a flush, summed across flushes, and flushed once more when the app closes,
 // so no token issued before a shutdown is lost. The overview that reads them: test/admin/stats.test.ts.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { TokenCounter } from '../../src/auth-server/token-stats.ts';
+import { TokenCounter } from '../../src/auth-server/tokens/token-stats.ts';
 import { openDatabase } from '../../src/db/database.ts';
 import { migrateToLatest } from '../../src/db/migrate.ts';
 import { startAuthServer } from '../helpers/auth-server.ts';

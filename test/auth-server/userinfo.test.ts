@@ -1,6 +1,6 @@
 // UserInfo (OIDC Core §5.3) with the access token the code flow returns, through openid-client 6 as a
 // relying party calls it by default: also for clients whose tokens are RFC 9068 JWTs for the API (RFC
-// 8707 audience), which oidc-provider's own UserInfo refuses (src/auth-server/userinfo.ts). Claims
+// 8707 audience), which oidc-provider's own UserInfo refuses (src/auth-server/tokens/userinfo.ts). Claims
 // follow the granted scopes; tokens of another issuer, expired ones and ones granted without openid are
 // refused with a description that says why.
 import assert from 'node:assert/strict';

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import type { Page } from 'playwright-core';
 import { recordAudit } from '../../src/audit/audit.ts';
-import { updateUserRow } from '../../src/auth-server/users.repository.ts';
+import { updateUserRow } from '../../src/auth-server/identity/users.repository.ts';
 import { toDbTime } from '../../src/db/codecs.ts';
 import { expectNoSeriousA11yViolations } from '../helpers/axe.ts';
 import {

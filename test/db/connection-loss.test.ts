@@ -10,7 +10,7 @@ import { sql } from 'kysely';
 import { createServer, type Socket } from 'node:net';
 import pg from 'pg';
 import { openDatabase, withoutTimeouts, type DatabaseHandle } from '../../src/db/database.ts';
-import { isDatabaseOutage } from '../../src/http/outage.ts';
+import { isDatabaseOutage } from '../../src/http/problems/outage.ts';
 import { openInbox } from '../../src/receiver/index.ts';
 import { createTestDatabase, testDialects, type TestDatabase } from '../helpers/databases.ts';
 import { closeWithin, listenOnLoopback, withDeadline } from '../helpers/deadline.ts';

@@ -1,4 +1,4 @@
-// Group commit on the embedded SQLite database (src/db/sqlite-group-commit.ts), through Kysely on a
+// Group commit on the embedded SQLite database (src/db/sqlite/sqlite-group-commit.ts), through Kysely on a
 // real file. "Durable" is checked from outside: a separate connection to the same file sees a row only
 // once the COMMIT that holds it has returned (WAL, synchronous=FULL: returned means on disk).
 import assert from 'node:assert/strict';

@@ -1,4 +1,4 @@
-// The migrator's view of a PostgreSQL database (src/db/current-schema-introspector.ts): it sees the
+// The migrator's view of a PostgreSQL database (src/db/postgres/current-schema-introspector.ts): it sees the
 // current schema only, so other sessions creating and dropping schemas in the same database (other
 // test runs, other apps) can never fail a migration or the /readyz check. PostgreSQL only: SQLite
 // has one schema per file.

@@ -21,7 +21,7 @@ import { recordAudit } from '../../src/audit/audit.ts';
 import { purgeAuditBefore } from '../../src/audit/retention.ts';
 import { toDbTime } from '../../src/db/codecs.ts';
 import { type Db, type DatabaseHandle } from '../../src/db/database.ts';
-import { purgeExpiredKeys } from '../../src/http/idempotency.ts';
+import { purgeExpiredKeys } from '../../src/idempotency/idempotency.ts';
 import { purgeEvents } from '../../src/webhooks/store/events.repository.ts';
 import { testDialects } from '../helpers/databases.ts';
 import { useMigratedDatabase } from '../helpers/migrated-database.ts';

@@ -1,10 +1,10 @@
 // Values taken from a PostgreSQL sequence for requests that run at the same time, fetched together
-// (src/db/sequence-reservations.ts): what a create's order id costs when creates share its round trip.
+// (src/db/postgres/sequence-reservations.ts): what a create's order id costs when creates share its round trip.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { sql } from 'kysely';
 import { openDatabase, type DatabaseHandle } from '../../src/db/database.ts';
-import { MAX_VALUES_PER_FETCH, Reservations, reservationsOf } from '../../src/db/sequence-reservations.ts';
+import { MAX_VALUES_PER_FETCH, Reservations, reservationsOf } from '../../src/db/postgres/sequence-reservations.ts';
 import { createTestDatabase, testDialects, type TestDatabase } from '../helpers/databases.ts';
 
 const TEST_TIMEOUT = { timeout: 20_000 };

@@ -1,4 +1,4 @@
-// WAL checkpoints run on a thread of their own (src/db/sqlite-checkpointer.ts), not inside the writer's
+// WAL checkpoints run on a thread of their own (src/db/sqlite/sqlite-checkpointer.ts), not inside the writer's
 // COMMIT, where they held the event loop for up to 162 ms (the event purge's writer stall). What a file
 // on disk shows: a WAL past SQLite's default 1000 pages stays in the WAL until the thread copies it into
 // the database file; a lost thread is started again; closing leaves no WAL behind and loses nothing, even
@@ -12,7 +12,7 @@ import { test, type TestContext } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { sql } from 'kysely';
 import { openDatabase, type DatabaseHandle } from '../../src/db/database.ts';
-import { CheckpointThread } from '../../src/db/sqlite-checkpointer.ts';
+import { CheckpointThread } from '../../src/db/sqlite/sqlite-checkpointer.ts';
 
 const PAGE = 4096;
 /** Rows of about a page each: 2,000 of them are twice SQLite's default wal_autocheckpoint (1000 pages). */

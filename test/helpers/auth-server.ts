@@ -3,8 +3,8 @@
 import { createServer } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../../src/app.ts';
-import { createClient, type NewClient } from '../../src/auth-server/clients.repository.ts';
-import { createUser } from '../../src/auth-server/users.repository.ts';
+import { createClient, type NewClient } from '../../src/auth-server/clients/clients.repository.ts';
+import { createUser } from '../../src/auth-server/identity/users.repository.ts';
 import { loadConfig } from '../../src/config/config.ts';
 import { createTestDatabase, TEST_WEBHOOK_SECRET_KEY, type TestDialect } from './databases.ts';
 import { closeWithin, listenOnLoopback } from './deadline.ts';

@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe } from 'node:test';
 import type { Browser, BrowserContext, Locator, Page } from 'playwright-core';
-import { createUser } from '../../src/auth-server/users.repository.ts';
+import { createUser } from '../../src/auth-server/identity/users.repository.ts';
 import { startAuthServer, type AuthTestServer } from './auth-server.ts';
 import { findChromium, launchChromium } from './browser.ts';
 import { testDialects, type TestDialect } from './databases.ts';

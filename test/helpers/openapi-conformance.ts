@@ -9,7 +9,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 
 /**
  * Routes that are not in the document on purpose. Anything else a test reaches must be documented.
- * (Requests no route matched, answered 404/405 by src/http/not-found.ts, have no operation to check.)
+ * (Requests no route matched, answered 404/405 by src/http/problems/not-found.ts, have no operation to check.)
  */
 const UNDOCUMENTED: readonly { prefix: string; why: string }[] = [
   { prefix: '/oauth/', why: 'the authorization server (oidc-provider and the login/consent pages): HTML and OAuth' },

@@ -3,7 +3,7 @@
 // page opened on the portal through that link.
 import assert from 'node:assert/strict';
 import type { Browser, Page, Response } from 'playwright-core';
-import type { NewClient } from '../../src/auth-server/clients.repository.ts';
+import type { NewClient } from '../../src/auth-server/clients/clients.repository.ts';
 import type { AuthTestServer } from './auth-server.ts';
 import { openConsolePage, type ConsolePage } from './console.ts';
 import { call } from './http.ts';

@@ -5,8 +5,8 @@ import {
   formatHttpDate,
   parseEntityTagList,
   parseHttpDate,
-} from '../../src/http/conditional.ts';
-import type { Validators } from '../../src/http/conditional.ts';
+} from '../../src/http/representation/conditional.ts';
+import type { Validators } from '../../src/http/representation/conditional.ts';
 
 // Stored to the millisecond, as orders are; the HTTP-dates below have whole seconds (RFC 9110 §5.6.7).
 const LAST_MODIFIED = new Date('2026-03-01T12:00:00.750Z');

@@ -1,6 +1,6 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { decodeCursor, encodeCursor, MAX_CURSOR_LENGTH } from '../../src/http/cursor.ts';
+import { decodeCursor, encodeCursor, MAX_CURSOR_LENGTH } from '../../src/http/representation/cursor.ts';
 
 const shape = { id: 'string', createdAt: 'number' } as const;
 const b64 = (text: string): string => Buffer.from(text, 'utf8').toString('base64url');

@@ -1,7 +1,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { compileTrust, nodeAddress, normalizeHost, resolveClientOrigin } from '../../src/http/forwarded.ts';
-import type { PeerRequest } from '../../src/http/forwarded.ts';
+import { compileTrust, nodeAddress, normalizeHost, resolveClientOrigin } from '../../src/http/admission/forwarded.ts';
+import type { PeerRequest } from '../../src/http/admission/forwarded.ts';
 
 function req(remoteAddress: string, headers: PeerRequest['headers'], encrypted = false): PeerRequest {
   return { remoteAddress, encrypted, headers: { host: 'internal.svc:8080', ...headers } };

@@ -5,8 +5,8 @@
 import assert from 'node:assert/strict';
 import { setTimeout as delay } from 'node:timers/promises';
 import { after, before, beforeEach, describe, test } from 'node:test';
-import { createTokenVerifier, type TokenVerifier } from '../../src/http/token-verifier.ts';
-import { Problem } from '../../src/http/problems.ts';
+import { createTokenVerifier, type TokenVerifier } from '../../src/http/bearer/token-verifier.ts';
+import { Problem } from '../../src/http/problems/problems.ts';
 import { withDeadline } from '../helpers/deadline.ts';
 import { FakeIssuer } from '../helpers/fake-issuer.ts';
 import { createTestIssuer, TEST_RESOURCE, type TestIssuer } from '../helpers/tokens.ts';

@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
-import { registerOpenApi } from '../../src/http/openapi.ts';
+import { registerOpenApi } from '../../src/http/representation/openapi.ts';
 import { checkResponsesAgainstDocument } from '../helpers/openapi-conformance.ts';
 
 const COUNTED = {

@@ -10,7 +10,7 @@ import { startChildServer, type ChildServer } from '../helpers/child-server.ts';
 import { call, CUSTOMER, type CallResult } from '../helpers/http.ts';
 import { startServer, type TestServer } from '../helpers/server.ts';
 import { TcpProxy } from '../helpers/tcp-proxy.ts';
-import { isDatabaseOutage } from '../../src/http/outage.ts';
+import { isDatabaseOutage } from '../../src/http/problems/outage.ts';
 import { expectProblem, expectStatus } from '../helpers/expect.ts';
 
 function assertOutage(res: CallResult, label: string): void {

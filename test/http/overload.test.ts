@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { LoopLag, SUSTAINED_WINDOWS } from '../../src/http/overload.ts';
+import { LoopLag, SUSTAINED_WINDOWS } from '../../src/http/admission/overload.ts';
 import { call } from '../helpers/http.ts';
 import { startServer, type TestServer } from '../helpers/server.ts';
 

@@ -12,7 +12,7 @@ import { waitUntil } from '../helpers/deadline.ts';
 import { call, CUSTOMER } from '../helpers/http.ts';
 import { startWithClientToken, type TestServer } from '../helpers/server.ts';
 import { expectProblem, expectStatus } from '../helpers/expect.ts';
-import { afterResponsesInFlight } from '../../src/http/malformed.ts';
+import { afterResponsesInFlight } from '../../src/http/problems/malformed.ts';
 import { pipelined, RawConnection, requestText, type RawResponse } from './raw-http.ts';
 
 /** Requests Node's parser refuses, and the problem each gets. */

@@ -1,19 +1,19 @@
-// The per-request work folded into one hook per stage (src/http/request-pipeline.ts) and the per-route
-// guard (src/http/route-guard.ts): every response still carries the request id, the security headers
+// The per-request work folded into one hook per stage (src/http/admission/request-pipeline.ts) and the per-route
+// guard (src/http/bearer/route-guard.ts): every response still carries the request id, the security headers
 // and, on rate-limited routes, one RateLimit pair; a GET and its HEAD count once each; the cached-token
 // fast path accepts exactly the Bearer grammar it accepted before; the in-memory counter keeps a fixed
 // window per caller and forgets the least recently seen caller first.
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, mock, test } from 'node:test';
-import { localStore, type Count, type Store } from '../../src/http/rate-limit-store.ts';
+import { localStore, type Count, type Store } from '../../src/http/rate-limit/rate-limit-store.ts';
 import { testDialects } from '../helpers/databases.ts';
 import { call, type CallResult } from '../helpers/http.ts';
 import { startServer, type TestServer } from '../helpers/server.ts';
 import { RawConnection, rawRequest } from './raw-http.ts';
 
 const MAX = 5;
-/** The headers helmet's policy gives a JSON response (src/http/security-headers.ts). */
+/** The headers helmet's policy gives a JSON response (src/http/admission/security-headers.ts). */
 const API_SECURITY_HEADERS = {
   'content-security-policy': "default-src 'none';frame-ancestors 'none'",
   'cross-origin-opener-policy': 'same-origin',

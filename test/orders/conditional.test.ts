@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { toDbTime } from '../../src/db/codecs.ts';
-import { formatHttpDate } from '../../src/http/conditional.ts';
+import { formatHttpDate } from '../../src/http/representation/conditional.ts';
 import { testDialects } from '../helpers/databases.ts';
 import { call, CUSTOMER, type CallResult } from '../helpers/http.ts';
 import { startWithClientToken, type TestServer } from '../helpers/server.ts';

@@ -1,6 +1,6 @@
 // PostgreSQL: POST /api/orders in one statement (issue 17): the order's id (shared with the creates running
 // at the same time), then one autocommit statement with the key's claim, the order, its history, its event
-// and deliveries, the NOTIFY and the stored response (WriteUnit, src/http/idempotency-statement.ts). Counts
+// and deliveries, the NOTIFY and the stored response (WriteUnit, src/idempotency/idempotency-statement.ts). Counts
 // the queries each request sends, and proves the statement's gate: a duplicate waits for the first
 // statement and replays it, a key held by another request writes nothing, a failed statement leaves no key.
 import assert from 'node:assert/strict';
@@ -11,7 +11,7 @@ import { after, before, describe, test } from 'node:test';
 import { PostgresQueryCompiler, sql } from 'kysely';
 import pg from 'pg';
 import { toDbTime } from '../../src/db/codecs.ts';
-import { requestFingerprint } from '../../src/http/idempotency.ts';
+import { requestFingerprint } from '../../src/idempotency/idempotency.ts';
 import type { Db } from '../../src/db/database.ts';
 import { seedEndpoint } from '../helpers/webhook-seed.ts';
 import { testDialects } from '../helpers/databases.ts';

@@ -7,7 +7,7 @@
 // the order's updated_at directly in the database (as if its last write had happened at that instant).
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { formatHttpDate } from '../../src/http/conditional.ts';
+import { formatHttpDate } from '../../src/http/representation/conditional.ts';
 import { toDbTime } from '../../src/db/codecs.ts';
 import { testDialects } from '../helpers/databases.ts';
 import { call, CUSTOMER, type CallResult } from '../helpers/http.ts';

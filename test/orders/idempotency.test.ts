@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
-import { purgeExpiredKeys, requestFingerprint } from '../../src/http/idempotency.ts';
+import { purgeExpiredKeys, requestFingerprint } from '../../src/idempotency/idempotency.ts';
 import { toDbTime } from '../../src/db/codecs.ts';
 import { testDialects } from '../helpers/databases.ts';
 import { call, type CallResult } from '../helpers/http.ts';
@@ -444,7 +444,7 @@ for (const dialect of testDialects()) {
       const key = `key-${randomUUID()}`;
       const body = { CustomerId: customer, Total: 12.5, Currency: 'EUR' };
       // The row exactly as a request that claimed the key and then died leaves it (PostgreSQL commits the
-      // claim on its own; see src/http/idempotency.ts): in flight, locked for IDEMPOTENCY_LOCK_SECONDS.
+      // claim on its own; see src/idempotency/idempotency.ts): in flight, locked for IDEMPOTENCY_LOCK_SECONDS.
       const claimedAt = Date.now();
       const lockedUntil = claimedAt + LOCK_SECONDS * 1000;
       await server.app.database.db

@@ -14,7 +14,7 @@ import { fetchWithin } from '../helpers/http.ts';
 
 const RECEIVER_DIR = new URL('../../src/receiver/', import.meta.url);
 // The generic database adapters the kit may share with the producer (docs/architecture.md, "Dependency direction").
-const ALLOWED_OUTSIDE = new Set(['../db/sqlite-driver.ts', '../db/current-schema-introspector.ts']);
+const ALLOWED_OUTSIDE = new Set(['../db/sqlite/sqlite-driver.ts', '../db/postgres/current-schema-introspector.ts']);
 
 function importSpecifiers(source: string): string[] {
   const specifiers: string[] = [];

@@ -208,7 +208,7 @@ export function SecretOnce({ label, secret, onDone }) {
 }
 
 /**
- * A table over a paged list (`{ Items, _links: { next } }`, src/http/pages.ts): the server pages, the
+ * A table over a paged list (`{ Items, _links: { next } }`, src/http/representation/pages.ts): the server pages, the
  * table follows the `next` link and remembers the pages before for "Previous". `columns`:
  * [{ label, value: (item) => text or markup }]. Change `reloadKey` to read the first page again.
  */

@@ -1,6 +1,6 @@
 // FROZEN: shipped migrations never change; add a new file instead.
 // Authorization codes and opaque tokens are stored under the SHA-256 of their value, without the value
-// in the payload (`jti`), from this version on (src/auth-server/oidc-adapter.ts). Rows stored before
+// in the payload (`jti`), from this version on (src/auth-server/provider/oidc-adapter.ts). Rows stored before
 // are rehashed in place; expired ones are deleted instead. One way only: the values are gone, so code
 // from before this migration no longer finds them, and their holders sign in again.
 import { createHash } from 'node:crypto';

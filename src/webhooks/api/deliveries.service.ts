@@ -1,8 +1,8 @@
 // The delivery log and manual re-sends, for the endpoint's owner only.
 import { isStorableTime } from '../../db/codecs.ts';
 import type { Executor } from '../../db/database.ts';
-import { Problem } from '../../http/problems.ts';
-import { validationProblem } from '../../http/validation.ts';
+import { Problem } from '../../http/problems/problems.ts';
+import { validationProblem } from '../../http/problems/validation.ts';
 import { WEBHOOK_PROBLEMS } from './webhooks.errors.ts';
 import * as repo from '../store/deliveries.repository.ts';
 import type { DeliveryRecord, DeliveryState } from '../store/deliveries.repository.ts';

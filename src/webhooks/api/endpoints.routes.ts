@@ -3,10 +3,10 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { Db } from '../../db/database.ts';
-import { decodeCursor, requireDecimalLimit } from '../../http/cursor.ts';
-import { publicBaseUrl } from '../../http/origin.ts';
-import { listPage } from '../../http/pages.ts';
-import { Problem } from '../../http/problems.ts';
+import { decodeCursor, requireDecimalLimit } from '../../http/representation/cursor.ts';
+import { publicBaseUrl } from '../../http/admission/origin.ts';
+import { listPage } from '../../http/representation/pages.ts';
+import { Problem } from '../../http/problems/problems.ts';
 import { createDeliveriesService, isStorableTime } from './deliveries.service.ts';
 import { createEndpointsService, type ChangedBy, type EndpointContext } from './endpoints.service.ts';
 import { attemptView, deliveryUrl, deliveryView, endpointUrl, endpointView } from './webhooks.representation.ts';

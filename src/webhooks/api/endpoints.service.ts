@@ -4,8 +4,8 @@
 import { sql } from 'kysely';
 import { recordAudit, type AuditEntry } from '../../audit/audit.ts';
 import type { Db, Dialect, Executor } from '../../db/database.ts';
-import { Problem, type FieldError } from '../../http/problems.ts';
-import { validationProblem } from '../../http/validation.ts';
+import { Problem, type FieldError } from '../../http/problems/problems.ts';
+import { validationProblem } from '../../http/problems/validation.ts';
 import { WEBHOOK_PROBLEMS } from './webhooks.errors.ts';
 import * as deliveries from '../store/deliveries.repository.ts';
 import * as repo from '../store/endpoints.repository.ts';

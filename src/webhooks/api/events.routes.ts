@@ -3,10 +3,10 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { Db, Dialect } from '../../db/database.ts';
-import { decodeCursor, encodeCursor, requireDecimalLimit } from '../../http/cursor.ts';
-import { publicBaseUrl } from '../../http/origin.ts';
-import { listPage } from '../../http/pages.ts';
-import { Problem } from '../../http/problems.ts';
+import { decodeCursor, encodeCursor, requireDecimalLimit } from '../../http/representation/cursor.ts';
+import { publicBaseUrl } from '../../http/admission/origin.ts';
+import { listPage } from '../../http/representation/pages.ts';
+import { Problem } from '../../http/problems/problems.ts';
 import { ALL_EVENTS, isEventType } from '../outbox/events.catalogue.ts';
 import { findEvent, listEvents, START, type EventPosition, type EventReader } from '../store/events.repository.ts';
 import { ownerOf } from './endpoints.routes.ts';

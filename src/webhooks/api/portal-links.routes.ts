@@ -4,7 +4,7 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance } from 'fastify';
 import type { Db } from '../../db/database.ts';
-import { publicBaseUrl } from '../../http/origin.ts';
+import { publicBaseUrl } from '../../http/admission/origin.ts';
 import { ownerOf } from './endpoints.routes.ts';
 import { issuePortalLink } from './portal-links.service.ts';
 import * as schemas from './portal-links.schemas.ts';

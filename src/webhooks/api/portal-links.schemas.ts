@@ -1,7 +1,7 @@
 // POST /api/webhooks/portal-links (README, "Webhooks", Portal links): schemas that validate, type the handler
 // and feed the OpenAPI document, with an example of the answer.
 import Type from 'typebox';
-import { problemResponse } from '../../http/openapi.ts';
+import { problemResponse } from '../../http/representation/openapi.ts';
 
 export const PortalLinkBody = Type.Union([Type.Object({}, { additionalProperties: false }), Type.Null()], {
   description: 'No members: send no body, or `{}`.',

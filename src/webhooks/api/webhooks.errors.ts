@@ -1,5 +1,5 @@
-// The problem types (RFC 9457) only the webhook API raises; the generic ones are in http/problems.ts.
-import { problemType } from '../../http/problems.ts';
+// The problem types (RFC 9457) only the webhook API raises; the generic ones are in http/problems/problems.ts.
+import { problemType } from '../../http/problems/problems.ts';
 
 export const WEBHOOK_PROBLEMS = {
   webhookState: problemType(

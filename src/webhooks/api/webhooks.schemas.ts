@@ -1,7 +1,7 @@
 // Request and response schemas of the webhook API: they validate, type the handlers and feed the OpenAPI document.
 import Type from 'typebox';
 import type { Static } from 'typebox';
-import { problemResponse } from '../../http/openapi.ts';
+import { problemResponse } from '../../http/representation/openapi.ts';
 import { EVENT_DESCRIPTIONS, EVENT_TYPES } from '../outbox/events.catalogue.ts';
 
 const Timestamp = Type.String({ format: 'date-time', description: 'UTC, RFC 3339.' });
@@ -182,7 +182,7 @@ export const EventListQuery = Type.Object({
   limit: Type.Integer({ minimum: 1, maximum: 500, default: 100 }),
 });
 
-// Responses by status, beside those every operation shares (src/http/openapi.ts). Fastify serializes
+// Responses by status, beside those every operation shares (src/http/representation/openapi.ts). Fastify serializes
 // the 2xx bodies with these schemas; problems are sent as text and only documented here.
 const DISABLED = 'The endpoint is disabled: enable it with PATCH {"Enabled": true} first.';
 const NO_CONTENT = { type: 'null', description: 'Deleted' };

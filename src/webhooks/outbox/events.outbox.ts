@@ -97,7 +97,7 @@ export class Outbox {
    * Tells dispatchers that deliveries are due (new ones, or re-queued). PostgreSQL delivers a NOTIFY
    * only when the transaction commits, to every listening dispatcher. SQLite: the in-process
    * dispatcher is woken once the transaction is durable, since its claim reads through a connection
-   * that sees only committed rows (src/db/sqlite-group-commit.ts); outside a transaction, at once.
+   * that sees only committed rows (src/db/sqlite/sqlite-group-commit.ts); outside a transaction, at once.
    */
   async announce(trx: Executor): Promise<void> {
     if (this.#dialect === 'postgres') await sql`select pg_notify(${WAKE_CHANNEL}, '')`.execute(trx);
@@ -226,7 +226,7 @@ export const EVENT_STATEMENT = {
 };
 
 /**
- * PostgreSQL: record() as part of a caller's single statement (src/http/idempotency-statement.ts, WriteUnit):
+ * PostgreSQL: record() as part of a caller's single statement (src/idempotency/idempotency-statement.ts, WriteUnit):
  * the event row and one delivery per subscribed endpoint, written only for the row of the CTE the
  * caller names `source` in EVENT_STATEMENT.ctes (so nothing when the caller's own write did not happen),
  * and the NOTIFY when deliveries were written. The shape is that one constant; this returns its values.

@@ -1,0 +1,85 @@
+// /api/admin/keys (README, "The admin API", Signing keys): the stored keys, never their material, and the
+// rotation `signet keys rotate` runs (src/auth-server/tokens/keys.ts rotateKeys, one function for both). After
+// rotating, this instance reloads at once and signs with the new key; the others notice within
+// KEY_CHECK_INTERVAL_MS (src/auth-server/provider/provider-holder.ts).
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { FastifyInstance } from 'fastify';
+import { listKeys, rotateKeys, signingAlgorithms, type KeyInfo } from '../tokens/keys.ts';
+import type { ProviderHolder } from '../provider/provider-holder.ts';
+import type { Config } from '../../config/config.ts';
+import type { Db } from '../../db/database.ts';
+import { Problem } from '../../http/problems/problems.ts';
+import { auditContext } from '../../http/admin/context.ts';
+import * as schemas from './keys.schemas.ts';
+
+export interface KeyRouteOptions {
+  db: Db;
+  config: Readonly<Config>;
+  authServer: ProviderHolder | undefined;
+}
+
+const TAGS = ['admin'];
+
+function keyView(key: KeyInfo) {
+  return {
+    Kid: key.kid,
+    Alg: key.alg,
+    Use: key.use,
+    CreatedAtUtc: key.createdAt.toISOString(),
+    RetiredAtUtc: key.retiredAt && key.retiredAt.toISOString(),
+  };
+}
+
+export async function keyRoutes(fastify: FastifyInstance, options: KeyRouteOptions): Promise<void> {
+  const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
+  const { db, config } = options;
+
+  /** An external issuer signs its own tokens: there is nothing here to list or rotate. */
+  function holder(): ProviderHolder {
+    if (!options.authServer)
+      throw new Problem('notFound', 'this instance runs no built-in authorization server, so it holds no signing keys');
+    return options.authServer;
+  }
+
+  app.get(
+    '/api/admin/keys',
+    {
+      config: { scope: 'admin:read' },
+      schema: {
+        tags: TAGS,
+        summary: 'The signing keys: current first, then retired ones still published',
+        response: schemas.KeyListResponses,
+      },
+    },
+    async (_request, reply) => {
+      holder();
+      reply.header('cache-control', 'no-store');
+      return { Items: (await listKeys(db)).map(keyView) };
+    },
+  );
+
+  app.post(
+    '/api/admin/keys/rotate',
+    {
+      config: { scope: 'admin:write' },
+      schema: {
+        tags: TAGS,
+        summary: 'Rotate the signing keys now; the old ones stay published until their tokens expire',
+        response: schemas.RotateResponses,
+      },
+    },
+    async (request, reply) => {
+      const authServer = holder();
+      const kids = await rotateKeys(
+        db,
+        signingAlgorithms(config.accessTokenAlg),
+        config.keyEncryptionKey,
+        auditContext(request),
+      );
+      // This instance signs with the new key from the next request on; others within KEY_CHECK_INTERVAL_MS.
+      await authServer.reloadIfChanged();
+      reply.header('cache-control', 'no-store');
+      return { Kids: kids, Items: (await listKeys(db)).map(keyView) };
+    },
+  );
+}

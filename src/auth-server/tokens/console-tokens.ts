@@ -1,0 +1,66 @@
+// Access tokens that Signet mints for its own console (README, "Webhooks", Portal links): the integrator
+// portal, opened by a portal link or by the client's owner, acts as that one client on the webhook API.
+// The token is what the client_credentials grant would issue (RFC 6749 §4.4): oidc-provider's
+// ClientCredentials model with the same resource server (audience, lifetime, RFC 9068 JWT format, signing
+// algorithm), through the same rules as provider.ts; only the client authentication is skipped, because
+// the caller is Signet itself, after checking the link or the owner.
+import type Provider from 'oidc-provider';
+import { USERINFO_SCOPES } from '../provider/scopes.ts';
+
+export interface ConsoleTokenRules {
+  /** The resource a client_credentials request without `resource` gets (provider.ts defaultResource). */
+  defaultResource(clientScope: string | undefined): string | undefined;
+  /** provider.ts getResourceServerInfo for a request without an account (client credentials). */
+  resourceServerInfo(uri: string, clientScope: string | undefined): { scope: string } & Record<string, unknown>;
+}
+
+const rules = new WeakMap<Provider, ConsoleTokenRules>();
+
+/** Called by createProvider (provider.ts) so the tokens follow the provider's own resource rules. */
+export function registerConsoleTokens(provider: Provider, tokenRules: ConsoleTokenRules): void {
+  rules.set(provider, tokenRules);
+}
+
+/** A refusal: the client is unknown, or a scope is one the client is not registered for. */
+export class ConsoleTokenError extends Error {}
+
+export interface ConsoleToken {
+  accessToken: string;
+  expiresIn: number;
+  scope: string;
+}
+
+/**
+ * A JWT access token for `clientId` carrying exactly `scopes`, which must all be among the client's
+ * registered API scopes (a scope it may not have is refused, never silently dropped).
+ */
+export async function issueClientAccessToken(
+  provider: Provider,
+  clientId: string,
+  scopes: readonly string[],
+): Promise<ConsoleToken> {
+  const tokenRules = rules.get(provider);
+  if (!tokenRules) throw new Error('the provider was not built by createProvider (provider.ts)');
+  const client = await provider.Client.find(clientId);
+  if (!client) throw new ConsoleTokenError(`no client ${clientId}`);
+  const resource = tokenRules.defaultResource(client.scope);
+  if (!resource) throw new ConsoleTokenError(`client ${clientId} has no API scope`);
+  const info = tokenRules.resourceServerInfo(resource, client.scope);
+  // API scopes of the client's registration only: the OIDC scopes a code-flow client may ask for are about
+  // a user signing in, and no token acting as the client itself should carry them.
+  const registered = new Set((client.scope ?? '').split(' '));
+  const allowed = new Set(
+    info.scope.split(' ').filter((scope) => registered.has(scope) && !USERINFO_SCOPES.includes(scope)),
+  );
+  const refused = scopes.filter((scope) => !allowed.has(scope));
+  if (scopes.length === 0 || refused.length > 0)
+    throw new ConsoleTokenError(
+      scopes.length === 0
+        ? 'name at least one scope'
+        : `client ${clientId} is not registered for ${refused.join(', ')}`,
+    );
+  const token = new provider.ClientCredentials({ client, scope: [...new Set(scopes)].join(' ') });
+  token.resourceServer = new provider.ResourceServer(resource, info as never);
+  const accessToken = await token.save();
+  return { accessToken, expiresIn: token.expiration, scope: token.scope ?? '' };
+}

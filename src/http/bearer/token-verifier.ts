@@ -1,0 +1,170 @@
+// Access-token verification for the resource server (RFC 9068 JWT profile, RFC 8725 best practices),
+// with a bounded cache of verified tokens so an authenticated read costs close to an unauthenticated one.
+// Keys fetched over HTTP come from issuer-keys.ts, which bounds the fetching; a token whose key is not
+// at hand is verified in two steps, so that its request is rate-limited before any fetch (auth.ts).
+import { readFileSync } from 'node:fs';
+import {
+  createLocalJWKSet,
+  errors as joseErrors,
+  jwtVerify,
+  type JSONWebKeySet,
+  type JWTPayload,
+  type JWTVerifyGetKey,
+} from 'jose';
+import { IssuerUnavailable, KeysNotAtHand, RemoteKeySet, type RemoteKeySettings } from './issuer-keys.ts';
+import { Problem } from '../problems/problems.ts';
+
+export interface Principal {
+  subject: string;
+  clientId: string | undefined;
+  scopes: ReadonlySet<string>;
+  /** Client-credentials token: no end user behind it (RFC 9068 §2.2: `sub` is then the client's own id). */
+  isClient: boolean;
+  /** Stable key for per-caller state (rate limits, idempotency keys). */
+  callerKey: string;
+}
+
+export interface VerifierSettings {
+  issuer: string;
+  audience: string;
+  algorithms: string[];
+  clockToleranceSeconds: number;
+  cacheSize: number;
+  jwksFile: string | undefined;
+  jwksUrl: string | undefined;
+  /** The built-in authorization server's published keys, read in process instead of over HTTP. */
+  localJwks?: () => JSONWebKeySet;
+  /** Limits and log hook for keys fetched over HTTP (defaults in issuer-keys.ts). */
+  remoteKeys?: Omit<RemoteKeySettings, 'issuer' | 'jwksUrl'>;
+}
+
+export interface TokenVerifier {
+  /** The verified principal when this exact token is cached and unexpired (synchronous fast path). */
+  cached(token: string): Principal | undefined;
+  /** Verifies with the keys already held; undefined when only fetching the issuer's keys can tell. Never fetches. */
+  verifyAtHand(token: string): Promise<Principal | undefined>;
+  /** Verifies, fetching the issuer's keys when needed: call it only for a request the rate limiter has counted. */
+  verify(token: string): Promise<Principal>;
+}
+
+interface KeyResolver {
+  atHand: JWTVerifyGetKey;
+  resolve: JWTVerifyGetKey;
+}
+
+interface CacheEntry {
+  principal: Principal;
+  expiresAtMs: number;
+}
+
+export function createTokenVerifier(settings: VerifierSettings): TokenVerifier {
+  const keys = keyResolver(settings);
+  const cache = new Map<string, CacheEntry>();
+  const cached = (token: string): Principal | undefined => {
+    const hit = cache.get(token);
+    if (hit && Date.now() < hit.expiresAtMs) return hit.principal;
+    if (hit) cache.delete(token);
+    return undefined;
+  };
+  const verifyToken = async (token: string, getKey: JWTVerifyGetKey): Promise<Principal> => {
+    const hit = cached(token);
+    if (hit) return hit;
+    const payload = await verify(token, getKey, settings);
+    const principal = toPrincipal(payload);
+    if (settings.cacheSize > 0 && typeof payload.exp === 'number') {
+      // Bounded: drop the oldest entry (Map keeps insertion order). Never kept past the token's own exp.
+      if (cache.size >= settings.cacheSize) cache.delete(cache.keys().next().value as string);
+      cache.set(token, { principal, expiresAtMs: payload.exp * 1000 });
+    }
+    return principal;
+  };
+  return {
+    cached,
+    verifyAtHand: (token) =>
+      verifyToken(token, keys.atHand).catch((err: unknown) => {
+        if (err instanceof KeysNotAtHand) return undefined;
+        throw err;
+      }),
+    verify: (token) => verifyToken(token, keys.resolve),
+  };
+}
+
+async function verify(token: string, getKey: JWTVerifyGetKey, settings: VerifierSettings): Promise<JWTPayload> {
+  try {
+    const { payload } = await jwtVerify(token, getKey, {
+      issuer: settings.issuer,
+      audience: settings.audience,
+      algorithms: settings.algorithms, // allow-list: never `none`, never HMAC (RFC 8725 §3.1)
+      typ: 'at+jwt', // RFC 9068 §4: reject ID tokens and other JWTs presented as access tokens
+      clockTolerance: settings.clockToleranceSeconds,
+      requiredClaims: ['exp', 'iat', 'sub'], // RFC 9068 §2.2
+    });
+    // jose checks `iat` only against maxTokenAge; a token issued in the future (beyond the clock
+    // tolerance) comes from a wrong clock or a forger (RFC 7519 §4.1.6).
+    if ((payload.iat as number) > Date.now() / 1000 + settings.clockToleranceSeconds)
+      throw invalidToken('the "iat" claim is in the future');
+    return payload;
+  } catch (err) {
+    throw err instanceof KeysNotAtHand ? err : toProblem(err);
+  }
+}
+
+function toProblem(err: unknown): Problem {
+  if (err instanceof Problem) return err;
+  if (err instanceof IssuerUnavailable) {
+    return new Problem(
+      'issuerUnavailable',
+      'the signing keys of the token issuer could not be fetched; try again shortly',
+      { headers: { 'retry-after': String(err.retryAfterSeconds) } },
+    );
+  }
+  if (err instanceof joseErrors.JWTExpired) return invalidToken('the access token has expired');
+  if (err instanceof joseErrors.JWTClaimValidationFailed)
+    return invalidToken(`the "${err.claim}" claim is not acceptable`);
+  if (err instanceof joseErrors.JOSEAlgNotAllowed)
+    return invalidToken('the token is signed with an algorithm that is not allowed');
+  if (err instanceof joseErrors.JWKSNoMatchingKey) return invalidToken('no published key matches the token');
+  return invalidToken('the access token could not be verified');
+}
+
+export function invalidToken(description: string): Problem {
+  // RFC 6750 §3: error_description excludes `"` and `\` (and non-ASCII); the problem body keeps the original.
+  const headerSafe = description.replace(/["\\]/g, "'").replace(/[^\x20-\x7e]/g, '?');
+  return new Problem('invalidToken', description, {
+    headers: { 'www-authenticate': `Bearer realm="signet", error="invalid_token", error_description="${headerSafe}"` },
+  });
+}
+
+function toPrincipal(payload: JWTPayload): Principal {
+  const clientId = typeof payload.client_id === 'string' ? payload.client_id : undefined;
+  // `sub` is a required claim (checked by jwtVerify); it must also be a string.
+  const subject = payload.sub;
+  if (typeof subject !== 'string' || subject === '') throw invalidToken('the "sub" claim is not acceptable');
+  const scopes = new Set(typeof payload.scope === 'string' ? payload.scope.split(' ').filter(Boolean) : []);
+  const isClient = clientId !== undefined && subject === clientId;
+  return { subject, clientId, scopes, isClient, callerKey: isClient ? `client:${clientId}` : `user:${subject}` };
+}
+
+function keyResolver(settings: VerifierSettings): KeyResolver {
+  const { localJwks } = settings;
+  if (localJwks && !settings.jwksFile && !settings.jwksUrl) {
+    // Rebuilt only when the key set object changes (a rotation), not per token.
+    let source: JSONWebKeySet | undefined;
+    let resolver: JWTVerifyGetKey | undefined;
+    const inProcess: JWTVerifyGetKey = (header, token) => {
+      const current = localJwks();
+      if (current !== source || !resolver) {
+        source = current;
+        resolver = createLocalJWKSet(current);
+      }
+      return resolver(header, token);
+    };
+    return { atHand: inProcess, resolve: inProcess };
+  }
+  if (settings.jwksFile) {
+    const fromFile = createLocalJWKSet(JSON.parse(readFileSync(settings.jwksFile, 'utf8')));
+    return { atHand: fromFile, resolve: fromFile };
+  }
+  const remote = new RemoteKeySet({ ...settings.remoteKeys, issuer: settings.issuer, jwksUrl: settings.jwksUrl });
+  return { atHand: remote.atHand, resolve: remote.resolve };
+}
