@@ -151,6 +151,7 @@ function layerRules() {
     layer(
       ['src/operator/**'],
       'operator/ spans features through their services and admin routes, never their stores',
+      '(^|/)store/|\\.repository\\.ts$',
       '(^|/)(app|main)\\.ts$|(^|/)(cli|console)/',
     ),
     layer(

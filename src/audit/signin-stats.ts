@@ -3,15 +3,15 @@
 // audit_log_action_time index of migration 0010.
 import type { Dialect, Executor } from '../db/database.ts';
 import { toDbTime } from '../db/codecs.ts';
-import { bucketIndex } from '../db/time-buckets.ts';
+import { bucketIndex, bucketSeries, type TimeWindow } from '../db/time-buckets.ts';
 
-export interface SignInCount {
+interface SignInCount {
   bucket: number;
   outcome: 'succeeded' | 'failed';
   count: number;
 }
 
-export async function signInCounts(
+async function signInCounts(
   db: Executor,
   dialect: Dialect,
   window: { since: Date; until: Date },
@@ -31,4 +31,18 @@ export async function signInCounts(
     outcome: r.action === 'signin.succeeded' ? 'succeeded' : 'failed',
     count: Number(r.n),
   }));
+}
+
+/** The overview's series (GET /api/admin/stats): sign-ins per hour bucket of the window, by outcome. */
+export const SIGNIN_BUCKET_SECONDS = 3600;
+
+export async function signInSeries(db: Executor, dialect: Dialect, window: TimeWindow) {
+  const width = SIGNIN_BUCKET_SECONDS;
+  const buckets = new Map<number, { Succeeded: number; Failed: number }>();
+  for (const row of await signInCounts(db, dialect, window, width)) {
+    const bucket = buckets.get(row.bucket) ?? { Succeeded: 0, Failed: 0 };
+    bucket[row.outcome === 'succeeded' ? 'Succeeded' : 'Failed'] += row.count;
+    buckets.set(row.bucket, bucket);
+  }
+  return bucketSeries(window, width, (i) => buckets.get(i) ?? { Succeeded: 0, Failed: 0 });
 }

@@ -25,6 +25,24 @@ export function bucketAxis(since: Date, until: Date, widthSeconds: number): numb
   return axis;
 }
 
+/** A half-open time range [since, until). */
+export interface TimeWindow {
+  since: Date;
+  until: Date;
+}
+
+/** One entry per bucket of the window's axis, `fill(index, start)` giving its fields, dated by `At`. */
+export function bucketSeries<T>(
+  window: TimeWindow,
+  widthSeconds: number,
+  fill: (index: number, at: Date) => T,
+): ({ At: string } & T)[] {
+  return bucketAxis(window.since, window.until, widthSeconds).map((index) => {
+    const at = bucketStart(index, widthSeconds);
+    return { At: at.toISOString(), ...fill(index, at) };
+  });
+}
+
 /** The start of bucket `index`. */
 export function bucketStart(index: number, widthSeconds: number): Date {
   return new Date(index * widthSeconds * 1000);

@@ -5,6 +5,7 @@
 // to the same rows (an upsert that sums), so the table holds the whole deployment's counts.
 import type { Executor } from '../../db/database.ts';
 import { fromDbTime, toDbTime } from '../../db/codecs.ts';
+import { bucketSeries, type TimeWindow } from '../../db/time-buckets.ts';
 
 export const FLUSH_INTERVAL_MS = 5000;
 const HOUR_MS = 3_600_000;
@@ -79,14 +80,14 @@ export class TokenCounter {
   }
 }
 
-export interface TokenCount {
+interface TokenCount {
   hour: Date;
   grantType: string;
   count: number;
 }
 
 /** The stored counts of the hours that overlap [since, until). */
-export async function tokenCounts(db: Executor, since: Date, until: Date): Promise<TokenCount[]> {
+async function tokenCounts(db: Executor, since: Date, until: Date): Promise<TokenCount[]> {
   const firstHour = new Date(Math.floor(since.getTime() / HOUR_MS) * HOUR_MS);
   const rows = await db
     .selectFrom('token_stats')
@@ -95,4 +96,23 @@ export async function tokenCounts(db: Executor, since: Date, until: Date): Promi
     .where('hour', '<', toDbTime(until))
     .execute();
   return rows.map((r) => ({ hour: fromDbTime(r.hour), grantType: r.grant_type, count: Number(r.count) }));
+}
+
+/** The overview's series (GET /api/admin/stats): tokens per hour bucket of the window, by grant type. */
+export const TOKEN_BUCKET_SECONDS = HOUR_MS / 1000;
+
+export async function tokenSeries(db: Executor, window: TimeWindow) {
+  const width = TOKEN_BUCKET_SECONDS;
+  const byHour = new Map<number, Record<string, number>>();
+  for (const row of await tokenCounts(db, window.since, window.until)) {
+    const index = row.hour.getTime() / (width * 1000);
+    const counts = byHour.get(index) ?? {};
+    counts[row.grantType] = (counts[row.grantType] ?? 0) + row.count;
+    byHour.set(index, counts);
+  }
+  return bucketSeries(window, width, (i) => {
+    const ByGrant: Record<string, number> = Object.fromEntries([...COUNTED_GRANT_TYPES, 'other'].map((g) => [g, 0]));
+    for (const [grant, count] of Object.entries(byHour.get(i) ?? {})) ByGrant[grant] = (ByGrant[grant] ?? 0) + count;
+    return { Total: Object.values(ByGrant).reduce((a, b) => a + b, 0), ByGrant };
+  });
 }

@@ -4,12 +4,7 @@
 import { sql } from 'kysely';
 import type { Dialect, Executor } from '../../db/database.ts';
 import { fromDbTime, toDbTime } from '../../db/codecs.ts';
-import { bucketIndex } from '../../db/time-buckets.ts';
-
-export interface Window {
-  since: Date;
-  until: Date;
-}
+import { bucketIndex, type TimeWindow as Window } from '../../db/time-buckets.ts';
 
 export interface AttemptCount {
   bucket: number;
