@@ -1,19 +1,13 @@
-// The admin API (README, "Operating Signet"): a feature of the top layer, like the CLI. It calls the
-// services the CLI uses (users, clients, keys, grants, webhook endpoints), never the tables directly, so
-// the two cannot drift apart; every change it makes is recorded in the audit trail (src/audit/).
+// The admin API (/api/admin/…, docs: the admin API reference): composed here from each feature's admin routes
+// (auth-server/admin/, webhooks/admin/, audit/admin/) and what spans features (the overview, /api/me). Like the
+// CLI it calls the features' services, never their tables; every change is recorded in the audit trail.
 import type { FastifyInstance } from 'fastify';
 import type { Config } from '../config/config.ts';
 import type { DatabaseHandle } from '../db/database.ts';
 import type { ProviderHolder } from '../auth-server/provider/provider-holder.ts';
-import { REGISTRATION_ROUTE } from '../auth-server/provider/provider.ts';
-import { userRoutes } from '../auth-server/admin/users.routes.ts';
-import { clientRoutes } from '../auth-server/admin/clients.routes.ts';
+import { authServerAdminRoutes } from '../auth-server/admin/plugin.ts';
 import { auditRoutes } from '../audit/admin/audit.routes.ts';
-import { grantRoutes } from '../auth-server/admin/grants.routes.ts';
-import { keyRoutes } from '../auth-server/admin/keys.routes.ts';
-import { webhookAdminRoutes } from '../webhooks/admin/webhooks.routes.ts';
-import { deliveryAdminRoutes } from '../webhooks/admin/deliveries.routes.ts';
-import { eventAdminRoutes } from '../webhooks/admin/events.routes.ts';
+import { webhooksAdminRoutes } from '../webhooks/admin/plugin.ts';
 import { statsRoutes } from './stats.routes.ts';
 import { meRoutes } from './me.routes.ts';
 
@@ -26,29 +20,18 @@ export interface AdminDependencies {
   apiScopes?: readonly string[];
 }
 
+/** Each feature's admin routes, then what spans features: the overview and the caller's own clients. */
 export async function registerAdmin(app: FastifyInstance, deps: AdminDependencies): Promise<void> {
-  void app;
-  void deps;
-  await app.register(userRoutes, { db: deps.database.db });
-  await app.register(clientRoutes, {
-    db: deps.database.db,
+  const { db, dialect } = deps.database;
+  await app.register(authServerAdminRoutes, {
+    config: deps.config,
+    db,
+    authServer: deps.authServer,
     apiScopes: deps.apiScopes ?? [],
-    registrationEndpoint: registrationEndpoint(deps),
   });
-  await app.register(grantRoutes, { db: deps.database.db });
-  await app.register(keyRoutes, { db: deps.database.db, config: deps.config, authServer: deps.authServer });
-  await app.register(webhookAdminRoutes, { db: deps.database.db });
-  // The outbox wakes the dispatchers after a redeliver or recover (registerWebhooks decorates it first).
-  const log = { db: deps.database.db, outbox: app.webhooks.context.outbox };
-  await app.register(deliveryAdminRoutes, log);
-  await app.register(eventAdminRoutes, log);
-  await app.register(auditRoutes, { db: deps.database.db });
-  await app.register(statsRoutes, { db: deps.database.db, dialect: deps.database.dialect });
-  await app.register(meRoutes, { db: deps.database.db });
-}
-
-/** RFC 7591's endpoint when dynamic registration is on (DYNAMIC_REGISTRATION and the built-in server). */
-function registrationEndpoint(deps: AdminDependencies): string | undefined {
-  if (!deps.authServer || !deps.config.dynamicRegistration) return undefined;
-  return `${deps.config.oauthIssuer}${REGISTRATION_ROUTE}`;
+  // registerWebhooks decorates the app with its context (the outbox) before the admin API is registered.
+  await app.register(webhooksAdminRoutes, { db, outbox: app.webhooks.context.outbox });
+  await app.register(auditRoutes, { db });
+  await app.register(statsRoutes, { db, dialect });
+  await app.register(meRoutes, { db });
 }
