@@ -1,7 +1,7 @@
 // Reading the audit trail (README, "The audit trail"): the admin API (GET /api/admin/audit) and
 // `signet audit` share this one query, newest first, so the two cannot show different things.
 import type { Selectable } from 'kysely';
-import type { Executor } from '../db/database.ts';
+import type { Executor } from '../db/executor.ts';
 import type { AuditLogTable } from '../db/schema.ts';
 import { fromDbTime, toDbTime } from '../db/codecs.ts';
 import type { ActorType } from './audit.ts';

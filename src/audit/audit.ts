@@ -4,7 +4,7 @@
 // secret, a password or a token (details carry plain facts: names, scopes, counts).
 import { randomBytes } from 'node:crypto';
 import { userInfo } from 'node:os';
-import type { Executor } from '../db/database.ts';
+import type { Executor } from '../db/executor.ts';
 import { toDbTime } from '../db/codecs.ts';
 
 /** Every action the trail records. Adding one: here, and a row in the README's audit table. */

@@ -2,7 +2,7 @@
 // retention period are deleted in small batches, so a purge after a long outage (or the first one on a
 // large table) never holds a long lock nor runs into the statement timeout. Several instances may purge
 // at once: a batch deletes what is still there, and deleting a row twice is a no-op.
-import type { Executor } from '../db/database.ts';
+import type { Executor } from '../db/executor.ts';
 import { fromDbTime, toDbTime } from '../db/codecs.ts';
 
 export const AUDIT_PURGE_BATCH = 1000;

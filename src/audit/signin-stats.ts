@@ -1,7 +1,7 @@
 // Sign-ins per time bucket for the operator overview (GET /api/admin/stats), read from the audit trail's
 // signin.succeeded and signin.failed entries (src/auth-server/provider/audit-events.ts writes them) through the
 // audit_log_action_time index of migration 0010.
-import type { Dialect, Executor } from '../db/database.ts';
+import type { Dialect, Executor } from '../db/executor.ts';
 import { toDbTime } from '../db/codecs.ts';
 import { bucketIndex, bucketSeries, type TimeWindow } from '../db/time-buckets.ts';
 

@@ -3,7 +3,7 @@
 // balancer share it, so a secret would have to be configured on each and could only be as safe as that
 // configuration; and nothing is gained by one, since its tokens never leave the server (the backend-for-
 // frontend keeps them, OAuth 2.0 for Browser-Based Apps §6.1). First-party: the user is not asked to consent.
-import type { Db } from '../db/database.ts';
+import type { Db } from '../db/executor.ts';
 import {
   createClient,
   findClient,

@@ -1,7 +1,7 @@
 // SQL for the integrator portal's sessions (migration 0012). Rows are keyed by the SHA-256 of the cookie
 // value, so a copy of the table hands out no session; the token column is sealed by portal-sessions.ts.
 import { fromDbTime, toDbTime } from '../db/codecs.ts';
-import type { Executor } from '../db/database.ts';
+import type { Executor } from '../db/executor.ts';
 import type { ConsolePortalSessionsTable } from '../db/schema.ts';
 
 export type PortalVia = 'link' | 'owner';

@@ -10,7 +10,7 @@
 import { createHmac, randomBytes } from 'node:crypto';
 import type Provider from 'oidc-provider';
 import { issueClientAccessToken, type ConsoleToken } from '../auth-server/tokens/console-tokens.ts';
-import type { Db } from '../db/database.ts';
+import type { Db } from '../db/executor.ts';
 import { seal, unseal } from '../db/sealed.ts';
 import { WEBHOOKS_SCOPES } from '../webhooks/webhooks.feature.ts';
 import {

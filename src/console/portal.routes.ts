@@ -7,7 +7,7 @@
 //   API says (GET /api/me/clients, with the user's own token);
 // - DELETE /console/portal-sessions: leaves the portal (an owner goes back to the console).
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { Db } from '../db/database.ts';
+import type { Db } from '../db/executor.ts';
 import { Problem } from '../http/problems/problems.ts';
 import { consumePortalLink, portalLinkState } from '../webhooks/api/portal-links.service.ts';
 import { checkOrigin } from './auth.routes.ts';

@@ -1,7 +1,7 @@
 // SQL for the console's sessions (migration 0008). Rows are keyed by the SHA-256 of the cookie value,
 // so a copy of the table does not hand out sessions; the tokens column is sealed by sessions.ts.
 import { fromDbTime, toDbTime } from '../db/codecs.ts';
-import type { Executor } from '../db/database.ts';
+import type { Executor } from '../db/executor.ts';
 import type { ConsoleSessionsTable } from '../db/schema.ts';
 
 export interface SessionRow {

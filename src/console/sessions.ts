@@ -3,7 +3,7 @@
 // (AES-256-GCM bound to the row), in a table any instance can read. The CSRF token is an HMAC of the
 // session id, so it needs no storage and changes with every session.
 import { createHash, createHmac, hkdfSync, randomBytes, timingSafeEqual } from 'node:crypto';
-import type { Db } from '../db/database.ts';
+import type { Db } from '../db/executor.ts';
 import { seal, unseal } from '../db/sealed.ts';
 import type { TokenSet } from './oauth.ts';
 import { deleteSession, findSession, insertSession, replaceTokens, type SessionRow } from './sessions.repository.ts';

@@ -1,7 +1,7 @@
 // Work that may only happen once a transaction is durable: handing a committed delivery to the
 // in-process dispatcher, for example. Registered from inside the transaction, run after its commit.
 import type { DatabaseConnection } from 'kysely';
-import type { Executor } from './database.ts';
+import type { Executor } from './executor.ts';
 import { MemberConnection } from './sqlite/sqlite-group-commit.ts';
 
 /**

@@ -7,7 +7,7 @@
 // hand-out and result pass allocate ~4 KB per call (direct-read.ts).
 import { SelectQueryNode, type Compilable, type CompiledQuery, type QueryResult } from 'kysely';
 import { directConnectionOf, directReadOf, isDirectTransaction } from './direct-read.ts';
-import type { Executor } from './database.ts';
+import type { Executor } from './executor.ts';
 
 const PARAMETER = Symbol('compiled-statement parameter');
 

@@ -2,7 +2,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { Kysely, PostgresAdapter, sql, type Transaction } from 'kysely';
+import { Kysely, PostgresAdapter, sql } from 'kysely';
 import pg from 'pg';
 import pino from 'pino';
 import type { Config } from '../config/config.ts';
@@ -14,10 +14,9 @@ import type { GroupCommitStats } from './sqlite/sqlite-group-commit.ts';
 import { openSqlite } from './sqlite/sqlite-driver.ts';
 import type { Database } from './schema.ts';
 
-export type Dialect = 'sqlite' | 'postgres';
-export type Db = Kysely<Database>;
-/** Repositories take either the database or an open transaction as their first argument. */
-export type Executor = Kysely<Database> | Transaction<Database>;
+import type { Db, Dialect, Executor } from './executor.ts';
+
+export type { Db, Dialect, Executor };
 
 export interface DatabaseHandle {
   db: Db;

@@ -8,7 +8,7 @@
 //   transaction's savepoint as it would for Kysely, or declines when it must take Kysely's path
 //   (sqlite-group-commit.ts, MemberConnection.executeDirect).
 import type { CompiledQuery, DatabaseConnection, QueryResult } from 'kysely';
-import type { Executor } from './database.ts';
+import type { Executor } from './executor.ts';
 
 /** The driver's read, or undefined when the query must take Kysely's path (sqlite-group-commit.ts, readDirect). */
 export type DirectRead = <R>(query: CompiledQuery) => Promise<QueryResult<R>> | undefined;

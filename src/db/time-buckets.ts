@@ -2,7 +2,7 @@
 // (floor(epoch seconds / width)), computed the same way on both databases. PostgreSQL's date_trunc would
 // follow the session's time zone (a +05:30 zone moves every hour bucket); epoch arithmetic does not.
 import { sql, type RawBuilder } from 'kysely';
-import type { Dialect } from './database.ts';
+import type { Dialect } from './executor.ts';
 
 /** The bucket index of `column` for buckets `widthSeconds` wide, as an integer expression. */
 export function bucketIndex(dialect: Dialect, column: string, widthSeconds: number): RawBuilder<number | string> {

@@ -2,7 +2,7 @@
 // owner died, releasing it, and the 409 that answers a key still in flight. Used by idempotency.ts (the
 // request flow) and idempotency-statement.ts (the one-statement write on PostgreSQL).
 import { sql, type Insertable, type QueryCreator, type RawBuilder } from 'kysely';
-import type { Executor } from '../db/database.ts';
+import type { Executor } from '../db/executor.ts';
 import type { Database, IdempotencyKeysTable } from '../db/schema.ts';
 import { fromDbJson, fromDbTime, toDbJson, toDbTime } from '../db/codecs.ts';
 import { compiledStatement, placeholderRow, type ParamOf } from '../db/compiled-statement.ts';

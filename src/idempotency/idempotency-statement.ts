@@ -11,7 +11,7 @@ import {
   type Driver,
   type RawBuilder,
 } from 'kysely';
-import type { Db, Executor } from '../db/database.ts';
+import type { Db, Executor } from '../db/executor.ts';
 import type { Database } from '../db/schema.ts';
 import { compiledStatement, type AnyParam, type ParamOf } from '../db/compiled-statement.ts';
 import { reservationsOf } from '../db/postgres/sequence-reservations.ts';

@@ -4,7 +4,7 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { createClientsService, type ClientRecord } from '../auth-server/clients/clients.service.ts';
-import type { Db } from '../db/database.ts';
+import type { Db } from '../db/executor.ts';
 import { requireDecimalLimit } from '../http/representation/cursor.ts';
 import { publicBaseUrl } from '../http/admission/origin.ts';
 import { listPage } from '../http/representation/pages.ts';

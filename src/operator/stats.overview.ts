@@ -1,7 +1,7 @@
 // The operator overview (GET /api/admin/stats): each feature's series over the window, composed. Every
 // feature lays its own counts on regular time axes (src/db/time-buckets.ts); this file only puts them side
 // by side, through the features' services, never their tables.
-import type { Db, Dialect } from '../db/database.ts';
+import type { Db, Dialect } from '../db/executor.ts';
 import type { TimeWindow } from '../db/time-buckets.ts';
 import { SIGNIN_BUCKET_SECONDS, signInSeries } from '../audit/signin-stats.ts';
 import { TOKEN_BUCKET_SECONDS, tokenSeries } from '../auth-server/tokens/token-stats.ts';

@@ -3,7 +3,7 @@
 // and sign-ins. Reading needs admin:read.
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance } from 'fastify';
-import type { Db, Dialect } from '../db/database.ts';
+import type { Db, Dialect } from '../db/executor.ts';
 import { boundedWindow } from '../http/admin/query-params.ts';
 import { overview } from './stats.overview.ts';
 import { StatsQuery, StatsResponses } from './stats.schemas.ts';

@@ -2,7 +2,7 @@
 // sink (the webhook outbox) records it in the same transaction as the change.
 import type { RawBuilder } from 'kysely';
 import type { AnyParam } from '../db/compiled-statement.ts';
-import type { Executor } from '../db/database.ts';
+import type { Executor } from '../db/executor.ts';
 import type { OrderRecord } from './orders.repository.ts';
 import type { OrderStatus } from './orders.states.ts';
 

@@ -2,7 +2,7 @@
 // State changes are compare-and-set in a single UPDATE … WHERE status/version = …, so the rule
 // "to paid only while pending" holds under any concurrency, on both dialects.
 import { sql, type RawBuilder } from 'kysely';
-import type { Executor } from '../db/database.ts';
+import type { Executor } from '../db/executor.ts';
 import { fromDbTime, toDbTime } from '../db/codecs.ts';
 import { compiledStatement, type ParamOf } from '../db/compiled-statement.ts';
 import type { DbTime, OrdersTable } from '../db/schema.ts';

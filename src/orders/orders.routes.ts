@@ -1,7 +1,7 @@
 // Order routes: HTTP only. Input is validated by the schemas; each handler makes one service call.
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import type { Db } from '../db/database.ts';
+import type { Db } from '../db/executor.ts';
 import { decodeCursor, requireDecimalLimit } from '../http/representation/cursor.ts';
 import { runIdempotent, sendStored, type IdempotencySettings } from '../idempotency/idempotency.ts';
 import { publicBaseUrl, signedLinkBaseUrl } from '../http/admission/origin.ts';

@@ -1,7 +1,7 @@
 // Order rules: who may see and change which order, money validation, the state machine, and
 // compare-and-set writes. Knows nothing of HTTP; the caller passes the executor (transaction) and
 // a precondition check built from the request's conditional headers.
-import type { Db, Executor } from '../db/database.ts';
+import type { Db, Executor } from '../db/executor.ts';
 import { Problem, type FieldError } from '../http/problems/problems.ts';
 import { isUuid, validationProblem } from '../http/problems/validation.ts';
 import { writeUnitOf } from '../idempotency/idempotency-statement.ts';

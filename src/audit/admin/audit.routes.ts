@@ -2,7 +2,7 @@
 // target and time range, in cursor pages. `signet audit` reads the same query (src/audit/audit.repository.ts).
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import type { Db } from '../../db/database.ts';
+import type { Db } from '../../db/executor.ts';
 import { listAudit, type AuditRecord } from '../audit.repository.ts';
 import { decodeCursor, encodeCursor, requireDecimalLimit } from '../../http/representation/cursor.ts';
 import { publicBaseUrl } from '../../http/admission/origin.ts';

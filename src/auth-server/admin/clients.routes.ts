@@ -13,7 +13,7 @@ import {
   type OwnerChange,
 } from '../clients/clients.service.ts';
 import { issueRegistrationToken } from '../clients/registration-tokens.ts';
-import type { Db } from '../../db/database.ts';
+import type { Db } from '../../db/executor.ts';
 import { evaluatePreconditions } from '../../http/representation/conditional.ts';
 import { requireDecimalLimit } from '../../http/representation/cursor.ts';
 import { publicBaseUrl } from '../../http/admission/origin.ts';

@@ -7,7 +7,7 @@ import type { FastifyInstance } from 'fastify';
 import { listKeys, rotateKeys, signingAlgorithms, type KeyInfo } from '../tokens/keys.ts';
 import type { ProviderHolder } from '../provider/provider-holder.ts';
 import type { Config } from '../../config/config.ts';
-import type { Db } from '../../db/database.ts';
+import type { Db } from '../../db/executor.ts';
 import { Problem } from '../../http/problems/problems.ts';
 import { auditContext } from '../../http/admin/context.ts';
 import * as schemas from './keys.schemas.ts';

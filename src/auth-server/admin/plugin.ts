@@ -3,7 +3,7 @@
 // other features' admin routes by src/operator/plugin.ts.
 import type { FastifyInstance } from 'fastify';
 import type { Config } from '../../config/config.ts';
-import type { Db } from '../../db/database.ts';
+import type { Db } from '../../db/executor.ts';
 import type { ProviderHolder } from '../provider/provider-holder.ts';
 import { REGISTRATION_ROUTE } from '../provider/provider.ts';
 import { clientRoutes } from './clients.routes.ts';

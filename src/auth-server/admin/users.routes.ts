@@ -5,7 +5,7 @@ import { createHash } from 'node:crypto';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { createUsersService, type User } from '../identity/users.service.ts';
-import type { Db } from '../../db/database.ts';
+import type { Db } from '../../db/executor.ts';
 import { evaluatePreconditions } from '../../http/representation/conditional.ts';
 import { decodeCursor, requireDecimalLimit } from '../../http/representation/cursor.ts';
 import { publicBaseUrl } from '../../http/admission/origin.ts';

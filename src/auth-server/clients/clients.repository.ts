@@ -5,7 +5,7 @@
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import { toDbTime } from '../../db/codecs.ts';
-import type { Executor } from '../../db/database.ts';
+import type { Executor } from '../../db/executor.ts';
 import type { Database, OAuthClientsTable } from '../../db/schema.ts';
 
 export type ClientType = 'confidential' | 'public';

@@ -3,7 +3,7 @@
 // (README, "Operating Signet"). Every change runs in one transaction with its audit entry
 // (src/audit/audit.ts); an entry never holds a secret. A secret is returned once, by create and rotate.
 import { recordAudit, type AuditEntry } from '../../audit/audit.ts';
-import type { Db, Executor } from '../../db/database.ts';
+import type { Db, Executor } from '../../db/executor.ts';
 import { Problem, problemType } from '../../http/problems/problems.ts';
 import { hasControlCharacter } from '../../http/problems/validation.ts';
 import { findUserByEmail } from '../identity/users.repository.ts';

@@ -5,7 +5,7 @@
 // presented: Signet's client rules, and one policy per scope the token allows (registration.ts).
 import { randomBytes } from 'node:crypto';
 import { recordAudit, type AuditEntry } from '../../audit/audit.ts';
-import type { Db } from '../../db/database.ts';
+import type { Db } from '../../db/executor.ts';
 import { Problem } from '../../http/problems/problems.ts';
 import { OIDC_SCOPES } from './clients.repository.ts';
 import { ClientRuleError } from './clients.service.ts';

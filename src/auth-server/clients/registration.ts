@@ -6,7 +6,7 @@
 // token allows (registration-tokens.ts). PKCE is required of every client anyway (provider.ts).
 import { errors, type Configuration, type KoaContextWithOIDC } from 'oidc-provider';
 import { recordAudit, type AuditEntry } from '../../audit/audit.ts';
-import type { Db } from '../../db/database.ts';
+import type { Db } from '../../db/executor.ts';
 import {
   createClient,
   deleteClient,

@@ -4,7 +4,7 @@
 import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import { toDbTime } from '../../db/codecs.ts';
-import type { Executor } from '../../db/database.ts';
+import type { Executor } from '../../db/executor.ts';
 import type { UsersTable } from '../../db/schema.ts';
 import { isUuid } from '../../http/problems/validation.ts';
 import { hashPassword } from './passwords.ts';

@@ -5,7 +5,7 @@
 // changing their roles revokes their grants too, so no token can keep a scope the roles no longer allow
 // (and a newly granted role is offered at the next sign-in).
 import { recordAudit, type AuditEntry } from '../../audit/audit.ts';
-import type { Db, Executor } from '../../db/database.ts';
+import type { Db, Executor } from '../../db/executor.ts';
 import { Problem, problemType } from '../../http/problems/problems.ts';
 import { hasControlCharacter } from '../../http/problems/validation.ts';
 import { revokeAccount } from '../provider/oidc-adapter.ts';

@@ -8,7 +8,7 @@ import type { FastifyRequest } from 'fastify';
 import type { errors, KoaContextWithOIDC } from 'oidc-provider';
 import type Provider from 'oidc-provider';
 import { recordAudit, SYSTEM_ACTOR, type AuditActor, type AuditEntry } from '../../audit/audit.ts';
-import type { Executor } from '../../db/database.ts';
+import type { Executor } from '../../db/executor.ts';
 
 /** The actor of a sign-in attempt on an account that does not exist: nothing the user typed. */
 export const UNKNOWN_USER: AuditActor = { type: 'user', id: 'unknown' };

@@ -10,7 +10,7 @@ import { createHash } from 'node:crypto';
 import { errors, type Adapter, type AdapterPayload } from 'oidc-provider';
 import type { Kysely } from 'kysely';
 import { toDbTime } from '../../db/codecs.ts';
-import type { Executor } from '../../db/database.ts';
+import type { Executor } from '../../db/executor.ts';
 import type { Database } from '../../db/schema.ts';
 import { findClientMetadata } from '../clients/clients.repository.ts';
 

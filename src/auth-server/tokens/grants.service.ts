@@ -6,7 +6,7 @@
 // is named by its `uid`, not by its id, which is the value of the session cookie.
 import { recordAudit, type AuditEntry } from '../../audit/audit.ts';
 import { fromDbTime, toDbTime } from '../../db/codecs.ts';
-import type { Db, Executor } from '../../db/database.ts';
+import type { Db, Executor } from '../../db/executor.ts';
 import type { DbTime } from '../../db/schema.ts';
 import { Problem } from '../../http/problems/problems.ts';
 import { revokeGrant } from '../provider/oidc-adapter.ts';

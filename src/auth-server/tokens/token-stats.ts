@@ -3,7 +3,7 @@
 // to token_stats (migration 0010) every FLUSH_INTERVAL_MS and when the app closes. A crash loses at most
 // the counts of the last interval; a failed write keeps them for the next flush. Several instances add
 // to the same rows (an upsert that sums), so the table holds the whole deployment's counts.
-import type { Executor } from '../../db/database.ts';
+import type { Executor } from '../../db/executor.ts';
 import { fromDbTime, toDbTime } from '../../db/codecs.ts';
 import { bucketSeries, type TimeWindow } from '../../db/time-buckets.ts';
 

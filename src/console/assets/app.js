@@ -85,7 +85,7 @@ function App({ session }) {
   else if (!allowed(found.route, session)) content = html`<${NotAllowed} />`;
   else {
     const Page = found.route.component;
-    content = html`<${Page} key=${path} session=${session} params=${found.params} />`;
+    content = html`<${Page} key=${path} session=${session} params=${found.params} nav=${nav} />`;
   }
   return html`<${Layout} session=${session} nav=${nav} current=${found?.route.path} title=${title}>${content}</${Layout}>`;
 }

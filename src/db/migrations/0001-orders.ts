@@ -2,7 +2,7 @@
 // Orders, their status history, and stored Idempotency-Key results.
 import { sql, type Kysely } from 'kysely';
 import type { Migration } from 'kysely/migration';
-import type { Dialect } from '../database.ts';
+import type { Dialect } from '../executor.ts';
 
 export function ordersMigration(dialect: Dialect): Migration {
   const pg = dialect === 'postgres';

@@ -2,7 +2,7 @@
 // The authorization server: users, clients, oidc-provider's stored models, signing keys, login throttling.
 import type { Kysely } from 'kysely';
 import type { Migration } from 'kysely/migration';
-import type { Dialect } from '../database.ts';
+import type { Dialect } from '../executor.ts';
 
 export function authServerMigration(dialect: Dialect): Migration {
   const pg = dialect === 'postgres';

@@ -3,7 +3,7 @@
 // endpoint, and the log of every delivery attempt.
 import { sql, type Kysely } from 'kysely';
 import type { Migration } from 'kysely/migration';
-import type { Dialect } from '../database.ts';
+import type { Dialect } from '../executor.ts';
 
 export function webhooksMigration(dialect: Dialect): Migration {
   const pg = dialect === 'postgres';

@@ -3,7 +3,7 @@
 // the append-only audit trail records every security-relevant action.
 import type { Kysely } from 'kysely';
 import type { Migration } from 'kysely/migration';
-import type { Dialect } from '../database.ts';
+import type { Dialect } from '../executor.ts';
 
 export function operationsMigration(dialect: Dialect): Migration {
   const pg = dialect === 'postgres';

@@ -3,7 +3,7 @@
 // tokens here, sealed (AES-256-GCM), and the browser holds only an opaque cookie whose SHA-256 is the key.
 import type { Kysely } from 'kysely';
 import type { Migration } from 'kysely/migration';
-import type { Dialect } from '../database.ts';
+import type { Dialect } from '../executor.ts';
 
 export function consoleSessionsMigration(dialect: Dialect): Migration {
   const time = dialect === 'postgres' ? 'timestamptz' : 'text';

@@ -4,7 +4,7 @@
 // A portal link is a one-time token, stored only as its SHA-256, scoped to one client.
 import type { Kysely } from 'kysely';
 import type { Migration } from 'kysely/migration';
-import type { Dialect } from '../database.ts';
+import type { Dialect } from '../executor.ts';
 
 export function clientOwnersPortalLinksMigration(dialect: Dialect): Migration {
   const pg = dialect === 'postgres';

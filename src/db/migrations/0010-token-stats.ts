@@ -3,7 +3,7 @@
 // nothing recorded before, and the indexes that keep the overview's time-range reads off full scans.
 import type { Kysely } from 'kysely';
 import type { Migration } from 'kysely/migration';
-import type { Dialect } from '../database.ts';
+import type { Dialect } from '../executor.ts';
 
 export function tokenStatsMigration(dialect: Dialect): Migration {
   const pg = dialect === 'postgres';

@@ -4,7 +4,7 @@
 // cookie value like console_sessions; the client's access token is sealed (AES-256-GCM) in `token`.
 import type { Kysely } from 'kysely';
 import type { Migration } from 'kysely/migration';
-import type { Dialect } from '../database.ts';
+import type { Dialect } from '../executor.ts';
 
 export function portalSessionsMigration(dialect: Dialect): Migration {
   const time = dialect === 'postgres' ? 'timestamptz' : 'text';

@@ -6,7 +6,7 @@
 // SQLite and (tx_id, seq) on PostgreSQL (events.repository.ts), so the index ends with it there.
 import type { Kysely } from 'kysely';
 import type { Migration } from 'kysely/migration';
-import type { Dialect } from '../database.ts';
+import type { Dialect } from '../executor.ts';
 
 const NAME = 'webhook_events_customer_position_idx';
 

@@ -2,7 +2,7 @@
 // (issue 17). A create needs its order's id before its one write statement (the response and the
 // event carry it), which was a round trip of its own per create; under load most creates now share it.
 import { sql, type RawBuilder } from 'kysely';
-import type { Db } from '../database.ts';
+import type { Db } from '../executor.ts';
 
 interface Waiter<T> {
   resolve(value: T): void;

@@ -2,7 +2,7 @@
 // endpoints): list and read any client's endpoints, disable or enable them, and count one client's
 // deliveries by outcome. The owner's own rules (endpoints.service.ts) stay the owner's; an admin's disable
 // is told apart from the owner's and the dispatcher's by its reason, `admin`.
-import type { Db, Executor } from '../../db/database.ts';
+import type { Db, Executor } from '../../db/executor.ts';
 import { Problem } from '../../http/problems/problems.ts';
 import * as deliveries from '../store/deliveries.repository.ts';
 import * as repo from '../store/endpoints.repository.ts';

@@ -3,7 +3,7 @@
 // (src/webhooks/admin/admin-deliveries.service.ts) per handler; the caller is the audit actor.
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance } from 'fastify';
-import type { Db } from '../../db/database.ts';
+import type { Db } from '../../db/executor.ts';
 import { requireDecimalLimit } from '../../http/representation/cursor.ts';
 import { publicBaseUrl } from '../../http/admission/origin.ts';
 import { listPage } from '../../http/representation/pages.ts';

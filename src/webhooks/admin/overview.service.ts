@@ -1,7 +1,7 @@
 // The webhook part of the operator overview (GET /api/admin/stats, composed in src/operator/stats.overview.ts):
 // attempts by outcome, latency percentiles and pending deliveries, laid on regular time axes with every empty
 // bucket present, as the console's charts need. The grouped statements are in ../store/overview.repository.ts.
-import type { Db, Dialect } from '../../db/database.ts';
+import type { Db, Dialect } from '../../db/executor.ts';
 import { bucketSeries, type TimeWindow } from '../../db/time-buckets.ts';
 import { attemptCounts, latencyPercentiles, pendingFlow, pendingNow } from '../store/overview.repository.ts';
 

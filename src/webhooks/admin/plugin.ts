@@ -2,7 +2,7 @@
 // events): every client's endpoints, deliveries and events for operators. Composed with the other
 // features' admin routes by src/operator/plugin.ts.
 import type { FastifyInstance } from 'fastify';
-import type { Db } from '../../db/database.ts';
+import type { Db } from '../../db/executor.ts';
 import type { Outbox } from '../outbox/events.outbox.ts';
 import { deliveryAdminRoutes } from './deliveries.routes.ts';
 import { eventAdminRoutes } from './events.routes.ts';

@@ -3,7 +3,7 @@
 // handler; the caller is the audit actor. Reading needs admin:read, disabling and enabling admin:write.
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import type { Db } from '../../db/database.ts';
+import type { Db } from '../../db/executor.ts';
 import { decodeCursor, requireDecimalLimit } from '../../http/representation/cursor.ts';
 import { publicBaseUrl } from '../../http/admission/origin.ts';
 import { listPage } from '../../http/representation/pages.ts';

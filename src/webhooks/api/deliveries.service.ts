@@ -1,6 +1,6 @@
 // The delivery log and manual re-sends, for the endpoint's owner only.
 import { isStorableTime } from '../../db/codecs.ts';
-import type { Executor } from '../../db/database.ts';
+import type { Executor } from '../../db/executor.ts';
 import { Problem } from '../../http/problems/problems.ts';
 import { validationProblem } from '../../http/problems/validation.ts';
 import { WEBHOOK_PROBLEMS } from './webhooks.errors.ts';

@@ -2,7 +2,7 @@
 // Every route needs `webhooks:manage`; an endpoint belongs to the client that registered it.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import type { Db } from '../../db/database.ts';
+import type { Db } from '../../db/executor.ts';
 import { decodeCursor, requireDecimalLimit } from '../../http/representation/cursor.ts';
 import { publicBaseUrl } from '../../http/admission/origin.ts';
 import { listPage } from '../../http/representation/pages.ts';

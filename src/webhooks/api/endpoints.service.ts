@@ -3,7 +3,7 @@
 // overlap), enabling and disabling. Knows nothing of HTTP.
 import { sql } from 'kysely';
 import { recordAudit, type AuditEntry } from '../../audit/audit.ts';
-import type { Db, Dialect, Executor } from '../../db/database.ts';
+import type { Db, Dialect, Executor } from '../../db/executor.ts';
 import { Problem, type FieldError } from '../../http/problems/problems.ts';
 import { validationProblem } from '../../http/problems/validation.ts';
 import { WEBHOOK_PROBLEMS } from './webhooks.errors.ts';

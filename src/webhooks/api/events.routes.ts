@@ -2,7 +2,7 @@
 // read with an opaque cursor that can be stored and resumed at any later time.
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import type { Db, Dialect } from '../../db/database.ts';
+import type { Db, Dialect } from '../../db/executor.ts';
 import { decodeCursor, encodeCursor, requireDecimalLimit } from '../../http/representation/cursor.ts';
 import { publicBaseUrl } from '../../http/admission/origin.ts';
 import { listPage } from '../../http/representation/pages.ts';

@@ -3,7 +3,7 @@
 // the calling client.
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance } from 'fastify';
-import type { Db } from '../../db/database.ts';
+import type { Db } from '../../db/executor.ts';
 import { publicBaseUrl } from '../../http/admission/origin.ts';
 import { ownerOf } from './endpoints.routes.ts';
 import { issuePortalLink } from './portal-links.service.ts';

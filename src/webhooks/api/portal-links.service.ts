@@ -4,7 +4,7 @@
 // SHA-256 is stored (a fast hash suffices for a value nobody can guess). A link works once, for 15 minutes.
 import { createHash, randomBytes } from 'node:crypto';
 import { recordAudit } from '../../audit/audit.ts';
-import type { Db } from '../../db/database.ts';
+import type { Db } from '../../db/executor.ts';
 import { findPortalLink, insertPortalLink, purgePortalLinks, usePortalLink } from '../store/portal-links.repository.ts';
 import type { ChangedBy } from './endpoints.service.ts';
 

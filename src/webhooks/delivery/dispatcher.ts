@@ -14,7 +14,7 @@
 // writes them leased to this dispatcher and hands them over once they are durable (hand-off.ts).
 import { randomBytes } from 'node:crypto';
 import type { FastifyBaseLogger as BaseLogger } from 'fastify';
-import type { Db, Dialect } from '../../db/database.ts';
+import type { Db, Dialect } from '../../db/executor.ts';
 import { OutcomeRecorder } from './outcome-recorder.ts';
 import * as deliveries from '../store/deliveries.repository.ts';
 import { claimBatch, type Outcome, type SendableDelivery } from '../store/dispatch.repository.ts';

@@ -2,7 +2,7 @@
 // it. 410 Gone disables the endpoint at once; failing without a break for WEBHOOK_DISABLE_AFTER
 // disables it too, and the owner is told with a `webhook.endpoint.disabled` event.
 import { recordAudit, SYSTEM_ACTOR } from '../../audit/audit.ts';
-import type { Executor } from '../../db/database.ts';
+import type { Executor } from '../../db/executor.ts';
 import type { Outcome } from '../store/dispatch.repository.ts';
 import * as deliveries from '../store/deliveries.repository.ts';
 import {

@@ -9,7 +9,7 @@
 // that dies holding such a lease loses nothing: the lease expires like a claim's, and any dispatcher
 // claims the delivery again (at least once).
 import { afterCommit } from '../../db/after-commit.ts';
-import type { Executor } from '../../db/database.ts';
+import type { Executor } from '../../db/executor.ts';
 import { toDbTime } from '../../db/codecs.ts';
 import type { DbTime } from '../../db/schema.ts';
 import { toSendable, type SendableDelivery } from '../store/dispatch.repository.ts';

@@ -2,7 +2,7 @@
 // last write (on SQLite every write is a commit, on PostgreSQL a round trip). A batch the database refuses
 // is written again one outcome at a time, so one bad row cannot send the others again.
 import type { FastifyBaseLogger as BaseLogger } from 'fastify';
-import type { Db, Dialect } from '../../db/database.ts';
+import type { Db, Dialect } from '../../db/executor.ts';
 import type { Outbox } from '../outbox/events.outbox.ts';
 import { recordOutcomes, type Outcome } from '../store/dispatch.repository.ts';
 import { settleEndpoints } from './endpoint-health.ts';

@@ -2,7 +2,7 @@
 // Delivery log and events). Keyset pages only, newest first: a page costs the rows it returns (plus
 // those a filter skips), never an OFFSET or a COUNT over the table. Indexes: 0011-admin-delivery-indexes.
 import { sql } from 'kysely';
-import type { Executor } from '../../db/database.ts';
+import type { Executor } from '../../db/executor.ts';
 import { fromDbTime, toDbTime } from '../../db/codecs.ts';
 import { DELIVERY_COLUMNS, toDelivery } from './deliveries.repository.ts';
 import type { DeliveryRecord, DeliveryRow, DeliveryState } from './deliveries.repository.ts';

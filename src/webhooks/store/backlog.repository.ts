@@ -3,7 +3,7 @@
 // of the delivered history. On PostgreSQL every instance shares the table, so every instance reports
 // the same numbers: aggregate them with max(), not sum().
 import { sql } from 'kysely';
-import type { Executor } from '../../db/database.ts';
+import type { Executor } from '../../db/executor.ts';
 import { fromDbTime, toDbTime } from '../../db/codecs.ts';
 
 export interface DeliveryBacklog {

@@ -2,7 +2,7 @@
 // re-queues. Plain functions over the database or an open transaction. The dispatcher's batched claim
 // and record are in dispatch.repository.ts.
 import { sql } from 'kysely';
-import type { Executor } from '../../db/database.ts';
+import type { Executor } from '../../db/executor.ts';
 import { fromDbTime, toDbTime } from '../../db/codecs.ts';
 import type { DbTime, WebhookDeliveriesTable } from '../../db/schema.ts';
 

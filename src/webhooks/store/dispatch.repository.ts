@@ -3,7 +3,7 @@
 // the lists travel as one JSON parameter (SQLite json_each, PostgreSQL jsonb_to_recordset), so the
 // statement is prepared once and the batch costs one round trip instead of one per delivery.
 import { sql } from 'kysely';
-import type { Dialect, Executor } from '../../db/database.ts';
+import type { Dialect, Executor } from '../../db/executor.ts';
 import { fromDbTime, toDbTime } from '../../db/codecs.ts';
 import type { DbTime } from '../../db/schema.ts';
 import type { AttemptResult } from '../delivery/callback-client.ts';

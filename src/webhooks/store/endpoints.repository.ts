@@ -1,5 +1,5 @@
 // SQL for webhook endpoints. Secrets stay sealed here; the service opens them only to sign.
-import type { Executor } from '../../db/database.ts';
+import type { Executor } from '../../db/executor.ts';
 import { fromDbTime, toDbTime } from '../../db/codecs.ts';
 import type { WebhookEndpointsTable } from '../../db/schema.ts';
 

@@ -7,7 +7,7 @@
 // that was already handed out.
 import { sql, type ExpressionBuilder } from 'kysely';
 import type { Database } from '../../db/schema.ts';
-import type { Dialect, Executor } from '../../db/database.ts';
+import type { Dialect, Executor } from '../../db/executor.ts';
 import { fromDbTime, toDbTime } from '../../db/codecs.ts';
 
 export interface EventPosition {

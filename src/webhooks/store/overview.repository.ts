@@ -2,7 +2,7 @@
 // attempt latency percentiles per bucket, and pending deliveries now and over time. Each is one
 // grouped statement over an index of migration 0010; nothing is computed row by row in JavaScript.
 import { sql } from 'kysely';
-import type { Dialect, Executor } from '../../db/database.ts';
+import type { Dialect, Executor } from '../../db/executor.ts';
 import { fromDbTime, toDbTime } from '../../db/codecs.ts';
 import { bucketIndex, type TimeWindow as Window } from '../../db/time-buckets.ts';
 

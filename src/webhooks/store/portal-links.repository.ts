@@ -1,7 +1,7 @@
 // SQL of the portal links (README, "Webhooks", Portal links): one row per link, keyed by the SHA-256 of its
 // token. Using a link is one conditional UPDATE, so of two concurrent uses exactly one finds it unused.
 import { fromDbTime, toDbTime } from '../../db/codecs.ts';
-import type { Executor } from '../../db/database.ts';
+import type { Executor } from '../../db/executor.ts';
 
 export async function insertPortalLink(
   db: Executor,

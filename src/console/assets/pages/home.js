@@ -2,7 +2,6 @@
 // everyone else a plain welcome with links to the pages their account may use.
 import { html, useEffect, useState } from '../html.js';
 import { ErrorBox, Loading } from '../components.js';
-import { allowed, ROUTES } from '../routes.js';
 
 /**
  * The overview charts for operators; nothing for other users (the API would refuse them: 403). Loaded
@@ -24,23 +23,23 @@ export function OverviewSlot({ session }) {
   return html`<${loaded.module.Overview} />`;
 }
 
-/** The nav's pages this user may open (read when rendering: routes.js imports this module). */
-function PagesForYou({ session }) {
-  const pages = ROUTES.filter((r) => r.nav !== false && r.path !== '/console' && allowed(r, session));
+/** The nav's pages this user may open, but home itself (`nav`: what app.js shows in the nav for this session). */
+function PagesForYou({ nav }) {
+  const pages = nav.filter((r) => r.path !== '/console');
   if (pages.length === 0) return null;
   return html`<ul>
     ${pages.map((r) => html`<li><a href=${r.path}>${r.title}</a></li>`)}
   </ul>`;
 }
 
-export function HomePage({ session }) {
+export function HomePage({ session, nav }) {
   const admin = session.roles.includes('admin');
   return html`<p>Welcome, ${session.name || session.email}.</p>
     ${
       admin
         ? null
         : html`<p>Your account has no operator role: the operator pages are not available to you.</p>
-            <${PagesForYou} session=${session} />`
+            <${PagesForYou} nav=${nav} />`
     }
     <${OverviewSlot} session=${session} />`;
 }
