@@ -19,6 +19,8 @@ type EngineFactory = (complete: (err: Error | null, req: unknown, res: unknown, 
 
 // The package has no exports map, so its engine is reachable; the plugin's own options are all
 // Fastify's router normalisations (ignoreDuplicateSlashes …), none of which Signet turns on.
+// These paths are not the package's public API: package.json pins its exact version, so an upgrade is a
+// deliberate change that the tests of this file see first.
 const require = createRequire(import.meta.url);
 const createEngine = require('@fastify/middie/lib/engine') as EngineFactory;
 

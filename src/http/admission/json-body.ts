@@ -1,7 +1,8 @@
 // JSON request bodies. Replaces Fastify's parser for these reasons:
 // - a number the client wrote must mean exactly that number: JSON.parse silently rounds
 //   19.999999999999999 to 20, so any number that does not survive the parse is refused (422);
-// - `__proto__`/`constructor` keys are refused outright (prototype pollution via later merges);
+// - `__proto__` members, and `prototype` members holding an object, are refused outright (prototype pollution
+//   via later merges); `constructor` alone cannot reach a prototype through a JSON value and is accepted;
 // - nesting is bounded, so a small body cannot exhaust the stack of the parse or of later walks;
 // - a member name repeated in one object is refused (400): JSON.parse keeps the last, a gateway or WAF
 //   in front may check the first, and that difference lets a checked body mean something else here
@@ -11,6 +12,7 @@
 // - the patch media types are bodies of PATCH only (RFC 5789 §2; README "HTTP semantics": bodies are application/json);
 // - errors become problem+json from the one catalogue.
 import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { parse as parseContentType } from 'content-type';
 import { clip, Problem, pointerSegment } from '../problems/problems.ts';
 
 /** Deepest nesting of arrays and objects accepted; our documents need a handful of levels. */
@@ -262,14 +264,15 @@ function decodeUtf8(body: Buffer): string {
 
 /** `utf8` is not the registered name, but WHATWG Encoding (TextDecoder) takes it for UTF-8, and clients send it. */
 const UTF8_CHARSETS = new Set(['utf-8', 'utf8']);
-const PARAMETER = /;\s*([!#$%&'*+.^_`|~0-9A-Za-z-]+)\s*=\s*(?:"((?:[^"\\]|\\.)*)"|([^;\s]*))/g;
 
 /** The charset parameter of a Content-Type, lower-cased and unquoted (RFC 9110 §5.6.6), if there is one. */
 function charsetOf(contentType: string | undefined): string | undefined {
-  for (const [, name = '', quoted, token] of contentType?.matchAll(PARAMETER) ?? []) {
-    if (name.toLowerCase() === 'charset') return (quoted?.replace(/\\(.)/g, '$1') ?? token ?? '').toLowerCase();
+  if (contentType === undefined) return undefined;
+  try {
+    return parseContentType(contentType).parameters.charset?.toLowerCase();
+  } catch {
+    throw new Problem('unsupportedMediaType', 'Content-Type is not a media type (RFC 9110 §8.3)');
   }
-  return undefined;
 }
 
 /**

@@ -20,6 +20,8 @@ export interface Store {
 
 // The plugin's own two stores (its package has no exports map, so these files are reachable): the same
 // Lua script and the same bounded LRU it would pick by itself, rather than copies of them.
+// These paths are not the package's public API: package.json pins its exact version, so an upgrade is a
+// deliberate change that the tests of this file see first.
 const require = createRequire(import.meta.url);
 const RedisStore = require('@fastify/rate-limit/store/RedisStore') as new (
   continueExceeding?: boolean,

@@ -5,6 +5,7 @@
 import { createHash } from 'node:crypto';
 import { brotliCompressSync, constants, gzipSync } from 'node:zlib';
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import vary from 'vary';
 import { parseEntityTagList } from './conditional.ts';
 
 export type Coding = 'br' | 'gzip' | 'identity';
@@ -53,7 +54,12 @@ export function precompress(body: Buffer): Encoded {
   return encoded;
 }
 
-/** Each coding's qvalue from Accept-Encoding; `*` covers the codings not named (RFC 9110 §12.5.3). */
+/**
+ * Each coding's qvalue from Accept-Encoding; `*` covers the codings not named (RFC 9110 §12.5.3). Ours, not
+ * @fastify/accept-negotiator 2.1: that one matches codings and `q` case-sensitively (`GZIP`, `gzip;Q=1` get
+ * nothing, where §12.5.3 and §12.4.2 say case-insensitive), knows no `x-gzip` (§8.4.1.3), and lets `*` grant a
+ * coding the header refused by name (`br;q=0, *` gets br). test/http/encodings.test.ts holds those cases.
+ */
 function weights(acceptEncoding: string): Map<string, number> {
   const map = new Map<string, number>();
   for (const item of acceptEncoding.split(',')) {
@@ -109,12 +115,7 @@ export interface EncodedHeaders {
 /** Adds `field` to Vary, keeping what another hook put there (CORS's `Origin`): RFC 9110 §12.5.5. */
 function appendVary(reply: FastifyReply, field: string): void {
   const current = reply.getHeader('vary');
-  const fields = (Array.isArray(current) ? current.join(',') : String(current ?? ''))
-    .split(',')
-    .map((f) => f.trim())
-    .filter(Boolean);
-  if (fields.includes('*') || fields.some((f) => f.toLowerCase() === field)) return;
-  reply.header('vary', [...fields, field].join(', '));
+  reply.header('vary', vary.append(Array.isArray(current) ? current.join(', ') : String(current ?? ''), field));
 }
 
 /**
