@@ -46,7 +46,7 @@ test('worker threads use the cache too: the SQLite checkpoint thread of `signet 
     // Without the cache a worker strips its TypeScript again (28 MB of RSS per thread instead of 18).
     assert.match(
       debug,
-      /for StrippedTypeScript file:\/\/\S*\/src\/db\/sqlite-checkpoint\.worker\.ts/,
+      /for StrippedTypeScript file:\/\/\S*\/src\/db\/sqlite\/sqlite-checkpoint\.worker\.ts/,
       debug.slice(-3000),
     );
   } finally {
