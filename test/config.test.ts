@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { loadConfig, SETTINGS } from '../src/config/config.ts';
+import { loadConfig } from '../src/config/config.ts';
 
 describe('configuration', () => {
   test('has safe defaults for a first start on one laptop', () => {
