@@ -113,7 +113,7 @@ export function createMetrics(options: { defaultMetrics: boolean }): Metrics {
   });
   const idempotencyConflicts = new Counter({
     name: 'signet_idempotency_conflicts_total',
-    help: 'Idempotency-Key conflicts (409/422): in_flight (the first request still runs), key_reused (another body).',
+    help: 'Idempotency-Key conflicts (409): in_flight (the first request still runs), key_reused (another body).',
     labelNames: ['reason'] as const,
     registers,
   });
