@@ -1,4 +1,4 @@
-// The admin API (README, "Operating Signet"): a feature of the top layer, like the CLI. It calls the
+// The admin API (docs/guides/admin-api.md): a feature of the top layer, like the CLI. It calls the
 // services the CLI uses (users, clients, keys, grants, webhook endpoints), never the tables directly, so
 // the two cannot drift apart; every change it makes is recorded in the audit trail (src/audit/).
 import type { FastifyInstance } from 'fastify';

@@ -1,4 +1,4 @@
-// The webhook settings (README, Configuration: WEBHOOK_*, EVENT_RETENTION), part of SETTINGS (settings.ts).
+// The webhook settings (docs/reference/configuration.md: WEBHOOK_*, EVENT_RETENTION), part of SETTINGS (settings.ts).
 import { parsers } from './parsers.ts';
 import { setting } from './setting.ts';
 

@@ -1,4 +1,4 @@
-// Prometheus metrics (README, "Metrics"): one prom-client Registry per app instance, never the global
+// Prometheus metrics (docs/reference/metrics.md): one prom-client Registry per app instance, never the global
 // default one, so two apps in one process (the tests start many) never share or double-register a
 // metric. Names follow the Prometheus conventions: a `signet_` prefix, the unit in the name, `_total`
 // on counters. No label carries an unbounded value (no ids, URLs or client ids): every label below
