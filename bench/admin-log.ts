@@ -5,9 +5,8 @@
 //   npx node bench/admin-log.ts                                          SQLite (a temporary file)
 //   BENCH_DIALECT=postgres BENCH_POSTGRES_URL=postgres://postgres@127.0.0.1:5432/postgres \
 //     npx node bench/admin-log.ts                                        PostgreSQL (a temporary schema)
-// Environment: BENCH_EVENTS (500000; two deliveries each), BENCH_CALLS (20 per query), BENCH_PLANS=1.
-// The API timings of record for these lists are in docs/benchmarks-history.md, "Console at scale"
-// (bench/console-scale.ts).
+// Environment: BENCH_EVENTS (500000; two deliveries each), BENCH_CALLS (20 per query), BENCH_PLANS=1. The API timings
+// of record for these lists are in docs/benchmarks-history.md, "Console at scale" (bench/console-scale.ts).
 import { CompiledQuery, type KyselyPlugin } from 'kysely';
 import { openDatabase, type Db } from '../src/db/database.ts';
 import { migrateToLatest } from '../src/db/migrate.ts';

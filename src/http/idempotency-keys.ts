@@ -162,8 +162,8 @@ function claimInsert(qc: QueryCreator<Database>, param: ParamOf<KeyRow>) {
 const insertClaimRow = compiledStatement<KeyRow, unknown>((db, param) => claimInsert(db, param));
 
 // ---------------------------------------------------------------------------------------------
-// PostgreSQL: a write in one statement, one round trip (docs/benchmarks-history.md, "PostgreSQL creates in one round
-// trip") ---------------------------------------------------------------------------------------------
+// PostgreSQL: a write in one statement, one round trip (docs/operations/postgresql.md)
+// ---------------------------------------------------------------------------------------------
 
 /**
  * The key's row, already answered, for a write that claims its key in its own statement: inserted, or

@@ -243,9 +243,8 @@ async function replaceOrder(
       throw invalidState(order, 'change CustomerId, Total or Currency');
     const requested = options.statusIsReadOnly ? undefined : wanted.Status;
     if (requested !== undefined) requireTransition(order, requested, `move to ${requested}`);
-    // After the state rules, as in transitionOrder and deleteOrder: a change the state forbids is 409
-    // whatever the preconditions say (docs/guides/calling-the-api.md: preconditions are ignored when the answer would
-    // be 409).
+    // After the state rules, as in transitionOrder and deleteOrder: a change the state forbids is 409 whatever the
+    // preconditions say (docs/guides/calling-the-api.md: preconditions are ignored when the answer would be 409).
     options.check(order);
     const updated =
       requested === undefined
