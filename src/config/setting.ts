@@ -80,7 +80,7 @@ export interface Setting<K extends keyof Config> {
   env: string;
   /** What the setting means, in Markdown: the one text docs/reference/configuration.md shows (reference.ts). */
   doc: string;
-  /** Unset when the default is computed (the doc says how); shown as "unset" in the reference. */
+  /** undefined: no default, or one computed at load time that the doc explains; "unset" in the reference. */
   default: string | undefined;
   parse: (raw: string, env: Env) => Config[K];
 }
