@@ -1,12 +1,12 @@
-// The operators' delivery log and event browser at scale (README, "The admin API"): 10,000 endpoints
+// The operators' delivery log and event browser at scale (docs/guides/admin-api.md): 10,000 endpoints
 // (50 per client), 500,000 events and 1,000,000 deliveries generated in SQL, then every list filter timed
 // through the admin service and its query plan printed (EXPLAIN QUERY PLAN / EXPLAIN ANALYZE).
 //
 //   npx node bench/admin-log.ts                                          SQLite (a temporary file)
 //   BENCH_DIALECT=postgres BENCH_POSTGRES_URL=postgres://postgres@127.0.0.1:5432/postgres \
 //     npx node bench/admin-log.ts                                        PostgreSQL (a temporary schema)
-// Environment: BENCH_EVENTS (500000; two deliveries each), BENCH_CALLS (20 per query), BENCH_PLANS=1.
-// The API timings of record for these lists are in docs/benchmarks.md, "Console at scale" (bench/console-scale.ts).
+// Environment: BENCH_EVENTS (500000; two deliveries each), BENCH_CALLS (20 per query), BENCH_PLANS=1. The API timings
+// of record for these lists are in docs/benchmarks-history.md, "Console at scale" (bench/console-scale.ts).
 import { CompiledQuery, type KyselyPlugin } from 'kysely';
 import { openDatabase, type Db } from '../src/db/database.ts';
 import { migrateToLatest } from '../src/db/migrate.ts';

@@ -1,7 +1,7 @@
 // Authorization-server benchmark (`npm run bench -- auth`), run from bench/run.ts, which supplies the
 // bare-Fastify baseline (bench/server.ts, measured first and last in the same run):
 //
-// - client credentials: autocannon POSTs the README's form to /oauth/token
+// - client credentials: autocannon POSTs the form of docs/guides/signing-in-users.md to /oauth/token
 //   (grant_type=client_credentials, client_id, client_secret, scope=<resource>/.default), once per
 //   ACCESS_TOKEN_ALG (ES256, the default, EdDSA, RS256), every response checked for 200;
 // - the full browser flow: BENCH_AUTH_FLOW_CONCURRENCY (12) flows at a time, each one
@@ -158,7 +158,8 @@ async function clientCredentialsLoad(
 async function oneFlow(instance: AuthInstance, user: { email: string; password: string }): Promise<void> {
   const { verifier, challenge } = pkcePair();
   const state = pkcePair().verifier.slice(0, 16);
-  // The README's authorization request (no redirect_uri: the client has exactly one; S256 implied) plus state.
+  // The authorization request of docs/guides/signing-in-users.md (no redirect_uri: the client has exactly one; S256
+  // implied) plus state.
   const query = new URLSearchParams({
     response_type: 'code',
     client_id: instance.webApp.clientId,
@@ -176,7 +177,8 @@ async function oneFlow(instance: AuthInstance, user: { email: string; password: 
   if (!code || callback.searchParams.get('state') !== state || !callback.href.startsWith(instance.webApp.redirectUri))
     throw new Error(`unexpected callback ${callback.href}`);
   if (pages.length !== 2) throw new Error(`expected a login and a consent page, saw ${pages.length} pages`);
-  // The README's code exchange: code, code_verifier, client_id, client_secret (grant_type implied).
+  // The code exchange of docs/guides/signing-in-users.md: code, code_verifier, client_id, client_secret (grant_type
+  // implied).
   const response = await fetch(`${instance.url}/oauth/token`, {
     method: 'POST',
     headers: { 'content-type': 'application/x-www-form-urlencoded' },

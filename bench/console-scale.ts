@@ -1,4 +1,4 @@
-// The console's scale data set (issue 16, point 5 "Scale"): 10,000 webhook endpoints and 1,000,000
+// The console's scale data set (docs/benchmarks-history.md, "Console at scale"): 10,000 webhook endpoints and 1,000,000
 // deliveries, with their events, their attempts and an audit trail, then the API calls the console's
 // list pages make, timed against a bare Fastify route in the same run.
 //
@@ -8,7 +8,7 @@
 // Environment: BENCH_ENDPOINTS (10000), BENCH_DELIVERIES (1000000), BENCH_CALLS (20 per page), BENCH_KEEP=1
 // (keep the database afterwards, to EXPLAIN its queries; BENCH_TRACE=1 logs each step on stderr).
 // Prints one JSON document (machine, seeding time, median and p95 per page); the figures of record are
-// in docs/benchmarks.md, "Console at scale".
+// in docs/benchmarks-history.md, "Console at scale".
 //
 // Seeding writes the tables directly, in transactions of multi-row INSERTs: the API would take hours.
 // The shape is a realistic one: two deliveries per event; one hot endpoint owned by the benchmark's client

@@ -1,4 +1,4 @@
-// Screenshots of the console for the README (issue 16, point 6): Signet on a temporary SQLite database with
+// Screenshots of the console for docs/guides/portal.md: Signet on a temporary SQLite database with
 // realistic data, Debian's chromium, three PNGs in docs/screenshots/:
 //   overview.png (/console), deliveries.png (/console/deliveries), portal-endpoints.png (/console/portal/endpoints).
 //

@@ -84,7 +84,7 @@ function ratio(row: Row, bare: number | undefined): number | undefined {
   return bare ? row.rps / bare : undefined;
 }
 
-/** A row's target: `dialect:kind` first (PostgreSQL creates have their own, issue 17), then its kind's. */
+/** A row's target: `dialect:kind` first (PostgreSQL creates have their own, docs/benchmarks.md), then its kind's. */
 export function targetOf(row: Row, targets: Record<string, number>): number | undefined {
   return targets[`${row.dialect}:${row.kind}`] ?? targets[row.kind];
 }

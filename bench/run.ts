@@ -56,7 +56,10 @@ const PROFILE_DIR =
 const WRITE_DOCS = process.env.BENCH_DOCS
   ? process.env.BENCH_DOCS === '1'
   : ONLY === undefined && PROFILE_DIR === undefined;
-/** `npm run bench` (or `-- api`): the resource API; `-- auth`: the authorization server; `-- webhooks`: webhook deliveries. */
+/**
+ * `npm run bench` (or `-- api`): the resource API; `-- auth`: the authorization server; `-- webhooks`: webhook
+ * deliveries.
+ */
 const SUITE = process.argv[2] ?? 'api';
 if (SUITE !== 'api' && SUITE !== 'auth' && SUITE !== 'webhooks' && SUITE !== 'scale')
   throw new Error(`unknown benchmark suite "${SUITE}" (api, auth, webhooks or scale)`);
@@ -64,7 +67,7 @@ if (SUITE !== 'api' && SUITE !== 'auth' && SUITE !== 'webhooks' && SUITE !== 'sc
 if (SUITE === 'scale') process.exit(await (await import('./scale.ts')).runScaleBench());
 
 /** Throughput targets, as a fraction of the bare route's req/s. */
-// Issue 17: creates on PostgreSQL (round trips to another process) have a target of their own.
+// Creates on PostgreSQL (round trips to another process) have a target of their own (docs/benchmarks.md).
 export const TARGETS: Record<string, number> = { get: 0.5, 'get-304': 0.5, post: 0.25, 'postgres:post': 0.1 };
 
 function positive(name: string, fallback: number, zeroOk = false): number {
@@ -378,7 +381,7 @@ const specs: InstanceSpec[] = [
   // Same app with SQLite's relaxed durability (survives process crashes, not power loss): what fsync costs a POST.
   { name: 'sqlite-normal', dialect: 'sqlite', env: { SQLITE_SYNCHRONOUS: 'NORMAL' } },
   // Same app without metrics (no request-duration hook, no process metrics): what the metrics cost a GET
-  // (README "Metrics"; the authenticated GET may lose at most 5%).
+  // (docs/reference/metrics.md; the authenticated GET may lose at most 5%).
   { name: 'sqlite-nometrics', dialect: 'sqlite', env: { METRICS_PORT: 'off' } },
 ];
 if (POSTGRES_URL) specs.push({ name: 'postgres', dialect: 'postgres' });

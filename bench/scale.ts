@@ -1,6 +1,6 @@
-// Cost as data grows (issue 17, point 5): the same requests and background jobs against a nearly empty
-// database and against one holding 1,000,000 orders, 1,000,000 webhook events and 4,000,000 deliveries,
-// in one run; each figure of the large database is given as a ratio of the small one's (target ≥ 0.85).
+// Cost as data grows (docs/benchmarks.md, "Cost as data grows and memory"): the same requests and background jobs
+// against a nearly empty database and against one holding 1,000,000 orders, 1,000,000 webhook events and 4,000,000
+// deliveries, in one run; each figure of the large database is given as a ratio of the small one's (target ≥ 0.85).
 //
 //   npm run bench -- scale                 SQLite (and PostgreSQL with BENCH_POSTGRES_URL)
 //   BENCH_SCALE_DIALECTS=sqlite            one dialect only
@@ -83,7 +83,7 @@ const POSTGRES_URL = process.env.BENCH_POSTGRES_URL || undefined;
 const DIALECTS = (process.env.BENCH_SCALE_DIALECTS?.split(',') ?? ['sqlite', 'postgres']).filter(
   (d): d is Dialect => d === 'sqlite' || (d === 'postgres' && POSTGRES_URL !== undefined),
 );
-/** Also time the unbounded event purge of before issue 17 (on SQLite at a million events: many minutes). */
+/** Also time the unbounded event purge Signet used before batching (on SQLite at a million events: many minutes). */
 const UNBOUNDED = process.env.BENCH_SCALE_UNBOUNDED === '1';
 /** BENCH_SQLITE_TIMING=<dir>: each purge's SQLite statements, with the longest single call (bench/sqlite-timing.ts). */
 const sqliteTiming = process.env.BENCH_SQLITE_TIMING
@@ -495,7 +495,7 @@ function startWriter(db: Db): { stop(): Promise<{ maxMs: number; writes: number 
   };
 }
 
-/** The event purge before issue 17: two unbounded DELETEs (kept to measure what batching changed). */
+/** The event purge before batching: two unbounded DELETEs (kept to measure what batching changed). */
 async function unboundedEventPurge(db: Db, cutoff: Date): Promise<number> {
   const old = db
     .selectFrom('webhook_events as e')

@@ -1,4 +1,5 @@
-// Soak: does one Signet process keep its memory bounded under long mixed load (issue 17, point 6)?
+// Soak: does one Signet process keep its memory bounded under long mixed load (docs/operations/monitoring.md,
+// "Memory")?
 //
 //   npx node bench/soak.ts                        10 minutes, SQLite, one `signet serve` process
 //   SOAK_SECONDS=120 npx node bench/soak.ts       a quick run
@@ -16,8 +17,9 @@
 // least-squares slope of the last half of the run must not be positive beyond SOAK_MAX_SLOPE_MB_PER_MIN
 // (0.5 MB/min: 2.5 MB over the last 5 minutes, within the heap's own sawtooth).
 // Other settings: SOAK_READS (200/s), SOAK_CREATES (60/s), SOAK_LISTS (20/s), SOAK_TOKENS (20/s),
-// SOAK_NODE_FLAGS (Node options for the server; by default those of `npm start`, "" for none), SOAK_MAX_IN_FLIGHT (64 per kind; a request beyond that is counted as skipped, not queued), SOAK_OUT (a
-// file for the JSON result; it is printed anyway). Exit code 1 when a bound is broken or requests failed.
+// SOAK_NODE_FLAGS (Node options for the server; by default those of `npm start`, "" for none), SOAK_MAX_IN_FLIGHT (64
+// per kind; a request beyond that is counted as skipped, not queued), SOAK_OUT (a file for the JSON result; it is
+// printed anyway). Exit code 1 when a bound is broken or requests failed.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';

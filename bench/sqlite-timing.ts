@@ -1,6 +1,6 @@
 // BENCH_SQLITE_TIMING=<dir>: the wall time node:sqlite spends in each SQL text during a measured window,
 // written to <dir>/<label>.sqlite.txt. A CPU profile shows SQLite as a few native frames; this names the
-// statements they ran and what each costs per call and per request (docs/benchmarks.md, "Where a create's
+// statements they ran and what each costs per call and per request (docs/benchmarks-history.md, "Where a create's
 // SQLite time goes"). Node's calls are synchronous, so wall time here is this thread's time.
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';

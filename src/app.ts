@@ -248,7 +248,8 @@ async function assembleApp(
   const orderEvents = await registerWebhooks(app, config, database);
   exposeMetrics(app, config, metrics);
   await registerAdmin(app, { config, database, authServer, apiScopes: Object.keys(API_SCOPES) });
-  // The console signs in through the built-in authorization server, whose tokens the API must trust (README, "Console").
+  // The console signs in through the built-in authorization server, whose tokens the API must trust
+  // (docs/guides/portal.md).
   if (authServer && ownIssuer) await registerConsole(app, { config, database, scopes: consoleScopes() });
   await app.register(ordersRoutes, {
     db: database.db,
@@ -298,7 +299,7 @@ export function maskPortalLink(url: string): string {
   return path.startsWith('/console/portal-links/') ? '/console/portal-links/[token]' : url;
 }
 
-/** README, "Metrics": the webhook numbers, then /metrics where METRICS_PORT says. */
+/** docs/reference/metrics.md: the webhook numbers, then /metrics where METRICS_PORT says. */
 function exposeMetrics(app: FastifyInstance, config: Readonly<Config>, metrics: Metrics): void {
   app.webhooks.dispatcher?.observeAttempts((result) => metrics.webhookAttempt(result));
   metrics.watchDeliveryBacklog(
@@ -309,7 +310,10 @@ function exposeMetrics(app: FastifyInstance, config: Readonly<Config>, metrics: 
   else if (config.metricsListener !== 'off') registerMetricsListener(app, metrics, config.host, config.metricsListener);
 }
 
-/** Readiness (README, "Health"): the authorization server holds a key for every algorithm it signs with. */
+/**
+ * Readiness (docs/operations/monitoring.md, "Health"): the authorization server holds a key for every algorithm it
+ * signs with.
+ */
 function signingKeysState(holder: ProviderHolder, accessTokenAlg: string): 'ok' | 'missing' {
   const loaded = new Set(holder.keys.jwks.keys.map((key) => key.alg));
   return signingAlgorithms(accessTokenAlg).every((alg) => loaded.has(alg)) ? 'ok' : 'missing';
@@ -325,7 +329,7 @@ function registerAuthServerFor(
     issuer: config.oauthIssuer,
     resources: resourceDefinitions(config.apiResource),
     scopeDescriptions: API_SCOPES,
-    // The admin scopes go to users holding the admin role only (README, "Roles").
+    // The admin scopes go to users holding the admin role only (docs/security.md, "Roles").
     scopeRoles: Object.fromEntries(Object.keys(ADMIN_SCOPES).map((scope) => [scope, ADMIN_ROLE])),
     accessTokenTtlSeconds: config.accessTokenTtlSeconds,
     accessTokenAlg: config.accessTokenAlg,

@@ -2,7 +2,7 @@
 // SIGTERM (an orchestrator, a deploy): drain first, answering every new request 503 while the
 // listener stays open, then stop accepting, let in-flight requests and webhook attempts finish, close
 // the database. SIGINT (Ctrl-C at a terminal) skips the drain. Past the grace the process logs the
-// requests it cuts and exits with code 1 (README, "Failure behaviour").
+// requests it cuts and exits with code 1 (docs/operations/failure-behaviour.md).
 import { setTimeout as sleep } from 'node:timers/promises';
 import closeWithGrace from 'close-with-grace';
 import type { FastifyInstance } from 'fastify';
@@ -13,7 +13,10 @@ import { describeCutRequests } from './http/ops/shutdown.ts';
 /** Beyond the longest webhook attempt still in flight, which the dispatcher waits for. */
 const GRACE_MS = 5_000;
 
-/** How long shutdown may take before the process exits anyway: the drain, then the longest webhook attempt, then a margin. */
+/**
+ * How long shutdown may take before the process exits anyway: the drain, then the longest webhook attempt, then a
+ * margin.
+ */
 export function shutdownGraceMs(config: Readonly<Config>): number {
   return config.shutdownDrainMs + config.webhookTimeoutMs + GRACE_MS;
 }

@@ -30,7 +30,7 @@ function succeeded(result: SpawnSyncReturns<string>): string {
   return result.stdout;
 }
 
-/** Every key of a `--json` answer, however deeply nested, is snake_case (the README's Command line section). */
+/** Every key of a `--json` answer, however deeply nested, is snake_case (docs/reference/cli.md). */
 function assertSnakeCase(value: unknown, where: string): void {
   if (Array.isArray(value)) for (const item of value) assertSnakeCase(item, where);
   else if (value && typeof value === 'object')

@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
 import { describe, test } from 'node:test';
-import { loadConfig, SETTINGS } from '../src/config/config.ts';
+import { loadConfig } from '../src/config/config.ts';
 
 describe('configuration', () => {
   test('has safe defaults for a first start on one laptop', () => {
@@ -75,14 +74,5 @@ describe('configuration', () => {
   test('never accepts an HMAC or none algorithm for access tokens', () => {
     for (const alg of ['HS256', 'HS512', 'none'])
       assert.throws(() => loadConfig({ AUTH_ALGORITHMS: `RS256,${alg}` }), /AUTH_ALGORITHMS/);
-  });
-
-  test('the README documents every setting', () => {
-    const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8');
-    for (const setting of SETTINGS)
-      assert.ok(
-        readme.includes(`| \`${setting.env}\` |`),
-        `${setting.env} missing from the README's configuration table`,
-      );
   });
 });

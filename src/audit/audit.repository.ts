@@ -1,4 +1,4 @@
-// Reading the audit trail (README, "The audit trail"): the admin API (GET /api/admin/audit) and
+// Reading the audit trail (docs/security.md, "The audit trail"): the admin API (GET /api/admin/audit) and
 // `signet audit` share this one query, newest first, so the two cannot show different things.
 import type { Selectable } from 'kysely';
 import type { Executor } from '../db/executor.ts';

@@ -1,4 +1,4 @@
-// The audit trail (README, "Operating Signet"): one append-only row per security-relevant action, written
+// The audit trail (docs/security.md, "The audit trail"): one append-only row per security-relevant action, written
 // on the executor of the change it records, so the entry and the change commit or roll back together.
 // An entry names who did what to which target, when, from where and with what outcome; it never holds a
 // secret, a password or a token (details carry plain facts: names, scopes, counts).
@@ -7,7 +7,7 @@ import { userInfo } from 'node:os';
 import type { Executor } from '../db/executor.ts';
 import { toDbTime } from '../db/codecs.ts';
 
-/** Every action the trail records. Adding one: here, and a row in the README's audit table. */
+/** Every action the trail records. Adding one: here, and a row in the audit table of docs/security.md. */
 export const AUDIT_ACTIONS = [
   'client.created',
   'client.updated',

@@ -1,4 +1,4 @@
-// Retention of the audit trail (AUDIT_RETENTION, README "The audit trail"): entries older than the
+// Retention of the audit trail (AUDIT_RETENTION, docs/security.md, "The audit trail"): entries older than the
 // retention period are deleted in small batches, so a purge after a long outage (or the first one on a
 // large table) never holds a long lock nor runs into the statement timeout. Several instances may purge
 // at once: a batch deletes what is still there, and deleting a row twice is a no-op.

@@ -27,7 +27,7 @@ function limitOption(value: string | undefined): number {
   return limit;
 }
 
-/** The `--json` shape: snake_case, as the README's Command line table shows. */
+/** The `--json` shape: snake_case, as docs/reference/cli.md shows. */
 export function auditJson(entry: AuditRecord) {
   return {
     id: entry.id,

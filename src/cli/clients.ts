@@ -155,7 +155,7 @@ async function registrationToken(expiresIn: string | undefined, scope: string[] 
   const issued = await withDatabase(({ db }, config) => {
     if (!config.dynamicRegistration)
       throw new UsageError(
-        'dynamic client registration is off: set DYNAMIC_REGISTRATION=true (README, "Dynamic client registration")',
+        'dynamic client registration is off: set DYNAMIC_REGISTRATION=true (docs/guides/admin-api.md)',
       );
     return issueRegistrationToken(
       db,

@@ -31,7 +31,7 @@ ${CLIENT_USAGE}
 
 ${KEYS_USAGE}
 
-Configuration comes from environment variables; see the README.`;
+Configuration comes from environment variables; see docs/reference/configuration.md.`;
 
 async function migrate(): Promise<void> {
   const config = loadConfig();

@@ -78,7 +78,9 @@ export type Env = Record<string, string | undefined>;
 export interface Setting<K extends keyof Config> {
   key: K;
   env: string;
+  /** What the setting means, in Markdown: the one text docs/reference/configuration.md shows (reference.ts). */
   doc: string;
+  /** undefined: no default, or one computed at load time that the doc explains; "unset" in the reference. */
   default: string | undefined;
   parse: (raw: string, env: Env) => Config[K];
 }

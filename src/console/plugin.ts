@@ -1,4 +1,4 @@
-// The Signet console (README, "Console"): a Preact app without a build step, served from memory, and its
+// The Signet console (docs/guides/portal.md): a Preact app without a build step, served from memory, and its
 // backend-for-frontend (sign-in, session, the /console/api proxy). It calls only the public HTTP APIs
 // (/api/*, /oauth/*) in process; its one private step is registering its own OAuth client at start.
 import cookie from '@fastify/cookie';

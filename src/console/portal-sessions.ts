@@ -1,4 +1,4 @@
-// The integrator portal's sessions (README, "Console", Integrator portal): like a console session, the
+// The integrator portal's sessions (docs/guides/portal.md, Integrator portal): like a console session, the
 // browser holds an opaque random id in an HttpOnly cookie and the server keeps the token, sealed at rest
 // (AES-256-GCM bound to the row). Here the token is a client's own access token (console-tokens.ts), so
 // the portal acts as that ONE client on the webhook and event API and nothing else.

@@ -1,4 +1,4 @@
-// The ways into the integrator portal (README, "Console", Integrator portal):
+// The ways into the integrator portal (docs/guides/portal.md, Integrator portal):
 // - GET /console/portal-links/:token: a one-time link (POST /api/webhooks/portal-links) shows a page that
 //   names the client and asks to open the portal; nothing is used yet (link scanners, cross-site GETs);
 // - POST /console/portal-links/:token: the page's form (same origin) uses the link, opens a portal session

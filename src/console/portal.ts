@@ -1,4 +1,4 @@
-// The integrator portal's side of the backend-for-frontend (README, "Console", Integrator portal): which
+// The integrator portal's side of the backend-for-frontend (docs/guides/portal.md, Integrator portal): which
 // portal session a request belongs to, and the proxy for it, which reaches the webhook and event API only.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ConsoleTokenError } from '../auth-server/tokens/console-tokens.ts';
@@ -65,7 +65,10 @@ export function portalMayCall(target: string): boolean {
   return /^\/api\/(webhooks|events)(\/|$)/.test(path);
 }
 
-/** /console/api/… for a portal session (its Origin already checked): forwarded with the client's token, or refused (403). */
+/**
+ * /console/api/… for a portal session (its Origin already checked): forwarded with the client's token, or refused
+ * (403).
+ */
 export async function answerAsPortal(
   app: FastifyInstance,
   ctx: ConsoleContext,

@@ -1,9 +1,9 @@
 // Fixed-shape statements of the hot paths, built and compiled by Kysely once per dialect and then run
 // again with new parameters. Kysely builds an operation tree and compiles it to SQL on every call; for
-// the statements of a create that cost more than SQLite took to run them (issue 17's profile: ~97 µs
-// of a ~440 µs create). The SQL text is unchanged, so the drivers' statement caches still apply.
-// On the embedded database a compiled SELECT run on the database itself, and any compiled statement run
-// in a transaction once Kysely has named its connection, also skip Kysely's executor, whose connection
+// the statements of a create that cost more than SQLite took to run them (profiled at ~97 µs of a
+// ~440 µs create: docs/benchmarks-history.md, "Compiled statements"). The SQL text is unchanged, so the drivers'
+// statement caches still apply. On the embedded database a compiled SELECT run on the database itself, and any compiled
+// statement run in a transaction once Kysely has named its connection, also skip Kysely's executor, whose connection
 // hand-out and result pass allocate ~4 KB per call (direct-read.ts).
 import { SelectQueryNode, type Compilable, type CompiledQuery, type QueryResult } from 'kysely';
 import { directConnectionOf, directReadOf, isDirectTransaction } from './direct-read.ts';

@@ -1,4 +1,5 @@
-// Statements that skip Kysely's executor on the embedded database (issue 17). Kysely hands every query
+// Statements that skip Kysely's executor on the embedded database, whose cost per call exceeded
+// SQLite's own (docs/benchmarks-history.md). Kysely hands every query
 // a connection through a chain of promises and passes its result through the plugins (none here):
 // ~4 KB of garbage and several µs per call.
 // - A compiled SELECT (compiled-statement.ts) run on the database itself goes straight to the driver's

@@ -40,7 +40,7 @@ export interface UsersTable {
   name: string;
   password_hash: string;
   created_at: DbTime;
-  /** JSON array of role names (README, "Operating Signet"), e.g. ["admin"]. */
+  /** JSON array of role names (docs/security.md, "Roles"), e.g. ["admin"]. */
   roles: string;
   disabled_at: DbTime | null;
 }

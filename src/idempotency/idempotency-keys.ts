@@ -162,7 +162,7 @@ function claimInsert(qc: QueryCreator<Database>, param: ParamOf<KeyRow>) {
 const insertClaimRow = compiledStatement<KeyRow, unknown>((db, param) => claimInsert(db, param));
 
 // ---------------------------------------------------------------------------------------------
-// PostgreSQL: a write in one statement (issue 17)
+// PostgreSQL: a write in one statement, one round trip (docs/operations/postgresql.md)
 // ---------------------------------------------------------------------------------------------
 
 /**

@@ -1,4 +1,5 @@
-// PostgreSQL: an idempotent write in one autocommit statement (issue 17). A create takes its order's id
+// PostgreSQL: an idempotent write in one autocommit statement, one round trip
+// (docs/benchmarks-history.md, "PostgreSQL creates in one round trip"). A create takes its order's id
 // (shared with the creates running at the same time, src/db/postgres/sequence-reservations.ts) and then sends one
 // statement that claims its key and writes the order, its event, its deliveries and the key's stored
 // response, instead of BEGIN, six statements and COMMIT.

@@ -103,7 +103,7 @@ export async function runIdempotent(
   }
 }
 
-/** signet_idempotency_conflicts_total (README, "Metrics"): the two answers that refuse a key. */
+/** signet_idempotency_conflicts_total (docs/reference/metrics.md): the two answers that refuse a key. */
 function countConflict(request: FastifyRequest, err: unknown): void {
   if (!(err instanceof Problem)) return;
   if (err.type === PROBLEM_TYPES.idempotencyKeyInFlight)

@@ -1,4 +1,4 @@
-// Prometheus metrics (README, "Metrics"): one prom-client Registry per app instance, never the global
+// Prometheus metrics (docs/reference/metrics.md): one prom-client Registry per app instance, never the global
 // default one, so two apps in one process (the tests start many) never share or double-register a
 // metric. Names follow the Prometheus conventions: a `signet_` prefix, the unit in the name, `_total`
 // on counters. No label carries an unbounded value (no ids, URLs or client ids): every label below
@@ -113,7 +113,7 @@ export function createMetrics(options: { defaultMetrics: boolean }): Metrics {
   });
   const idempotencyConflicts = new Counter({
     name: 'signet_idempotency_conflicts_total',
-    help: 'Idempotency-Key conflicts (409/422): in_flight (the first request still runs), key_reused (another body).',
+    help: 'Idempotency-Key conflicts (409): in_flight (the first request still runs), key_reused (another body).',
     labelNames: ['reason'] as const,
     registers,
   });

@@ -1,6 +1,6 @@
 // What the admin API brings to the shared layers when the app composes it (http/feature.ts): its section
 // of the API description, its tags and its problem types; and its scopes, which the authorization server
-// grants only to users holding the `admin` role (README, "Operating Signet").
+// grants only to users holding the `admin` role (docs/security.md, "Roles").
 import { CLIENT_PROBLEMS } from '../auth-server/clients/clients.service.ts';
 import { USER_PROBLEMS } from '../auth-server/identity/users.service.ts';
 import type { FeatureContribution } from '../http/feature.ts';

@@ -1,4 +1,4 @@
-// GET /api/me/clients (README, "The admin API", Owned clients): the clients the signed-in user owns, so the
+// GET /api/me/clients (docs/guides/admin-api.md, Owned clients): the clients the signed-in user owns, so the
 // integrator portal shows them only theirs. Any user's token from a sign-in will do (scope `openid`, which
 // every sign-in grants and no client-credentials token carries): it needs no admin scope.
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';

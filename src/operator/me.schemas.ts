@@ -1,4 +1,4 @@
-// GET /api/me/clients (README, "The admin API", Owned clients): the clients a signed-in user owns, for the
+// GET /api/me/clients (docs/guides/admin-api.md, Owned clients): the clients a signed-in user owns, for the
 // integrator portal. Resource JSON in the contract's PascalCase; never a secret.
 import Type from 'typebox';
 import type { Static } from 'typebox';

@@ -1,4 +1,4 @@
-// The admin API (/api/admin/…, docs: the admin API reference): composed here from each feature's admin routes
+// The admin API (/api/admin/…, docs/guides/admin-api.md): composed here from each feature's admin routes
 // (auth-server/admin/, webhooks/admin/, audit/admin/) and what spans features (the overview, /api/me). Like the
 // CLI it calls the features' services, never their tables; every change is recorded in the audit trail.
 import type { FastifyInstance } from 'fastify';

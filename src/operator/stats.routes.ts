@@ -1,4 +1,4 @@
-// GET /api/admin/stats (README, "The admin API", Overview): what the console's overview charts, over a
+// GET /api/admin/stats (docs/guides/admin-api.md, Overview): what the console's overview charts, over a
 // window of at most 24 h: webhook attempts, success rate, latency and pending deliveries, tokens issued
 // and sign-ins. Reading needs admin:read.
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';

@@ -38,8 +38,8 @@ export function patchedState(request: FastifyRequest): NextState {
       headers: { 'accept-patch': ACCEPT_PATCH },
     });
   }
-  // A patch that sets Status asks for a transition, even to the state the order is in; one that does
-  // not leaves Status out of the new state, so the service can tell the two apart (README, PATCH).
+  // A patch that sets Status asks for a transition, even to the state the order is in; one that does not leaves Status
+  // out of the new state, so the service can tell the two apart (docs/guides/calling-the-api.md, "PATCH of Status").
   const requestsTransition = patchSetsMember(mediaType, request.body, 'Status');
   // The patch is applied to the very state the service compares and writes over (and again to the
   // new state if a concurrent write wins), so `test` operations and unchanged members always refer

@@ -1,5 +1,5 @@
-// How an order looks on the wire: PascalCase members (README, "Orders"), HAL-style `_links` (href + method,
-// absolute URLs) for exactly the actions its state allows, optional `_embedded` related data,
+// How an order looks on the wire: PascalCase members (docs/guides/calling-the-api.md, "Orders"), HAL-style `_links`
+// (href + method, absolute URLs) for exactly the actions its state allows, optional `_embedded` related data,
 // sparse `fields`, and the validators (ETag, Last-Modified) of each variant.
 import { createHash } from 'node:crypto';
 import { Problem } from '../http/problems/problems.ts';

@@ -58,7 +58,8 @@ export const ReplaceOrderBody = Type.Object(
     Currency,
     Status: Type.Optional(Status),
     CreatedAtUtc: Type.Optional(Timestamp),
-    // Ignored whatever its value (README), like the links: a client sends back what it got.
+    // Ignored whatever its value (docs/guides/calling-the-api.md, PUT), like the links: a client sends back what it
+    // got.
     UpdatedAtUtc: Type.Optional(Type.Unknown({ description: 'Ignored.' })),
     _links: Type.Optional(Type.Unknown()),
     _embedded: Type.Optional(Type.Unknown()),

@@ -243,8 +243,8 @@ async function replaceOrder(
       throw invalidState(order, 'change CustomerId, Total or Currency');
     const requested = options.statusIsReadOnly ? undefined : wanted.Status;
     if (requested !== undefined) requireTransition(order, requested, `move to ${requested}`);
-    // After the state rules, as in transitionOrder and deleteOrder: a change the state forbids is 409
-    // whatever the preconditions say (README: preconditions are ignored when the answer would be 409).
+    // After the state rules, as in transitionOrder and deleteOrder: a change the state forbids is 409 whatever the
+    // preconditions say (docs/guides/calling-the-api.md: preconditions are ignored when the answer would be 409).
     options.check(order);
     const updated =
       requested === undefined
@@ -303,7 +303,7 @@ export interface OrdersDependencies {
   db: Db;
   /**
    * Where order changes are announced, inside their transaction (the webhook outbox), for the public
-   * base URL of the write: an event's links start where the response's do (README, "Running behind a proxy").
+   * base URL of the write: an event's links start where the response's do (docs/operations/proxies.md).
    */
   events: OrderEventSinkAt;
   /** The time a write is stamped with. */

@@ -1,4 +1,4 @@
-// The order state machine (documented in the README and the OpenAPI description).
+// The order state machine (documented in docs/guides/calling-the-api.md and the OpenAPI description).
 //
 //   pending ──pay──▶ paid ──ship──▶ shipped ──deliver──▶ delivered
 //      │

@@ -1,6 +1,6 @@
 // Fastify adapter: POST /webhooks/:source with the body kept as the exact bytes received. Fastify's
 // JSON parser is removed in this plugin's scope, because verifying re-serialized JSON is the classic
-// webhook bug (README, "What a delivery looks like": the HMAC is over the exact body bytes).
+// webhook bug (docs/guides/producing-webhooks.md, "What a delivery looks like": the HMAC is over the exact body bytes).
 // Not wrapped in fastify-plugin on purpose: the parser and error handler stay inside this scope.
 import type { FastifyError, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import {

@@ -43,7 +43,7 @@ export function openInboxDatabase(url: string): InboxDatabase {
     if (path === '') throw new Error('inbox database: sqlite: needs a file path or :memory:');
     if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
     // synchronous=FULL: a 200 tells the producer to stop retrying, so the entry must be on disk
-    // before it is sent (README, "What a delivery looks like": store the delivery id).
+    // before it is sent (docs/guides/producing-webhooks.md, "What a delivery looks like": store the delivery id).
     const database = openSqlite(path, 'FULL');
     return { dialect: 'sqlite', db: new Kysely<InboxTables>({ dialect: new SqliteDialect({ database }) }) };
   }

@@ -28,10 +28,9 @@ function inboxMigration(dialect: InboxDialect): Migration {
         .addColumn('next_attempt_at', time, (c) => c.notNull())
         .addColumn('lease_until', time) // set while a worker holds the entry
         .execute();
-      // The delivery id is the idempotency key (README, "What a delivery looks like"); the event id also
-      // dedupes, because reconciliation and a late webhook can bring the same event under different (or no)
-      // delivery ids.
-      // NULL delivery ids never collide, on SQLite and on PostgreSQL alike.
+      // The delivery id is the idempotency key (docs/guides/producing-webhooks.md, "What a delivery looks like"); the
+      // event id also dedupes, because reconciliation and a late webhook can bring the same event under different (or
+      // no) delivery ids. NULL delivery ids never collide, on SQLite and on PostgreSQL alike.
       await db.schema
         .createIndex('receiver_inbox_delivery_uq')
         .on('receiver_inbox')
@@ -68,9 +67,9 @@ function inboxMigration(dialect: InboxDialect): Migration {
 }
 
 /**
- * Who holds a lease: a token drawn at each claim. lease_until alone says only that *someone* holds the
- * entry; a worker that stalled past its lease must not complete, retry or renew an entry another worker
- * has claimed since, so every write of the holder is conditional on its token (README, "Inbox and worker").
+ * Who holds a lease: a token drawn at each claim. lease_until alone says only that *someone* holds the entry; a worker
+ * that stalled past its lease must not complete, retry or renew an entry another worker has claimed since, so every
+ * write of the holder is conditional on its token (docs/guides/receiving-webhooks.md, "Inbox and worker").
  */
 const leaseOwnerMigration: Migration = {
   async up(db: Kysely<any>) {

@@ -35,7 +35,7 @@ export interface ClaimOptions {
   /**
    * Claim only the oldest due pending entry: when another worker holds it, claim nothing rather than
    * pass it. A starting worker claims this way for one lease period, so an entry whose worker crashed
-   * runs again before anything that arrived after it (README, "Inbox and worker").
+   * runs again before anything that arrived after it (docs/guides/receiving-webhooks.md, "Inbox and worker").
    */
   inOrder?: boolean;
 }

@@ -1,6 +1,6 @@
-// Accepting one webhook delivery, independent of any HTTP framework (README, "Receiving webhooks": read the raw
+// Accepting one webhook delivery, independent of any HTTP framework (docs/guides/receiving-webhooks.md: read the raw
 // body, verify the signature, check the identifiers, enqueue, answer 200 at once). The checks run in
-// the order of the README's receiver table, so each failure gets the most specific status.
+// the order of the table in docs/guides/receiving-webhooks.md, so each failure gets the most specific status.
 import type { Inbox } from './inbox.ts';
 import { problem, type Problem } from './problems.ts';
 import { verifySignature } from './signature.ts';
@@ -13,7 +13,10 @@ export interface IntakeOptions {
   inbox: Inbox;
   /** The producer's name in the headers: X-<headerName>-Signature-256, -Delivery, -Event. */
   headerName?: string;
-  /** Accepted clock difference, past and future (README, "What a delivery looks like": 5 minutes). */
+  /**
+   * Accepted clock difference, past and future (docs/guides/producing-webhooks.md, "What a delivery looks like": 5
+   * minutes).
+   */
   toleranceMs?: number;
   maxBodyBytes?: number;
   now?: () => Date;
@@ -164,8 +167,8 @@ export async function acceptDelivery(options: IntakeOptions, request: IntakeRequ
     );
   }
 
-  // README, "What a delivery looks like": the Timestamp is inside the signed bytes, so a captured delivery
-  // cannot be replayed once it is older than the tolerance; a far-future one is refused too.
+  // docs/guides/producing-webhooks.md, "What a delivery looks like": the Timestamp is inside the signed bytes, so a
+  // captured delivery cannot be replayed once it is older than the tolerance; a far-future one is refused too.
   const now = (options.now ?? (() => new Date()))();
   const tolerance = options.toleranceMs ?? DEFAULT_TOLERANCE_MS;
   const skew = now.getTime() - payload.timestampMs;

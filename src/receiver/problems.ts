@@ -1,4 +1,4 @@
-// The receiver's error answers: RFC 9457 problem details (README, "Receiving webhooks"). The kit has no
+// The receiver's error answers: RFC 9457 problem details (docs/guides/receiving-webhooks.md). The kit has no
 // public base URL of its own to host documentation at, so types are tag URIs (RFC 4151), which
 // RFC 9457 §3.1.1 names as the choice for identifiers that are not meant to be dereferenced.
 

@@ -1,4 +1,4 @@
-// Reconciliation (README, "Receiving webhooks"): events are lost when the consumer stays down past the
+// Reconciliation (docs/guides/receiving-webhooks.md): events are lost when the consumer stays down past the
 // producer's retry window, so the consumer also reads the producer's event list (GET /api/events, in
 // commit order, with an opaque cursor) and enqueues every event it has not seen. The inbox dedupes by
 // event id, so an event that also arrives by webhook is processed once.

@@ -1,5 +1,5 @@
-// Webhook signature verification (README, "What a delivery looks like"): HMAC-SHA256 over the exact raw body
-// bytes, sent as `sha256=<64 lowercase hex>` (the GitHub format), compared in constant time. Every
+// Webhook signature verification (docs/guides/producing-webhooks.md, "What a delivery looks like"): HMAC-SHA256 over
+// the exact raw body bytes, sent as `sha256=<64 lowercase hex>` (the GitHub format), compared in constant time. Every
 // configured secret is tried, so a producer may rotate its secret while old deliveries still arrive.
 import { createHmac, timingSafeEqual } from 'node:crypto';
 
@@ -8,7 +8,7 @@ export type SignatureCheck = { ok: true; secretIndex: number } | { ok: false; re
 
 const PREFIX = 'sha256=';
 // Strict: lowercase only. Accepting uppercase would make two different strings valid for one body,
-// and the README fixes the form as sha256=<64 lowercase hex>.
+// and docs/guides/producing-webhooks.md fixes the form as sha256=<64 lowercase hex>.
 const HEX_DIGEST = /^[0-9a-f]{64}$/;
 
 function hmac(rawBody: Buffer | string, secret: string): Buffer {

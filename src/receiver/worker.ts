@@ -4,7 +4,7 @@
 // not hold back later ones. Delivery to the handler is at least once: if the process dies between
 // the handler's success and `complete`, the lease runs out and the entry is handed over again.
 // The lease is short and renewed by a heartbeat while the handler runs, so a crashed worker's entry is
-// free again within seconds however long handlers take (README, "Inbox and worker").
+// free again within seconds however long handlers take (docs/guides/receiving-webhooks.md, "Inbox and worker").
 import type { Inbox, InboxEntry } from './inbox.ts';
 import { toReceivedEvent, type EventHandler } from './event.ts';
 

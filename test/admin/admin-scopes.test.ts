@@ -1,4 +1,4 @@
-// Every admin route refuses a caller without its admin scope (README, "Operating Signet", Roles): 401
+// Every admin route refuses a caller without its admin scope (docs/security.md, "Roles"): 401
 // without a token, 403 with a token that lacks it. The routes are read from /openapi.json, so a route
 // added later is covered without touching this test; each operation states its scope there.
 import assert from 'node:assert/strict';

@@ -1,4 +1,4 @@
-// Reading the audit trail (README, "The audit trail"): GET /api/admin/audit filters by actor, action,
+// Reading the audit trail (docs/security.md, "The audit trail"): GET /api/admin/audit filters by actor, action,
 // target and time range and pages newest first with a cursor; admin:read is required; the retention
 // purge deletes only entries older than AUDIT_RETENTION, in batches.
 import assert from 'node:assert/strict';

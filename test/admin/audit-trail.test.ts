@@ -1,4 +1,4 @@
-// The audit trail of a realistic session (README, "The audit trail"): sign-in failures and success,
+// The audit trail of a realistic session (docs/security.md, "The audit trail"): sign-in failures and success,
 // consent, refresh and refresh-token reuse, revocation, client and webhook secrets, read back through
 // GET /api/admin/audit and `signet audit --json`; then the whole table is searched for every secret the
 // session handled (passwords, client secrets, tokens, codes, webhook secrets) and for token shapes.

@@ -1,4 +1,4 @@
-// Bad input to the admin API never costs a 500 (README, "The admin API"): times outside what both databases
+// Bad input to the admin API never costs a 500 (docs/guides/admin-api.md): times outside what both databases
 // store (years 0001 to 9999), ids that are not of their column's type and U+0000 (PostgreSQL refuses it in
 // text, 22021) are refused with the most specific 4xx before they reach SQL: 400 for the path, query and
 // cursor, 422 for a body member.

@@ -1,4 +1,4 @@
-// Client owners (README, "The admin API", Clients and Owned clients; "Command line"): a client may be
+// Client owners (docs/guides/admin-api.md, Clients and Owned clients; "Command line"): a client may be
 // owned by a Signet user, named by e-mail address in the admin API and `signet client create --owner`; an
 // unknown address is refused with a pointer; owner changes are audited; the owner lists their clients
 // at GET /api/me/clients with their own token; deleting the user leaves the client ownerless.

@@ -1,4 +1,4 @@
-// The admin API's clients (README, "The admin API", Clients): list in cursor pages, read, create (the
+// The admin API's clients (docs/guides/admin-api.md, Clients): list in cursor pages, read, create (the
 // secret once), update by merge patch with If-Match and the rules of a new client (422 with pointers),
 // rotate the secret (once), delete with every grant and token; each change audited without a secret.
 import assert from 'node:assert/strict';

@@ -1,4 +1,4 @@
-// The operators' delivery log across all clients (README, "The admin API", Delivery log): an admin pages
+// The operators' delivery log across all clients (docs/guides/admin-api.md, Delivery log): an admin pages
 // through every client's deliveries newest first without duplicates or gaps, narrows them by endpoint,
 // client, event, state, event type and time, reads one with its attempts, and redelivers or recovers any
 // client's deliveries with the owner's semantics, each recorded in the audit trail with the admin as actor.

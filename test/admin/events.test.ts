@@ -1,4 +1,4 @@
-// The operators' event browser across all clients (README, "The admin API", Events): newest first in
+// The operators' event browser across all clients (docs/guides/admin-api.md, Events): newest first in
 // cursor pages without duplicates or gaps, filtered by type, order and time, each event with its
 // deliveries counted by state; one event by id; 404 for an unknown one and 400 for a bad filter.
 import assert from 'node:assert/strict';

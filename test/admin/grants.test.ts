@@ -1,4 +1,4 @@
-// Grants and sessions through the admin API (README, "The admin API", Grants and sessions): a user signs
+// Grants and sessions through the admin API (docs/guides/admin-api.md, Grants and sessions): a user signs
 // in, an admin lists the grant and the session, revokes the grant (the refresh token fails with
 // invalid_grant at once, introspection says inactive) and ends a session; each change leaves an audit
 // entry naming the admin. Real HTTP against the built-in authorization server, on every dialect.
@@ -128,7 +128,8 @@ for (const dialect of testDialects()) {
       expect(await call(server.url, 'DELETE', `/api/admin/sessions/${session.Id}`, { token: admin }), 204, 'end');
       const left = await call(server.url, 'GET', `/api/admin/users/${user.id}/sessions`, { token: admin });
       assert.deepEqual(left.json.Items, [], left.text);
-      // Refresh tokens outlive the browser session (README, "Refresh"): revoking the grant ends them.
+      // Refresh tokens outlive the browser session (docs/guides/signing-in-users.md, "Refresh"): revoking the grant
+      // ends them.
       const grants = await call(server.url, 'GET', `/api/admin/users/${user.id}/grants`, { token: admin });
       assert.equal(grants.json.Items.length, 1, grants.text);
       const entries = await audit('session.ended', session.Id);

@@ -1,4 +1,4 @@
-// Signing keys through the admin API (README, "The admin API", Signing keys): listed without their
+// Signing keys through the admin API (docs/guides/admin-api.md, Signing keys): listed without their
 // material; rotated with the function `signet keys rotate` uses, after which this instance publishes the
 // new key at /oauth/jwks and signs with it at once; the rotation is audited with the admin as actor.
 import assert from 'node:assert/strict';

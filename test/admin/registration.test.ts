@@ -1,4 +1,4 @@
-// Dynamic client registration (RFC 7591) and management (RFC 7592), README "Dynamic client registration":
+// Dynamic client registration (RFC 7591) and management (RFC 7592), docs/guides/admin-api.md:
 // with DYNAMIC_REGISTRATION=true, openid-client registers a client with an initial access token an admin
 // issued, and signs a user in with it; the client is an ordinary oauth_clients row with a hashed secret,
 // bound by the same rules and by the token's scopes. Without a token: refused. Off: no endpoint at all.

@@ -1,4 +1,4 @@
-// Roles (README, "Roles"): admin:read and admin:write reach a user's token only when the user holds the
+// Roles (docs/security.md, "Roles"): admin:read and admin:write reach a user's token only when the user holds the
 // `admin` role and the client was registered for them; a client registered for them gets them with
 // client credentials (automation). A token without them is refused by the admin API.
 import assert from 'node:assert/strict';

@@ -1,4 +1,4 @@
-// GET /api/admin/stats, the console's overview (README, "The admin API", Overview): seeded attempts,
+// GET /api/admin/stats, the console's overview (docs/guides/admin-api.md, Overview): seeded attempts,
 // deliveries and sign-ins at known times give exactly the expected buckets, success rate, percentiles and
 // pending counts on both databases (and the same answer on both); real token requests and logins show up
 // under their grant and outcome; a bad window is a 400 naming the parameter. Missing tokens and scopes:

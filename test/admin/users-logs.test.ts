@@ -1,4 +1,4 @@
-// A password sent to the admin API is never logged (README, "The admin API", Users): the server runs as
+// A password sent to the admin API is never logged (docs/guides/admin-api.md, Users): the server runs as
 // it does in production, a separate process at LOG_LEVEL=debug, and its whole output is searched for
 // the passwords sent, on success and on a refused body alike.
 import assert from 'node:assert/strict';

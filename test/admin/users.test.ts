@@ -1,4 +1,4 @@
-// /api/admin/users (README, "The admin API", Users) through real HTTP: every route, the scopes, the audit
+// /api/admin/users (docs/guides/admin-api.md, Users) through real HTTP: every route, the scopes, the audit
 // entries, ETags, cursor pages, and what disabling does at once (refresh tokens die, sign-in is refused).
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';

@@ -1,4 +1,4 @@
-// Webhook endpoints across all clients through the admin API (README, "The admin API", Webhook
+// Webhook endpoints across all clients through the admin API (docs/guides/admin-api.md, Webhook
 // endpoints): two clients' endpoints listed in cursor pages and filtered by client, an admin's disable
 // (DisabledReason `admin`) stops deliveries, the stats count what happened, and every change is audited:
 // the owner's create, update, rotation and delete, the admin's disable and enable, the automatic disable.

@@ -1,6 +1,6 @@
 // The login and consent pages in a real browser (Debian's chromium through playwright-core): the
-// authorization code flow in the README's exact shapes, driven by the keyboard and by the pages'
-// labels and roles; a wrong password; the strict Content-Security-Policy with no violations; and Deny.
+// authorization code flow in the exact shapes of docs/guides/signing-in-users.md, driven by the keyboard and by the
+// pages' labels and roles; a wrong password; the strict Content-Security-Policy with no violations; and Deny.
 // The redirect URI is a real HTTP server, so the browser really lands on the client.
 // Runs when /usr/bin/chromium exists; with TEST_BROWSER_REQUIRED=1 a missing chromium fails the suite.
 import assert from 'node:assert/strict';
@@ -31,7 +31,7 @@ interface AuthorizationRequest {
   verifier: string;
 }
 
-/** The README's authorization request: no redirect_uri, no code_challenge_method (S256 is implied). */
+/** The guide's authorization request: no redirect_uri, no code_challenge_method (S256 is implied). */
 function authorizationRequest(server: AuthTestServer, clientId: string): AuthorizationRequest {
   const { verifier, challenge } = pkcePair();
   const state = randomBytes(12).toString('base64url');
@@ -139,7 +139,7 @@ if (chromiumPath) {
               'the callback server received what the browser shows',
             );
 
-            // The README's code exchange: no grant_type, client credentials in the form.
+            // The guide's code exchange: no grant_type, client credentials in the form.
             const response = await fetchWithin(`${server.url}/oauth/token`, {
               method: 'POST',
               headers: { 'content-type': 'application/x-www-form-urlencoded' },

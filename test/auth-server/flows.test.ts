@@ -1,5 +1,5 @@
-// The authorization server's flows in the README's exact request shapes, over raw HTTP, and the
-// ways they must fail.
+// The authorization server's flows in the exact request shapes of docs/guides/signing-in-users.md, over raw HTTP, and
+// the ways they must fail.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { startAuthServer, type AuthTestServer } from '../helpers/auth-server.ts';
@@ -53,7 +53,7 @@ for (const dialect of testDialects()) {
       assert.equal(access.payload.aud, server.resource);
       assert.equal(access.payload.sub, user.id);
       assert.equal(access.payload.client_id, client.clientId);
-      // The granted OIDC scopes too: they let the token into UserInfo (README, "Authorization server").
+      // The granted OIDC scopes too: they let the token into UserInfo (docs/guides/signing-in-users.md).
       assert.equal(access.payload.scope, 'openid profile email orders:read orders:write');
       assert.equal(Number(access.payload.exp) - Number(access.payload.iat), 900, 'default lifetime 15 minutes');
     });

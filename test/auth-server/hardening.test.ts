@@ -1,7 +1,7 @@
-// The authorization server's edges, where oidc-provider's defaults differed from the RFCs or from the rest
-// of the service (src/auth-server/plugin.ts, request-shaping.ts, response-shaping.ts): URLs that always
-// belong to the issuer however the path is spelled, RFC 6749 §5.2 error codes, 404/405 problem+json,
-// logged faults with a request id, and the README's request shapes on every spelling of a route.
+// The authorization server's edges, where oidc-provider's defaults differed from the RFCs or from the rest of the
+// service (src/auth-server/plugin.ts, request-shaping.ts, response-shaping.ts): URLs that always belong to the issuer
+// however the path is spelled, RFC 6749 §5.2 error codes, 404/405 problem+json, logged faults with a request id, and
+// the request shapes of docs/guides/signing-in-users.md on every spelling of a route.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { sql } from 'kysely';

@@ -1,8 +1,9 @@
-// Issue 16, point 5: axe-core finds no serious or critical violation on any console page. Every route
+// axe-core finds no serious or critical violation on any console page. Every route
 // of src/console/assets/routes.js (read from the module the browser loads, so a new page is covered
 // without touching this file; `:id` filled with seeded ids) is opened as an admin once its data has
 // loaded, over real deliveries (one endpoint failing); also Signet's sign-in page, the sign-out pages
-// (the console's and Signet's confirmation), the signed-out page, a sign-in that did not finish and the "not allowed" state of a user without a role.
+// (the console's and Signet's confirmation), the signed-out page, a sign-in that did not finish and the "not allowed"
+// state of a user without a role.
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, test } from 'node:test';

@@ -1,4 +1,4 @@
-// The console's audit trail on the admin API in a real browser (issue 16 §3): actor, action and time
+// The console's audit trail on the admin API in a real browser (docs/guides/portal.md): actor, action and time
 // filters narrow the list and live in the URL (reload, back and forward); a filter the API refuses shows
 // its detail. Entries are recorded in the database as the app records them.
 import assert from 'node:assert/strict';

@@ -1,4 +1,4 @@
-// The console's files and /openapi.json are sent compressed (issue 16, point 5: the first load's size):
+// The console's files and /openapi.json are sent compressed (docs/guides/portal.md: the first load's size):
 // brotli or gzip as Accept-Encoding asks (RFC 9110 §12.5.3), identity when neither is accepted,
 // `Vary: Accept-Encoding` on every answer (§12.5.5), an ETag per coding (§8.8.3) and 304 on a repeated
 // conditional request. The API's own responses stay uncompressed. Raw node:http requests, since fetch

@@ -1,7 +1,7 @@
-// The delivery log in a real browser (issue 16 §3): deliveries are made for real (test/helpers/console-seed.ts:
-// orders and a ping through the API, the dispatcher POSTing to a local receiver where one endpoint answers
-// 500 with a body and the others 200); then, as an admin on the page: the log lists them and its filters
-// narrow the list and survive reload and back; a delivery shows its failed attempt's status, duration,
+// The delivery log in a real browser (docs/guides/portal.md): deliveries are made for real
+// (test/helpers/console-seed.ts: orders and a ping through the API, the dispatcher POSTing to a local receiver where
+// one endpoint answers 500 with a body and the others 200); then, as an admin on the page: the log lists them and its
+// filters narrow the list and survive reload and back; a delivery shows its failed attempt's status, duration,
 // error kind and response excerpt; redeliver sends it again and it arrives; "Recover since…" re-queues an
 // endpoint's failed deliveries. What the page shows is compared with what the admin API answers.
 import assert from 'node:assert/strict';

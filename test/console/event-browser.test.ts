@@ -1,4 +1,4 @@
-// The event browser in a real browser (issue 16 §3), over real deliveries (test/helpers/console-seed.ts):
+// The event browser in a real browser (docs/guides/portal.md), over real deliveries (test/helpers/console-seed.ts):
 // as an admin on the page it filters by type, order id and time (the filters live in the URL and survive
 // reload and back), and an event links to its deliveries. What the page shows is compared with what the
 // admin API answers.

@@ -1,5 +1,5 @@
-// Console front-end bugs of the issue 16 review, each shown in a real browser: a slow answer (held by a
-// route until the test releases it) must not wipe typed filters, show a stale delivery or lose a reload;
+// Console front-end bugs found in review (docs/guides/portal.md), each shown in a real browser: a slow answer (held by
+// a route until the test releases it) must not wipe typed filters, show a stale delivery or lose a reload;
 // a double click must not create twice; a missing Clipboard API must not leave the secret's copy button
 // mute. Fixed element ids (ConfirmDialog, SecretOnce) are not shown here: no page renders two at once.
 import assert from 'node:assert/strict';

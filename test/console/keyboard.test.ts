@@ -1,6 +1,6 @@
-// Issue 16, point 5: every action can be done with the keyboard. One real flow with keys only (Tab,
-// Shift+Tab, Enter, Space, Escape; no click): the nav leads to Users and focus lands on the page's
-// heading; a user is created; the delete confirmation is opened and cancelled with Escape (focus goes
+// Every console page is keyboard-operable (docs/guides/portal.md): every action can be done with the keyboard. One real
+// flow with keys only (Tab, Shift+Tab, Enter, Space, Escape; no click): the nav leads to Users and focus lands on the
+// page's heading; a user is created; the delete confirmation is opened and cancelled with Escape (focus goes
 // back to the button), then opened again and confirmed with Enter; the user is gone (the admin API says
 // so too). The focused control is visibly marked (a :focus-visible outline).
 import assert from 'node:assert/strict';

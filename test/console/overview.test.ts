@@ -1,4 +1,4 @@
-// The operator overview on the console's home (issue 16 §3) in a real browser: six uPlot charts drawn
+// The operator overview on the console's home (docs/guides/portal.md) in a real browser: six uPlot charts drawn
 // (canvas with a size) over GET /api/admin/stats, each with a summary sentence and a data table that
 // state the numbers seeded into the database; the empty state of a fresh server; Refresh; resizing with
 // the window; the error state when the admin's role was taken away and the console's token renewed

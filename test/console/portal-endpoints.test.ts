@@ -1,4 +1,4 @@
-// The integrator portal's Endpoints page in a real browser (issue 16 §4), opened through a portal link:
+// The integrator portal's Endpoints page in a real browser (docs/guides/portal.md), opened through a portal link:
 // add (the secret shown once), a refused URL shown next to its field, rotate, disable, enable and delete,
 // each checked against what the webhooks API then answers.
 import assert from 'node:assert/strict';

@@ -1,5 +1,5 @@
-// The integrator portal's backend-for-frontend in a real browser (issue 16 §4): a portal link opens the
-// portal of its client only, once, within its lifetime, and its token never stays in a URL or in storage;
+// The integrator portal's backend-for-frontend in a real browser (docs/guides/portal.md, "Portal links"): a portal link
+// opens the portal of its client only, once, within its lifetime, and its token never stays in a URL or in storage;
 // an owner reaches the portal of the clients they own and no other; the portal session's client token is
 // minted again near its expiry, and sign-out ends the session.
 import assert from 'node:assert/strict';

@@ -1,4 +1,4 @@
-// The integrator portal's pages in a real browser (issue 16 §4), opened through a portal link as one client:
+// The integrator portal's pages in a real browser (docs/guides/portal.md), opened through a portal link as one client:
 // send a test event (the local receiver gets it, the page follows the delivery); the delivery log with a
 // failed attempt's status, duration, error kind and response excerpt; redeliver and "recover since" (both
 // confirmed) make deliveries that arrive; the event catalogue shows every type of /openapi.json with its

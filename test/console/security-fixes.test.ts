@@ -1,4 +1,5 @@
-// The console backend's security and robustness fixes (issue 16 review): each test here failed before its fix.
+// The console backend's security and robustness fixes found in review (docs/guides/portal.md, security model): each
+// test here failed before its fix.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { Browser } from 'playwright-core';

@@ -1,4 +1,4 @@
-// The console's sessions-and-grants and signing-keys pages on the admin API in a real browser (issue 16 §3):
+// The console's sessions-and-grants and signing-keys pages on the admin API in a real browser (docs/guides/portal.md):
 // end a session, revoke a grant per user and per client, rotate the signing keys. Data is seeded through the
 // API; every action is driven on the page as an admin, and what the page shows is checked, then what the API
 // answers afterwards. A user without the admin role reaches none of the operator pages.

@@ -1,4 +1,4 @@
-// The portal's copy-paste snippets (issue 16, point 4) run as their users would run them: a real delivery
+// The portal's copy-paste snippets (docs/guides/portal.md) run as their users would run them: a real delivery
 // signed by Signet's dispatcher, caught by a local receiver, is piped into each snippet as a child
 // process. Each must say "verified" for it, and refuse it with a reason when the body was changed, the
 // secret is wrong, or the (validly signed) timestamp is old. After a rotation, a consumer still on the
@@ -195,8 +195,9 @@ for (const dialect of testDialects()) {
       const fresh = await deliverPing(rotated.json.Secret);
       assert.equal(headerOf(fresh.headers, 'webhook-signature').split(' ').length, 2, 'one signature per secret');
       for (const id of Object.keys(COMMANDS)) expectVerified(id, await runSnippet(id, fresh));
-      // X-Service-Signature-256 carries the newest secret only: the kit's consumer lists both (README,
-      // "Rotating a secret"); the Standard Webhooks consumers match the previous secret's signature.
+      // X-Service-Signature-256 carries the newest secret only: the kit's consumer lists both
+      // (docs/guides/producing-webhooks.md, "Rotating a secret"); the Standard Webhooks consumers match the previous
+      // secret's signature.
       expectVerified(
         'node-receiver',
         await runSnippet('node-receiver', { ...fresh, secret: `${fresh.secret},${previous}` }),

@@ -1,4 +1,4 @@
-// The console's webhook endpoints across clients on the admin API in a real browser (issue 16 §3): filter
+// The console's webhook endpoints across clients on the admin API in a real browser (docs/guides/portal.md): filter
 // by client, a detail page with stats, disable and enable. Endpoints are registered through the API; every
 // action is driven on the page as an admin, and what the page shows is checked, then what the API answers.
 import assert from 'node:assert/strict';

@@ -1,6 +1,6 @@
-// Losing PostgreSQL connections under load never kills the process (issue 11, item 1). `signet serve`
-// and `signet dispatcher` run as real child processes, their connections through a TCP proxy the test
-// controls; 16 clients write orders and one asks /oauth/token for client-credentials tokens, for 30 s,
+// Losing PostgreSQL connections under load never kills the process (docs/operations/failure-behaviour.md,
+// "PostgreSQL"). `signet serve` and `signet dispatcher` run as real child processes, their connections through a TCP
+// proxy the test controls; 16 clients write orders and one asks /oauth/token for client-credentials tokens, for 30 s,
 // while the test terminates every backend of both processes again and again (as an administrator or a
 // failover would: 57P01) and resets their TCP connections. At the end both processes are alive and
 // serving, every acknowledged order is in the database and is delivered, every failed request was a 503 with

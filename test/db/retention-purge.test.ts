@@ -1,6 +1,6 @@
-// Retention purges delete in bounded batches (issue 17, point 5): the webhook event purge, the
-// idempotency-key purge and the audit trail purge never issue a DELETE that touches more than its batch,
-// however large the backlog, so a purge never holds the writer for longer than one batch. Each purge
+// Retention purges delete in bounded batches, so a purge never holds a long lock (docs/security.md, "The audit trail"):
+// the webhook event purge, the idempotency-key purge and the audit trail purge never issue a DELETE that touches more
+// than its batch, however large the backlog, so a purge never holds the writer for longer than one batch. Each purge
 // runs through a Kysely plugin that records every DELETE and the rows it removed: an unbounded DELETE
 // (the whole backlog in one statement) fails these tests. What is kept (recent rows, events a delivery
 // still waits for) stays.

@@ -1,6 +1,6 @@
-// Query plans that keep cost flat as data grows (issue 17, point 5; figures: bench/scale.ts). Each test
-// captures the SQL a repository function really runs (a Kysely plugin compiles every query it sees) and
-// asks the database for its plan, so a plan that would read the whole table at scale fails here on an
+// Query plans that keep cost flat as data grows (figures: bench/scale.ts, docs/benchmarks.md "Cost as data grows and
+// memory"). Each test captures the SQL a repository function really runs (a Kysely plugin compiles every query it sees)
+// and asks the database for its plan, so a plan that would read the whole table at scale fails here on an
 // empty database:
 // - an end user's event feed (GET /api/events with a user token) reads that customer's events through
 //   webhook_events_customer_position_idx (migration 0013), not the whole feed after the cursor;

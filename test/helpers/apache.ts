@@ -1,6 +1,6 @@
 // A real Apache httpd with mod_auth_openidc in front of a test backend. It runs in the foreground as a
 // child process (no system service), on its own port, with its own config, pid file and logs in a
-// throw-away directory; the site configuration is the caller's (the README's block, see
+// throw-away directory; the site configuration is the caller's (the block of docs/guides/signing-in-users.md, see
 // test/proxy/mod-auth-openidc.test.ts), the main context around it is written here.
 import { accessSync, chmodSync, constants, existsSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir, userInfo } from 'node:os';
@@ -10,7 +10,7 @@ import { startDaemon } from './daemon.ts';
 /** Where Debian and Ubuntu put the modules (`libapache2-mod-auth-openidc` installs its module there too). */
 const MODULE_DIRS = ['/usr/lib/apache2/modules', '/usr/lib64/httpd/modules', '/usr/lib/httpd/modules'];
 /**
- * The modules the main context and the README's block need (Debian enables all but the last two by
+ * The modules the main context and the guide's block needs (Debian enables all but the last two by
  * default; `a2enmod auth_openidc proxy_http` adds those); mod_unixd is compiled in.
  */
 const MODULES: Record<string, string> = {

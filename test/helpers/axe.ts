@@ -1,6 +1,6 @@
-// axe-core in the browser tests (issue 16, point 5): no serious or critical accessibility violation on
-// any console page. The console's CSP (script-src 'self', no 'unsafe-inline') refuses an inline
-// <script>, so page.addScriptTag({ content }) cannot load axe there, and bypassCSP would change the
+// axe-core in the browser tests (docs/guides/portal.md: every page is checked with axe-core): no serious or critical
+// accessibility violation on any console page. The console's CSP (script-src 'self', no 'unsafe-inline') refuses an
+// inline <script>, so page.addScriptTag({ content }) cannot load axe there, and bypassCSP would change the
 // page under test. page.evaluate() runs the source through the DevTools protocol (Runtime.evaluate),
 // which the page's CSP does not govern, and axe itself needs no eval.
 import assert from 'node:assert/strict';

@@ -1,4 +1,4 @@
-// Raw requests to the token endpoint in the exact shapes the README shows, and small JWT readers.
+// Raw requests to the token endpoint in the exact shapes docs/guides/signing-in-users.md shows, and small JWT readers.
 import assert from 'node:assert/strict';
 import type { AuthTestServer } from './auth-server.ts';
 import { expectStatus } from './expect.ts';
@@ -65,7 +65,10 @@ export interface CodeFlow {
   flow: FlowResult;
 }
 
-/** The README's authorization request: response_type, client_id, code_challenge, scope; nothing else unless given. */
+/**
+ * The guide's authorization request (docs/guides/signing-in-users.md): response_type, client_id, code_challenge, scope;
+ * nothing else unless given.
+ */
 export async function authorizeWithLogin(
   server: AuthTestServer,
   client: { clientId: string },
@@ -93,7 +96,7 @@ export async function authorizeWithLogin(
   return { code, verifier, flow };
 }
 
-/** The README's code exchange: code, code_verifier, client_id, client_secret (no grant_type). */
+/** The guide's code exchange: code, code_verifier, client_id, client_secret (no grant_type). */
 export function exchangeCode(
   server: AuthTestServer,
   client: { clientId: string; clientSecret: string | undefined },

@@ -1,5 +1,5 @@
-// A database that cannot be reached is a temporary outage: 503 problem with Retry-After (README,
-// "Failure behaviour"), never a 500, and requests succeed again once it is back.
+// A database that cannot be reached is a temporary outage: 503 problem with Retry-After
+// (docs/operations/failure-behaviour.md), never a 500, and requests succeed again once it is back.
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
@@ -263,7 +263,8 @@ describe('database outage [sqlite]', () => {
 
   test('writes queued behind one that gave up answer 503 within the bound too, and /readyz answers within 2 s', async () => {
     await whileLockedElsewhere(async () => {
-      // Each answer within two bounds (its own wait, and the one ahead of it that gave up), not one bound per queued write.
+      // Each answer within two bounds (its own wait, and the one ahead of it that gave up), not one bound per queued
+      // write.
       const writes = Array.from({ length: 8 }, (_, i) =>
         call(server.url, 'POST', '/api/orders', {
           token,

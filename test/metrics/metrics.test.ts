@@ -1,4 +1,4 @@
-// README, "Metrics": each metric family moves when its event happens, over real HTTP on every dialect;
+// docs/reference/metrics.md: each metric family moves when its event happens, over real HTTP on every dialect;
 // /metrics is on the API's port by default, on its own listener with METRICS_PORT=<port>, gone with off.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';

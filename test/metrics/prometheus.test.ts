@@ -1,6 +1,6 @@
-// The real thing (README, "Metrics"): Debian's Prometheus scrapes a running Signet every second and
-// its HTTP API answers queries over the series; promtool accepts the exposition and the README's alert
-// rules. Skipped when prometheus is not installed, unless TEST_PROMETHEUS_REQUIRED=1 (.ci/run).
+// The real thing (docs/reference/metrics.md): Debian's Prometheus scrapes a running Signet every second
+// and its HTTP API answers queries over the series; promtool accepts the exposition and the alert rules
+// that page prints. Skipped when prometheus is not installed, unless TEST_PROMETHEUS_REQUIRED=1 (.ci/run).
 import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -14,14 +14,12 @@ import { prometheusMissing, promtool, scrape, startPrometheus } from '../helpers
 import { startServer, type TestServer } from '../helpers/server.ts';
 
 const skip = prometheusMissing();
-const README = new URL('../../README.md', import.meta.url);
+const METRICS_DOC = new URL('../../docs/reference/metrics.md', import.meta.url);
 
-/** The YAML block of the README's "Metrics" subsection that starts with `groups:`: the alert rules. */
-function readmeAlertRules(): string {
-  const readme = readFileSync(README, 'utf8');
-  const section = readme.slice(readme.indexOf('### Metrics'));
-  const block = /```yaml\n(groups:[\s\S]*?)```/.exec(section);
-  assert.ok(block, 'no ```yaml block starting with groups: under ### Metrics in the README');
+/** The YAML block of docs/reference/metrics.md that starts with `groups:`: the alert rules. */
+function documentedAlertRules(): string {
+  const block = /```yaml\n(groups:[\s\S]*?)```/.exec(readFileSync(METRICS_DOC, 'utf8'));
+  assert.ok(block, 'no ```yaml block starting with groups: in docs/reference/metrics.md');
   return block[1]!;
 }
 
@@ -54,9 +52,9 @@ for (const dialect of testDialects()) {
       assert.equal(checked.status, 0, checked.output);
     });
 
-    test("promtool check rules accepts the README's alert rules", () => {
+    test('promtool check rules accepts the alert rules of docs/reference/metrics.md', () => {
       const file = join(work, 'signet-alerts.yml');
-      writeFileSync(file, readmeAlertRules());
+      writeFileSync(file, documentedAlertRules());
       const checked = promtool(['check', 'rules', file]);
       assert.equal(checked.status, 0, checked.output);
       assert.match(checked.output, /SUCCESS: 4 rules found/);

@@ -1,6 +1,6 @@
-// PostgreSQL: POST /api/orders in one statement (issue 17): the order's id (shared with the creates running
-// at the same time), then one autocommit statement with the key's claim, the order, its history, its event
-// and deliveries, the NOTIFY and the stored response (WriteUnit, src/idempotency/idempotency-statement.ts). Counts
+// PostgreSQL: POST /api/orders in one statement (docs/operations/postgresql.md): the order's id (shared with the
+// creates running at the same time), then one autocommit statement with the key's claim, the order, its history, its
+// event and deliveries, the NOTIFY and the stored response (WriteUnit, src/idempotency/idempotency-statement.ts). Counts
 // the queries each request sends, and proves the statement's gate: a duplicate waits for the first
 // statement and replays it, a key held by another request writes nothing, a failed statement leaves no key.
 import assert from 'node:assert/strict';

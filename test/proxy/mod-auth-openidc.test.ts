@@ -1,6 +1,6 @@
 // Apache mod_auth_openidc, an independent relying party left at its defaults, signs a user in against
-// Signet's built-in issuer with the configuration the README prints (its one ```apache block, with
-// only the host names replaced by the test's; the secrets come from the environment as the README
+// Signet's built-in issuer with the configuration docs/guides/signing-in-users.md prints (its one ```apache block, with
+// only the host names replaced by the test's; the secrets come from the environment as the guide
 // says). A browser is played by hand: cookies kept, redirects followed one by one, forms posted.
 // Runs when apache2 and mod_auth_openidc are installed; with TEST_APACHE_REQUIRED=1 their absence fails.
 import assert from 'node:assert/strict';
@@ -15,35 +15,39 @@ import { testDialects } from '../helpers/databases.ts';
 import { closeWithin, listenOnLoopback, withDeadline } from '../helpers/deadline.ts';
 import { call, CALL_TIMEOUT_MS } from '../helpers/http.ts';
 
-const README = new URL('../../README.md', import.meta.url);
-/** The host names the README's block uses, replaced by the test's. */
-const README_ISSUER = 'https://signet.example.com/oauth';
-const README_APP = 'https://app.example.com';
-const README_BACKEND = 'http://127.0.0.1:8080';
-/** The path the README's block protects, and its redirect URI inside it. */
+const GUIDE = new URL('../../docs/guides/signing-in-users.md', import.meta.url);
+/** The host names the guide's block uses, replaced by the test's. */
+const DOC_ISSUER = 'https://signet.example.com/oauth';
+const DOC_APP = 'https://app.example.com';
+const DOC_BACKEND = 'http://127.0.0.1:8080';
+/** The path the guide's block protects, and its redirect URI inside it. */
 const PROTECTED = '/protected/';
 const REDIRECT_PATH = '/protected/redirect_uri';
 
-/** The README's one ```apache block, as printed. */
-function readmeApacheBlock(): string {
-  const blocks = [...readFileSync(README, 'utf8').matchAll(/^```apache\n([\s\S]*?)^```$/gm)].map((m) => m[1]!);
-  assert.equal(blocks.length, 1, 'README.md must hold exactly one ```apache block: the mod_auth_openidc configuration');
+/** The guide's one ```apache block, as printed. */
+function guideApacheBlock(): string {
+  const blocks = [...readFileSync(GUIDE, 'utf8').matchAll(/^```apache\n([\s\S]*?)^```$/gm)].map((m) => m[1]!);
+  assert.equal(
+    blocks.length,
+    1,
+    'docs/guides/signing-in-users.md must hold exactly one ```apache block: the mod_auth_openidc configuration',
+  );
   return blocks[0]!;
 }
 
-/** The README's block with the test's hosts in place of the README's; fails when the block no longer has them. */
+/** The guide's block with the test's hosts in place of the guide's; fails when the block no longer has them. */
 function siteConfig(issuer: string, app: string, backend: string, extra: string[]): string {
-  let conf = readmeApacheBlock();
+  let conf = guideApacheBlock();
   for (const [from, to] of [
-    [README_ISSUER, issuer],
-    [README_APP, app],
-    [README_BACKEND, backend],
+    [DOC_ISSUER, issuer],
+    [DOC_APP, app],
+    [DOC_BACKEND, backend],
   ] as const) {
-    assert.ok(conf.includes(from), `the README's apache block no longer names ${from}; update this test`);
+    assert.ok(conf.includes(from), `the guide's apache block no longer names ${from}; update this test`);
     conf = conf.replaceAll(from, to);
   }
   for (const name of ['${SIGNET_CLIENT_ID}', '${SIGNET_CLIENT_SECRET}', '${OIDC_CRYPTO_PASSPHRASE}'])
-    assert.ok(conf.includes(name), `the README's apache block no longer reads ${name}; update this test`);
+    assert.ok(conf.includes(name), `the guide's apache block no longer reads ${name}; update this test`);
   return [conf, ...extra, ''].join('\n');
 }
 
@@ -101,7 +105,7 @@ interface Answer {
  * the body is `Content-Length` bytes (or the chunks), whatever follows is ignored. Not fetch: fetch always
  * sends `Sec-Fetch-Mode: cors`, and mod_auth_openidc only starts a login for `navigate`. Not node:http
  * either: mod_auth_openidc 2.4.12 with `OIDCProviderAuthRequestMethod POST` writes the backend's answer
- * after its form page (CVE-2025-31492, see the README), which node:http refuses to parse.
+ * after its form page (CVE-2025-31492, see docs/guides/signing-in-users.md), which node:http refuses to parse.
  */
 async function send(method: string, url: string, headers: Record<string, string>, body = ''): Promise<Answer> {
   const target = new URL(url);
@@ -279,7 +283,7 @@ const apache = findApache();
 
 if (apache) {
   for (const dialect of testDialects())
-    describe(`Apache mod_auth_openidc signs users in with the README's configuration [${dialect}]`, () => {
+    describe(`Apache mod_auth_openidc signs users in with the guide's configuration [${dialect}]`, () => {
       let server: AuthTestServer;
       let backend: Backend;
       before(async () => {
@@ -303,7 +307,7 @@ if (apache) {
       });
 
       test('with OIDCProviderAuthRequestMethod POST the authorization request is a form post, and the login works the same', async () => {
-        // Not asserted here, and why the README warns: mod_auth_openidc before 2.4.16.11 (Debian 12 ships
+        // Not asserted here, and why the guide warns: mod_auth_openidc before 2.4.16.11 (Debian 12 ships
         // 2.4.12.3) also passes the not yet authenticated request to the application and appends its answer
         // to the form page (CVE-2025-31492). Signet's side, the POSTed authorization request, is what this proves.
         const { trail } = await loginThroughApache(apache, server, backend, ['OIDCProviderAuthRequestMethod POST']);
@@ -327,7 +331,7 @@ if (apache) {
 }
 
 /**
- * Registers a client as the README says, starts Apache with the README's block (plus `extra`), signs a new
+ * Registers a client as the guide says, starts Apache with the guide's block (plus `extra`), signs a new
  * user in through it, and checks what the protected application receives.
  */
 async function loginThroughApache(

@@ -311,7 +311,7 @@ if (nginxBinary) {
         const created = await https('POST', '/api/orders', { CustomerId: CUSTOMER, Total: 7 });
         assert.equal(created.status, 201, created.text);
         // On PostgreSQL an event is listed once every older transaction in the cluster has finished
-        // (README, "Events"), and other suites run transactions on the same server: poll for it.
+        // (docs/reference/events.md), and other suites run transactions on the same server: poll for it.
         let event: { Data: { _links: unknown }; _links: { self: { href: string } } } | undefined;
         let last = '';
         await waitUntil(

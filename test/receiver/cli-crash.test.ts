@@ -1,7 +1,7 @@
 // `signet receiver` killed with SIGKILL in the middle of a burst, while its handler is busy with one event,
 // then started again on the same inbox: the interrupted event runs again within seconds (the short,
-// heartbeat-renewed lease), and before every later event, which had not started (README, "Inbox and
-// worker"). Real child processes, real HTTP, every test dialect.
+// heartbeat-renewed lease), and before every later event, which had not started (docs/guides/receiving-webhooks.md,
+// "Inbox and worker"). Real child processes, real HTTP, every test dialect.
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';

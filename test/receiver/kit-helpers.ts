@@ -40,7 +40,8 @@ export function delivery(
   const eventId = options.eventId ?? `evt_${randomUUID()}`;
   const deliveryId = options.deliveryId ?? `dlv_${randomUUID()}`;
   const type = options.type ?? 'order.created';
-  // ISO 8601 with milliseconds, as the producer sends it (README, "What a delivery looks like").
+  // ISO 8601 with milliseconds, as the producer sends it (docs/guides/producing-webhooks.md, "What a delivery looks
+  // like").
   const timestamp = options.timestampText ?? (options.timestamp ?? new Date()).toISOString();
   const body = JSON.stringify({
     Id: eventId,

@@ -1,7 +1,7 @@
 // The worker's lease on the real inbox, every test dialect, with an injected clock: short, so a dead
 // worker's entry is taken over within seconds; renewed by a heartbeat while the handler runs, so a slow
 // handler keeps its entry; owned, so a worker that lost its lease cannot settle the entry; and kept in
-// arrival order after a crash (README, "Inbox and worker").
+// arrival order after a crash (docs/guides/receiving-webhooks.md, "Inbox and worker").
 import assert from 'node:assert/strict';
 import { afterEach, beforeEach, describe, test } from 'node:test';
 import { createTestDatabase, testDialects, type TestDatabase } from '../helpers/databases.ts';
@@ -11,7 +11,7 @@ import { InboxWorker, openInbox, type Inbox, type InboxEntry, type NewInboxEntry
 
 const T0 = new Date('2026-11-02T10:00:00.000Z');
 const LEASE_MS = 15_000;
-/** The longest a crashed worker's entry may wait, as the README says. */
+/** The longest a crashed worker's entry may wait, as docs/guides/receiving-webhooks.md says. */
 const TAKEOVER_BOUND_MS = 30_000;
 
 let counter = 0;
@@ -106,7 +106,8 @@ for (const dialect of testDialects()) {
       const e = entry();
       await inbox.record(e);
       const dying = blockingHandler();
-      // Default lease: the test holds the worker to what the README promises, whatever the constant says.
+      // Default lease: the test holds the worker to what docs/guides/receiving-webhooks.md promises, whatever the
+      // constant says.
       const a = await workerOn({ handler: dying.handler, now: () => T0 });
       a.worker.start();
       await waitUntil(

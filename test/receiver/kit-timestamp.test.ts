@@ -1,5 +1,5 @@
-// The receiver kit's replay check on the signed Timestamp (README, "What a delivery looks like"): the
-// producer's ISO 8601 with milliseconds, and whole seconds as older producers sent them, both held to
+// The receiver kit's replay check on the signed Timestamp (docs/guides/producing-webhooks.md, "What a delivery looks
+// like"): the producer's ISO 8601 with milliseconds, and whole seconds as older producers sent them, both held to
 // the same 5-minute window in the past and the future, to the millisecond. Every test dialect.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';

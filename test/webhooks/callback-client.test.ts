@@ -1,6 +1,6 @@
 // What one attempt's outcome is, as the receiver's answer arrives over real HTTP: the status line decides
-// (README, "What a delivery looks like": any 2xx acknowledges); a body that is slow or cut off afterwards is only a
-// shorter excerpt, never a failed attempt that would send the delivery again.
+// (docs/guides/producing-webhooks.md, "What a delivery looks like": any 2xx acknowledges); a body that is slow or cut
+// off afterwards is only a shorter excerpt, never a failed attempt that would send the delivery again.
 import assert from 'node:assert/strict';
 import { createServer, type Server, type ServerResponse } from 'node:http';
 import { after, before, test } from 'node:test';

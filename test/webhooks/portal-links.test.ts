@@ -1,4 +1,4 @@
-// Portal links (README, "Webhooks", Portal links): POST /api/webhooks/portal-links issues a one-time URL
+// Portal links (docs/guides/portal.md, "Portal links"): POST /api/webhooks/portal-links issues a one-time URL
 // for the calling client, valid 15 minutes, whose token is stored only as its SHA-256; consumePortalLink
 // (the console's) uses it once, atomically, and refuses an expired, used or unknown one. Both audited.
 import assert from 'node:assert/strict';

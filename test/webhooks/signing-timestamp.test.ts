@@ -1,5 +1,5 @@
-// The signed body's Timestamp (README, "What a delivery looks like"): the attempt time in ISO 8601 with
-// milliseconds, never before OccurredAtUtc, even in the event's own second or after the clock stepped
+// The signed body's Timestamp (docs/guides/producing-webhooks.md, "What a delivery looks like"): the attempt time in
+// ISO 8601 with milliseconds, never before OccurredAtUtc, even in the event's own second or after the clock stepped
 // back; webhook-timestamp stays whole seconds (Standard Webhooks). A real dispatcher sends to a real HTTP
 // receiver, and the receiver kit accepts what arrives. Both dialects.
 import assert from 'node:assert/strict';

@@ -1,4 +1,4 @@
-// GET /api/admin/audit (README, "The audit trail"): the trail newest first, filtered by actor, action,
+// GET /api/admin/audit (docs/security.md, "The audit trail"): the trail newest first, filtered by actor, action,
 // target and time range, in cursor pages. `signet audit` reads the same query (src/audit/audit.repository.ts).
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';

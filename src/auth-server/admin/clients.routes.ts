@@ -1,4 +1,4 @@
-// /api/admin/clients and /api/admin/registration-tokens (README, "The admin API", Clients): HTTP only,
+// /api/admin/clients and /api/admin/registration-tokens (docs/guides/admin-api.md, Clients): HTTP only,
 // one call of the clients service the CLI uses (src/auth-server/clients/clients.service.ts) per handler; the
 // caller is the audit actor (context.ts). Reading needs admin:read, changing admin:write.
 import { createHash } from 'node:crypto';

@@ -1,4 +1,4 @@
-// The admin API's clients (README, "The admin API", Clients): one TypeBox schema per request part, and the
+// The admin API's clients (docs/guides/admin-api.md, Clients): one TypeBox schema per request part, and the
 // representation, by OAuth's own client metadata names (RFC 7591 §2), as `signet client … --json` prints
 // them. A secret appears only in the answers of create and rotate-secret, once.
 import Type from 'typebox';

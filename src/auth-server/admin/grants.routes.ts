@@ -1,4 +1,4 @@
-// /api/admin/…/grants and …/sessions (README, "The admin API", Grants and sessions): HTTP only, one call
+// /api/admin/…/grants and …/sessions (docs/guides/admin-api.md, Grants and sessions): HTTP only, one call
 // of the grants service (src/auth-server/tokens/grants.service.ts) per handler; the caller is the audit actor.
 // Reading needs admin:read, revoking admin:write.
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';

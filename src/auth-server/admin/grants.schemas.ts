@@ -1,4 +1,4 @@
-// The admin API's grants and sessions (README, "The admin API", Grants and sessions): one TypeBox schema
+// The admin API's grants and sessions (docs/guides/admin-api.md, Grants and sessions): one TypeBox schema
 // per request part, and the representations, which never hold a token or a session cookie's value.
 import Type from 'typebox';
 import { NO_CONTROL_CHARACTERS_PATTERN } from '../../http/problems/validation.ts';

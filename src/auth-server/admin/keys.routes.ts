@@ -1,4 +1,4 @@
-// /api/admin/keys (README, "The admin API", Signing keys): the stored keys, never their material, and the
+// /api/admin/keys (docs/guides/admin-api.md, Signing keys): the stored keys, never their material, and the
 // rotation `signet keys rotate` runs (src/auth-server/tokens/keys.ts rotateKeys, one function for both). After
 // rotating, this instance reloads at once and signs with the new key; the others notice within
 // KEY_CHECK_INTERVAL_MS (src/auth-server/provider/provider-holder.ts).

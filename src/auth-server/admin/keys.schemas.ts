@@ -1,4 +1,4 @@
-// The admin API's signing keys (README, "The admin API", Signing keys): what a key is, never its material.
+// The admin API's signing keys (docs/guides/admin-api.md, Signing keys): what a key is, never its material.
 import Type from 'typebox';
 import { problemResponse } from '../../http/representation/openapi.ts';
 

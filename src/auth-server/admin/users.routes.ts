@@ -1,4 +1,4 @@
-// /api/admin/users (README, "The admin API", Users): HTTP only, one call of the users service the CLI
+// /api/admin/users (docs/guides/admin-api.md, Users): HTTP only, one call of the users service the CLI
 // uses (src/auth-server/identity/users.service.ts) per handler; the caller is the audit actor (context.ts).
 // Reading needs admin:read, changing admin:write.
 import { createHash } from 'node:crypto';

@@ -24,7 +24,7 @@ export interface NewClient {
   firstParty: boolean;
   /** Where RP-initiated logout may return the browser (OpenID Connect RP-Initiated Logout 1.0 §3.1). */
   postLogoutRedirectUris?: string[];
-  /** May introspect every access token, not only its own (README, "Authorization server", Introspection). */
+  /** May introspect every access token, not only its own (docs/guides/signing-in-users.md, Introspection). */
   resourceServer?: boolean;
   /** The user (users.id) who owns the client and manages its webhooks in the portal; null: nobody. */
   ownerId?: string | null;

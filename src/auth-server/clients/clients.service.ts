@@ -1,6 +1,6 @@
 // The rules for OAuth clients, shared by the CLI (`signet client …`), the admin API
 // (/api/admin/clients) and dynamic registration (RFC 7591, oidc-adapter.ts), so they cannot drift apart
-// (README, "Operating Signet"). Every change runs in one transaction with its audit entry
+// (docs/guides/admin-api.md). Every change runs in one transaction with its audit entry
 // (src/audit/audit.ts); an entry never holds a secret. A secret is returned once, by create and rotate.
 import { recordAudit, type AuditEntry } from '../../audit/audit.ts';
 import type { Db, Executor } from '../../db/executor.ts';
@@ -150,7 +150,8 @@ function checkRedirectUris(client: NewClient, grants: ReadonlySet<GrantType>): v
   if (!grants.has('authorization_code') && client.redirectUris.length > 0)
     throw new ClientRuleError('redirect_uris', (n) => `${n} only applies to clients with the authorization_code grant`);
   client.redirectUris.forEach((uri, i) => checkRedirectUri(uri, 'redirect_uris', i));
-  // RP-Initiated Logout 1.0 §3.1: the same rules as redirect URIs; only a client that signs users in has a session to end.
+  // RP-Initiated Logout 1.0 §3.1: the same rules as redirect URIs; only a client that signs users in has a session to
+  // end.
   const postLogout = client.postLogoutRedirectUris ?? [];
   if (!grants.has('authorization_code') && postLogout.length > 0)
     throw new ClientRuleError(

@@ -1,5 +1,5 @@
 // Dynamic client registration (RFC 7591) and its management (RFC 7592) through oidc-provider's own
-// features, on only with DYNAMIC_REGISTRATION=true (README, "Dynamic client registration"). A registered
+// features, on only with DYNAMIC_REGISTRATION=true (docs/guides/admin-api.md). A registered
 // client is an ordinary row of oauth_clients (ClientAdapter, oidc-adapter.ts), with its secret hashed, and
 // it obeys the rules of clients made with the CLI or the admin API (clients.service.ts): the policies below
 // apply them before oidc-provider stores anything, and limit the API scopes to those the initial access

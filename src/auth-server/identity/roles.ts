@@ -1,4 +1,4 @@
-// Scopes that only users holding a role may be granted (README, "Roles"): the admin API's `admin:read`
+// Scopes that only users holding a role may be granted (docs/security.md, "Roles"): the admin API's `admin:read`
 // and `admin:write` need the `admin` role. app.ts hands the map over (scope → role), since the admin
 // feature that declares them sits above the authorization server. A client-credentials token has no
 // user: it gets what the client was registered for, which is how automation holds the admin scopes.

@@ -14,7 +14,7 @@ export interface User {
   email: string;
   name: string;
   createdAt: string;
-  /** Role names (README, "Roles"), e.g. ["admin"]. */
+  /** Role names (docs/security.md, "Roles"), e.g. ["admin"]. */
   roles: string[];
   /** When the user was disabled; null while they may sign in. */
   disabledAt: string | null;

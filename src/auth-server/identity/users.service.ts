@@ -1,5 +1,5 @@
 // The rules for managing users, shared by the CLI (`signet user …`) and the admin API
-// (/api/admin/users), so the two cannot drift apart (README, "Operating Signet"). Every change runs in
+// (/api/admin/users), so the two cannot drift apart (docs/guides/admin-api.md). Every change runs in
 // one transaction with its audit entry (src/audit/audit.ts). Disabling or deleting a user ends their
 // sessions and revokes their grants in that same transaction, so their refresh tokens fail at once;
 // changing their roles revokes their grants too, so no token can keep a scope the roles no longer allow
@@ -25,7 +25,7 @@ import {
 
 export type { User } from './users.repository.ts';
 
-/** The roles a user can hold (README, "Roles"); each is granted the scopes that require it. */
+/** The roles a user can hold (docs/security.md, "Roles"); each is granted the scopes that require it. */
 export const USER_ROLES = ['admin'] as const;
 
 export const USER_PROBLEMS = {

@@ -227,10 +227,10 @@ export async function interactionRoutes(app: FastifyInstance, options: Interacti
       const user = await findUserByEmail(db, email);
       const valid = await verifyPassword(password, user?.passwordHash ?? (await decoyHash()));
       // A disabled user gets the same answer as a wrong password: the page does not tell an attacker
-      // which accounts exist or were disabled (README, "Roles" / the admin API's disable).
+      // which accounts exist or were disabled (docs/security.md, "Roles" / the admin API's disable).
       if (!user || !valid || user.disabledAt !== null) {
         const failure = !user ? 'unknown_account' : !valid ? 'wrong_password' : 'account_disabled';
-        // The throttle's count and the audit entry commit together (README, "The audit trail").
+        // The throttle's count and the audit entry commit together (docs/security.md, "The audit trail").
         await db.transaction().execute(async (trx) => {
           await recordLoginFailure(trx, keys, { maxFailures: options.loginMaxFailures });
           await recordSignIn(trx, requestWhere(request), { userId: user?.id, clientId: clientIdOf(details), failure });

@@ -1,4 +1,4 @@
-// The authorization server's entries in the audit trail (README, "The audit trail"): sign-ins, consent,
+// The authorization server's entries in the audit trail (docs/security.md, "The audit trail"): sign-ins, consent,
 // revoked grants and refresh-token reuse. Nothing typed by the user is stored but the outcome: never the
 // password, and not the e-mail typed for an account that does not exist (users type their password into
 // the e-mail field often enough); such an attempt is recorded with the actor `user`/`unknown`, and the

@@ -3,8 +3,8 @@
 // prefix, absolute-form targets), the same ones oidc-provider's own router applies. The plugin would
 // also run that engine for every request of every route, after copying Fastify's request getters
 // (ip, ips, hostname, protocol) onto the raw request; here one onRequest hook runs it only for a URL
-// that could match the mount (mayReachMount), so an API request skips both (issue 17: a GET's CPU
-// fell 149 → 115 µs with direct-read.ts, docs/benchmarks.md).
+// that could match the mount (mayReachMount), so an API request skips both (a GET's CPU fell
+// 149 → 115 µs with direct-read.ts: docs/benchmarks-history.md, "Two costs every API request paid").
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createRequire } from 'node:module';
 import type { FastifyInstance, FastifyRequest } from 'fastify';

@@ -64,7 +64,7 @@ export class ProviderHolder {
         this.#log?.error({ err, reqId: ctx.req.id, method: ctx.method, path: ctx.path }, 'authorization server error');
       },
     );
-    // Revoked grants and refresh-token reuse go to the audit trail (README, "The audit trail").
+    // Revoked grants and refresh-token reuse go to the audit trail (docs/security.md, "The audit trail").
     auditProviderEvents(provider, this.#db, (err) => this.#log?.error({ err }, 'audit trail entry not written'));
     // 'grant.success': the token endpoint issued tokens (oidc-provider lib/actions/token.js), for any
     // grant type; the listener looks the observer up when it fires, so a rebuilt provider reports too.

@@ -1,5 +1,5 @@
 // oidc-provider configured for Signet: we choose its policies, storage, accounts and pages; the protocol
-// is the library's. Every choice the RFCs leave open is stated here with its reason (README, "Authorization server").
+// is the library's. Every choice the RFCs leave open is stated here with its reason (docs/guides/signing-in-users.md).
 import { timingSafeEqual } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import Provider, { errors, type Configuration } from 'oidc-provider';
@@ -70,10 +70,10 @@ export function createProvider(db: Kysely<Database>, keys: KeyMaterial, settings
     // require_auth_time, which would refuse every request without openid (plain OAuth 2.0 clients).
     claims: { ...OIDC_SCOPE_CLAIMS, openid: [...OIDC_SCOPE_CLAIMS.openid!, 'auth_time'] },
     scopes: [...Object.keys(OIDC_SCOPE_DESCRIPTIONS), ...apiScopes],
-    // ID tokens carry the granted profile claims (the README lists sub, email, name in the ID token),
-    // not only the userinfo response.
+    // ID tokens carry the granted profile claims (docs/guides/signing-in-users.md lists sub, email, name in the ID
+    // token), not only the userinfo response.
     conformIdTokenClaims: false,
-    responseTypes: ['code'], // no implicit or hybrid flow (README, "Authorization server"; RFC 9700 §2.1.2)
+    responseTypes: ['code'], // no implicit or hybrid flow (docs/guides/signing-in-users.md; RFC 9700 §2.1.2)
     clientAuthMethods: ['client_secret_basic', 'client_secret_post', 'none'],
     pkce: { required: () => true }, // every client, confidential ones too (RFC 9700 §2.1.1); S256 only
     routes: { ...ROUTES, registration: REGISTRATION_ROUTE },
@@ -88,7 +88,7 @@ export function createProvider(db: Kysely<Database>, keys: KeyMaterial, settings
       Grant: Math.max(settings.refreshTokenTtlSeconds, settings.sessionTtlSeconds),
     },
     // Refresh tokens for every client allowed the grant, without asking for offline_access; rotated on
-    // every use (README, "Authorization server", Refresh); they outlive the browser session.
+    // every use (docs/guides/signing-in-users.md, Refresh); they outlive the browser session.
     issueRefreshToken: async (_ctx, client) => client.grantTypeAllowed('refresh_token'),
     rotateRefreshToken: true,
     expiresWithSession: async () => false,

@@ -1,10 +1,11 @@
-// Requests in the exact shapes the README shows ("Authorization server"), made standard before oidc-provider sees them:
+// Requests in the exact shapes docs/guides/signing-in-users.md shows, made standard before oidc-provider sees them:
 // - GET /authorize without code_challenge_method: S256, the only method we support (clients may send
 //   none; RFC 7636 §4.3's `plain` default is refused as RFC 9700 §2.1.1 recommends).
-// - scope `<resource_uri>/.default` (client credentials, see the README) and, in the code flow, a request that
-//   names no API scope: every scope the client is registered for on that resource (RFC 8707 `resource`).
+// - scope `<resource_uri>/.default` (client credentials, docs/guides/signing-in-users.md) and, in the code flow, a
+//   request that names no API scope: every scope the client is registered for on that resource (RFC 8707 `resource`).
 // - client credentials without a scope: the same `.default` (RFC 6749 §3.3 default scope).
-// - POST /token with a `code` and no `grant_type` (the code exchange the README shows): authorization_code.
+// - POST /token with a `code` and no `grant_type` (the code exchange docs/guides/signing-in-users.md shows):
+//   authorization_code.
 // - a token request with no client authentication at all: 401 invalid_client (RFC 6749 §5.2).
 // - a client-credentials scope naming no known resource or scope: invalid_scope (RFC 6749 §5.2), not a
 //   token without scopes.
@@ -127,7 +128,9 @@ async function redirectFormToQuery(ctx: KoaContextWithOIDC): Promise<void> {
   ctx.set('cache-control', 'no-store');
 }
 
-/** A problem+json answer (RFC 9457) for a request refused before oidc-provider runs, as response-shaping.ts words them. */
+/**
+ * A problem+json answer (RFC 9457) for a request refused before oidc-provider runs, as response-shaping.ts words them.
+ */
 function answerProblem(ctx: KoaContextWithOIDC, type: ProblemType, detail: string): void {
   const path = requestPath(ctx);
   ctx.status = type.status;
@@ -143,7 +146,10 @@ function answerProblem(ctx: KoaContextWithOIDC, type: ProblemType, detail: strin
   });
 }
 
-/** The issuer's origin: plugin.ts pins every request's forwarded host and protocol to it (koa's `origin` is the Origin header). */
+/**
+ * The issuer's origin: plugin.ts pins every request's forwarded host and protocol to it (koa's `origin` is the Origin
+ * header).
+ */
 function issuerOrigin(ctx: KoaContextWithOIDC): string {
   return `${ctx.protocol}://${ctx.host}`;
 }

@@ -1,5 +1,5 @@
 // oidc-provider's answers, corrected where its defaults differ from the RFCs or from the rest of the
-// service (README, "Authorization server", Errors: the most specific status, machine-readable bodies):
+// service (docs/guides/signing-in-users.md, Errors: the most specific status, machine-readable bodies):
 // - 401 invalid_client always carries WWW-Authenticate (RFC 6749 §5.2), not only after Basic auth.
 // - a grant type the client is not registered for is unauthorized_client (RFC 6749 §5.2), not
 //   invalid_request.

@@ -30,7 +30,10 @@ export interface ResourceDefinition {
   scopes: string[];
 }
 
-/** `<resource_uri>/.default` (client credentials, see the README): every scope the client may have there. */
+/**
+ * `<resource_uri>/.default` (client credentials, docs/guides/signing-in-users.md): every scope the client may have
+ * there.
+ */
 export function parseDefaultScope(scope: string, resources: ResourceDefinition[]): ResourceDefinition | undefined {
   if (!scope.endsWith('/.default')) return undefined;
   const uri = scope.slice(0, -'/.default'.length);

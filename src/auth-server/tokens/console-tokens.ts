@@ -1,4 +1,4 @@
-// Access tokens that Signet mints for its own console (README, "Webhooks", Portal links): the integrator
+// Access tokens that Signet mints for its own console (docs/guides/portal.md, "Portal links"): the integrator
 // portal, opened by a portal link or by the client's owner, acts as that one client on the webhook API.
 // The token is what the client_credentials grant would issue (RFC 6749 §4.4): oidc-provider's
 // ClientCredentials model with the same resource server (audience, lifetime, RFC 9068 JWT format, signing

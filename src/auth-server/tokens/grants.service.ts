@@ -1,4 +1,4 @@
-// Grants and sessions as an admin sees them (README, "The admin API", Grants and sessions): oidc-provider's
+// Grants and sessions as an admin sees them (docs/guides/admin-api.md, Grants and sessions): oidc-provider's
 // Grant and Session models, read from oidc_payloads through the columns the adapter fills from each
 // payload (account_id, client_id: indexed since migration 0002); a session ends as a logout ends it.
 //
@@ -141,7 +141,7 @@ async function findGrant(db: Executor, grantId: string): Promise<GrantView | und
  * Deletes the grant and every row bound to it (refresh tokens, codes, the records of its JWT access
  * tokens), so a refresh fails with invalid_grant (RFC 6749 §5.2) and introspection and UserInfo answer
  * inactive at once. JWT access tokens already issued stay valid at the API until they expire
- * (ACCESS_TOKEN_TTL): it verifies them locally (README, "Grants and sessions").
+ * (ACCESS_TOKEN_TTL): it verifies them locally (docs/guides/admin-api.md, "Grants and sessions").
  */
 async function revokeOne(db: Db, grantId: string, by: ChangedBy): Promise<GrantView> {
   return db.transaction().execute(async (trx) => {

@@ -39,7 +39,7 @@ interface IntrospectingClient {
 }
 
 /**
- * Who may introspect a token (README, "Authorization server", Introspection): a confidential client
+ * Who may introspect a token (docs/guides/signing-in-users.md, Introspection): a confidential client
  * (RFC 7662 §2.1 requires the caller to authenticate), for the tokens issued to it, or for any token
  * when it is registered as a resource server (`signet client create --resource-server`).
  */

@@ -1,5 +1,5 @@
-// The copy-paste snippets that verify a webhook delivery (issue 16, the portal's "verify a delivery"
-// page). Read once at start from the files beside this one, which test/console/snippets.test.ts runs
+// The copy-paste snippets that verify a webhook delivery (the portal's "verify a delivery" page,
+// docs/guides/portal.md). Read once at start from the files beside this one, which test/console/snippets.test.ts runs
 // against a real signed delivery: the page shows exactly the code that was tested.
 import { readFileSync } from 'node:fs';
 

@@ -1,7 +1,7 @@
 // FROZEN once shipped: shipped migrations never change; add a new file instead.
 // Clients registered as resource servers (`signet client create --resource-server`): confidential
-// clients that may introspect every access token, not only their own (RFC 7662 §2.1; README,
-// "Authorization server", Introspection). Clients created before are not: 0.
+// clients that may introspect every access token, not only their own (RFC 7662 §2.1;
+// docs/guides/signing-in-users.md, Introspection). Clients created before are not: 0.
 import type { Kysely } from 'kysely';
 import type { Migration } from 'kysely/migration';
 

@@ -1,5 +1,5 @@
 // FROZEN once shipped: shipped migrations never change; add a new file instead.
-// Operating Signet over HTTP (README, "Operating Signet"): users gain roles and can be disabled, and
+// Operating Signet over HTTP (docs/guides/admin-api.md): users gain roles and can be disabled, and
 // the append-only audit trail records every security-relevant action.
 import type { Kysely } from 'kysely';
 import type { Migration } from 'kysely/migration';

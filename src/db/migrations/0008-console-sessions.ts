@@ -1,5 +1,5 @@
 // FROZEN once shipped: shipped migrations never change; add a new file instead.
-// The console's server-side sessions (README, "Console"): the backend-for-frontend keeps the user's
+// The console's server-side sessions (docs/guides/portal.md): the backend-for-frontend keeps the user's
 // tokens here, sealed (AES-256-GCM), and the browser holds only an opaque cookie whose SHA-256 is the key.
 import type { Kysely } from 'kysely';
 import type { Migration } from 'kysely/migration';

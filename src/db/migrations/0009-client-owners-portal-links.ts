@@ -1,6 +1,6 @@
 // FROZEN once shipped: shipped migrations never change; add a new file instead.
-// The integrator portal (README, "Webhooks", Portal links; "The admin API", Clients): a client may have an
-// owner, a Signet user who manages its webhooks; deleting the user leaves the client ownerless (SET NULL).
+// The integrator portal (docs/guides/portal.md, "Portal links"; docs/guides/admin-api.md, Clients): a client may have
+// an owner, a Signet user who manages its webhooks; deleting the user leaves the client ownerless (SET NULL).
 // A portal link is a one-time token, stored only as its SHA-256, scoped to one client.
 import type { Kysely } from 'kysely';
 import type { Migration } from 'kysely/migration';

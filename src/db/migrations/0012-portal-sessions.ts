@@ -1,5 +1,5 @@
 // FROZEN once shipped: shipped migrations never change; add a new file instead.
-// The integrator portal's sessions (README, "Console", Integrator portal): a browser acting as ONE client on
+// The integrator portal's sessions (docs/guides/portal.md, Integrator portal): a browser acting as ONE client on
 // the webhook and event API, opened by a portal link or by the client's owner. Keyed by the SHA-256 of the
 // cookie value like console_sessions; the client's access token is sealed (AES-256-GCM) in `token`.
 import type { Kysely } from 'kysely';

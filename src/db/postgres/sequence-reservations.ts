@@ -1,6 +1,7 @@
 // PostgreSQL: values taken from a sequence for requests that run at the same time, fetched together
-// (issue 17). A create needs its order's id before its one write statement (the response and the
-// event carry it), which was a round trip of its own per create; under load most creates now share it.
+// (docs/operations/postgresql.md, docs/benchmarks-history.md "PostgreSQL creates in one round trip"). A create needs
+// its order's id before its one write statement (the response and the event carry it), which was a round trip of its
+// own per create; under load most creates now share it.
 import { sql, type RawBuilder } from 'kysely';
 import type { Db } from '../executor.ts';
 

@@ -3,7 +3,7 @@
 // SQLite's automatic checkpoint runs in the COMMIT that takes the WAL past wal_autocheckpoint pages
 // (1000 by default): that COMMIT copies the WAL's pages back into the database file and syncs it. node:sqlite
 // is synchronous, so the whole event loop waited: during the event purge one such COMMIT took 162 ms, and
-// every request behind it waited as long (docs/benchmarks.md, "Checkpoints off the event loop"). The
+// every request behind it waited as long (docs/benchmarks-history.md, "Checkpoints off the event loop"). The
 // writer now only appends to the WAL; one worker thread per process (sqlite-checkpoint.worker.ts) runs a
 // PASSIVE checkpoint of each open database file every CHECKPOINT_INTERVAL_MS, which never blocks the
 // writer or a reader. The writer keeps an automatic checkpoint at WRITER_AUTOCHECKPOINT_PAGES as a

@@ -52,7 +52,7 @@ export interface OpenSqliteOptions {
   /**
    * Where temporary files go (PRAGMA temp_store). The service's writer keeps them in memory: every
    * member of a group commit writes in its own SAVEPOINT, whose statement journal otherwise spills to a
-   * temp file, and that file's writes were 40 % of a create's SQLite time (docs/benchmarks.md, "temp_store").
+   * temp file, and that file's writes were 40 % of a create's SQLite time (docs/benchmarks-history.md, "temp_store").
    */
   tempStore?: 'FILE' | 'MEMORY';
   /**

@@ -1,4 +1,4 @@
-// Query values the admin API's lists and charts share (README, "The admin API"): time bounds, windows and
+// Query values the admin API's lists and charts share (docs/guides/admin-api.md): time bounds, windows and
 // keyset cursors. Unsigned cursors are untrusted input, checked before they reach SQL.
 import { EARLIEST_STORABLE_MS, isStorableTime } from '../../db/codecs.ts';
 import { decodeCursor } from '../representation/cursor.ts';

@@ -9,7 +9,8 @@
 //   (RFC 8259 §4 names SHOULD be unique; RFC 7493 §2.3 I-JSON MUST NOT repeat them);
 // - the bytes must be UTF-8 (RFC 8259 §8.1): invalid sequences are a 400, not U+FFFD stored in their place;
 // - an empty body is no body, whatever Content-Type says (RFC 9110 §8.3: the header describes content);
-// - the patch media types are bodies of PATCH only (RFC 5789 §2; README "HTTP semantics": bodies are application/json);
+// - the patch media types are bodies of PATCH only (RFC 5789 §2; docs/guides/calling-the-api.md, "HTTP semantics":
+//   bodies are application/json);
 // - errors become problem+json from the one catalogue.
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { parse as parseContentType } from 'content-type';

@@ -1,8 +1,8 @@
 // The cross-cutting work every request goes through, folded into one hook per lifecycle stage. Fastify
 // runs each hook through its hook runner (a bound call, a `next` continuation, an error check), so
 // nine onRequest hooks, three onSend and two onResponse hooks cost several microseconds per request
-// before any route runs (docs/benchmarks.md, issue 17). Each concern stays in its own module as a
-// plain function (a "step"); this module only decides the order, once:
+// before any route runs (docs/benchmarks-history.md, "Two costs every API request paid"). Each concern stays in its own
+// module as a plain function (a "step"); this module only decides the order, once:
 //
 //   onRequest   request id → draining (503) → Host / Authorization lines (400) → security headers
 //               → overload (503)

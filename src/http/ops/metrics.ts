@@ -1,4 +1,4 @@
-// The HTTP side of the Prometheus metrics (README, "Metrics"): one request-duration observation per
+// The HTTP side of the Prometheus metrics (docs/reference/metrics.md): one request-duration observation per
 // response, and the exposition at GET /metrics: on the API's port (METRICS_PORT=main, the default),
 // on a listener of its own (METRICS_PORT=<port>, same HOST), or nowhere (METRICS_PORT=off).
 //
@@ -45,7 +45,7 @@ export function requestDurationObserver(metrics: Metrics): (request: FastifyRequ
 
 const EXPOSITION = {
   description:
-    'The Prometheus text exposition format, version 0.0.4 (`Content-Type: text/plain; version=0.0.4`): every metric the README lists under "Metrics".',
+    'The Prometheus text exposition format, version 0.0.4 (`Content-Type: text/plain; version=0.0.4`): every metric docs/reference/metrics.md lists.',
   content: { 'text/plain': { schema: { type: 'string' } } },
 };
 

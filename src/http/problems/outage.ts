@@ -1,6 +1,6 @@
 // Errors that mean "the database cannot be reached right now", as opposed to a fault in a query or in
 // our code. They become 503 with Retry-After (RFC 9110 §15.6.4, §10.2.3): a temporary outage
-// (README, "Failure behaviour"), which clients and gateways retry, where a 500 would say the request
+// (docs/operations/failure-behaviour.md), which clients and gateways retry, where a 500 would say the request
 // itself broke something.
 import type { FastifyInstance } from 'fastify';
 import type { Metrics } from '../../metrics/metrics.ts';
@@ -32,7 +32,10 @@ const SQLSTATE = /^(08[0-9A-Z]{3}|57P0[123]|53300|57014|55P03|25P03)$/;
 const PG_MESSAGES =
   /^(timeout exceeded when trying to connect|Connection terminated|Client has encountered a connection error|Client was closed and is not queryable)/;
 
-/** node:sqlite's error for SQLITE_BUSY (errcode 5; extended codes keep 5 in the low byte): another process holds the write lock past busy_timeout. */
+/**
+ * node:sqlite's error for SQLITE_BUSY (errcode 5; extended codes keep 5 in the low byte): another process holds the
+ * write lock past busy_timeout.
+ */
 const SQLITE_BUSY = 5;
 
 interface DriverError {
@@ -70,7 +73,7 @@ export function databaseErrorKind(err: unknown): 'outage' | 'other' | undefined 
 }
 
 /**
- * Counts requests that failed because of the database (signet_database_errors_total, README "Metrics"):
+ * Counts requests that failed because of the database (signet_database_errors_total, docs/reference/metrics.md):
  * every error a route throws reaches the onError hook before the one error handler answers it.
  */
 export function countDatabaseErrors(app: FastifyInstance, metrics: Pick<Metrics, 'databaseError'>): void {

@@ -20,7 +20,7 @@ export interface RateLimitSettings {
 }
 
 const POLICY = 'default';
-/** /metrics: a scrape every few seconds must never be refused (README, "Metrics"); probes neither. */
+/** /metrics: a scrape every few seconds must never be refused (docs/reference/metrics.md); probes neither. */
 const EXEMPT = new Set(['/healthz', '/readyz', '/metrics']);
 const NAMESPACE = 'signet-rl:';
 

@@ -203,7 +203,7 @@ function listMatches(
 // So both compare the stored time as it is with the date, which stands for the start of its second:
 // whenever the two cannot be told apart, If-Unmodified-Since fails (412) and If-Modified-Since sends the
 // representation (200). The price: a Last-Modified with a fraction cut off never validates itself;
-// entity-tags (If-Match, If-None-Match) are the exact validators (README, conditional requests).
+// entity-tags (If-Match, If-None-Match) are the exact validators (docs/guides/calling-the-api.md, "HTTP semantics").
 
 /** §13.1.4: true when the resource has not changed after `date`; ignored (true) without a Last-Modified. */
 function unmodifiedSince(date: Date, current: Validators | null): boolean {

@@ -1,7 +1,7 @@
-// The delivery log and event browser across every client, for Signet's operators (README, "The admin
-// API", Delivery log and events). Redeliver and recover run the owner's rules (requeueOne and
-// recoverEndpoint of deliveries.service.ts): the same 404, 409 and 422 answers; what differs is that any
-// client's delivery is reachable and that the admin is recorded in the audit trail as the actor.
+// The delivery log and event browser across every client, for Signet's operators (docs/guides/admin-api.md, Delivery
+// log and events). Redeliver and recover run the owner's rules (requeueOne and recoverEndpoint of
+// deliveries.service.ts): the same 404, 409 and 422 answers; what differs is that any client's delivery is reachable
+// and that the admin is recorded in the audit trail as the actor.
 import type { Db, Executor } from '../../db/executor.ts';
 import { Problem } from '../../http/problems/problems.ts';
 import { recordAudit } from '../../audit/audit.ts';

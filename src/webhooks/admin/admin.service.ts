@@ -1,4 +1,4 @@
-// Webhook endpoints across all clients, for Signet's administrators (README, "The admin API", Webhook
+// Webhook endpoints across all clients, for Signet's administrators (docs/guides/admin-api.md, Webhook
 // endpoints): list and read any client's endpoints, disable or enable them, and count one client's
 // deliveries by outcome. The owner's own rules (endpoints.service.ts) stay the owner's; an admin's disable
 // is told apart from the owner's and the dispatcher's by its reason, `admin`.

@@ -1,4 +1,4 @@
-// /api/admin/webhook-deliveries and an endpoint's recover (README, "The admin API", Delivery log): every
+// /api/admin/webhook-deliveries and an endpoint's recover (docs/guides/admin-api.md, Delivery log): every
 // client's delivery log for operators. HTTP only, one call of the webhook feature's admin service
 // (src/webhooks/admin/admin-deliveries.service.ts) per handler; the caller is the audit actor.
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';

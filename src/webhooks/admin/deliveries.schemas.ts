@@ -1,4 +1,4 @@
-// The delivery log across all clients (README, "The admin API", Delivery log): the owner's delivery
+// The delivery log across all clients (docs/guides/admin-api.md, Delivery log): the owner's delivery
 // representation (webhooks.schemas.ts) plus the client that owns it, with the admin's links.
 import Type from 'typebox';
 import { problemResponse } from '../../http/representation/openapi.ts';

@@ -1,4 +1,4 @@
-// /api/admin/events (README, "The admin API", Events): every client's events for operators, newest first,
+// /api/admin/events (docs/guides/admin-api.md, Events): every client's events for operators, newest first,
 // filtered by type, order and time, each with its deliveries counted by state. HTTP only; one call of the
 // webhook feature's admin service per handler.
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';

@@ -1,4 +1,4 @@
-// The event browser across all clients (README, "The admin API", Events): the event as /api/events shows
+// The event browser across all clients (docs/guides/admin-api.md, Events): the event as /api/events shows
 // it, plus who it concerns and how its deliveries stand.
 import Type from 'typebox';
 import { Event } from '../api/webhooks.schemas.ts';

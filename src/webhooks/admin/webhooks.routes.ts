@@ -1,4 +1,4 @@
-// /api/admin/webhook-endpoints and /api/admin/webhook-stats (README, "The admin API", Webhook endpoints):
+// /api/admin/webhook-endpoints and /api/admin/webhook-stats (docs/guides/admin-api.md, Webhook endpoints):
 // HTTP only, one call of the webhook feature's admin service (src/webhooks/admin/admin.service.ts) per
 // handler; the caller is the audit actor. Reading needs admin:read, disabling and enabling admin:write.
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';

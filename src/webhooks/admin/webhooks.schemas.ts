@@ -1,5 +1,5 @@
-// The admin API's webhook endpoints across all clients, and one client's delivery counts (README, "The
-// admin API", Webhook endpoints). The endpoint is the webhook API's own representation plus its owner.
+// The admin API's webhook endpoints across all clients, and one client's delivery counts (docs/guides/admin-api.md,
+// Webhook endpoints). The endpoint is the webhook API's own representation plus its owner.
 import Type from 'typebox';
 import { NO_CONTROL_CHARACTERS_PATTERN } from '../../http/problems/validation.ts';
 import { AdminEndpoint } from '../api/webhooks.schemas.ts';

@@ -36,7 +36,10 @@ export function ownerOf(request: FastifyRequest): string {
   return principal.clientId ?? principal.subject;
 }
 
-/** The audit actor of a change (README, "The audit trail"): the owning client, with the request's id and address. */
+/**
+ * The audit actor of a change (docs/security.md, "The audit trail"): the owning client, with the request's id and
+ * address.
+ */
 function changedBy(request: FastifyRequest): ChangedBy {
   return {
     actor: { type: 'client', id: ownerOf(request) },

@@ -28,7 +28,7 @@ export interface EndpointContext {
   secretOverlapMs: number;
 }
 
-/** Who made the change, for the audit trail (README, "The audit trail"): the owning client, or an admin. */
+/** Who made the change, for the audit trail (docs/security.md, "The audit trail"): the owning client, or an admin. */
 export type ChangedBy = Pick<AuditEntry, 'actor' | 'requestId' | 'sourceAddress'>;
 
 /** The audit entry of a change to an endpoint, on the executor of the change (same transaction). */
@@ -260,9 +260,10 @@ async function ping(db: Executor, ctx: EndpointContext, owner: string, id: strin
 }
 
 /**
- * A test event (README, "Test events"): one delivery of `type` to this endpoint only, whatever it subscribes
- * to (like a ping: the point is to see a type before subscribing to it), whose Data is the catalogue's example
- * (events.examples.ts, the OpenAPI `webhooks` section). Owned by the client, so no other client's feed shows it.
+ * A test event (docs/reference/events.md, "Test events"): one delivery of `type` to this endpoint only, whatever it
+ * subscribes to (like a ping: the point is to see a type before subscribing to it), whose Data is the catalogue's
+ * example (events.examples.ts, the OpenAPI `webhooks` section). Owned by the client, so no other client's feed shows
+ * it.
  */
 async function sendTestEvent(
   db: Executor,

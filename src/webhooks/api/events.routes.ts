@@ -1,5 +1,5 @@
-// The event list API, for reconciliation (README, "The event list"): every retained event in commit order,
-// read with an opaque cursor that can be stored and resumed at any later time.
+// The event list API, for reconciliation (docs/guides/producing-webhooks.md, "The event list"): every retained event in
+// commit order, read with an opaque cursor that can be stored and resumed at any later time.
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { Db, Dialect } from '../../db/executor.ts';

@@ -1,4 +1,4 @@
-// POST /api/webhooks/portal-links (README, "Webhooks", Portal links): HTTP only, one service call. Like the
+// POST /api/webhooks/portal-links (docs/guides/portal.md, "Portal links"): HTTP only, one service call. Like the
 // rest of the webhook API it needs `webhooks:manage` and a client-credentials token: the link is scoped to
 // the calling client.
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';

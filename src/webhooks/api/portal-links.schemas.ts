@@ -1,4 +1,4 @@
-// POST /api/webhooks/portal-links (README, "Webhooks", Portal links): schemas that validate, type the handler
+// POST /api/webhooks/portal-links (docs/guides/portal.md, "Portal links"): schemas that validate, type the handler
 // and feed the OpenAPI document, with an example of the answer.
 import Type from 'typebox';
 import { problemResponse } from '../../http/representation/openapi.ts';

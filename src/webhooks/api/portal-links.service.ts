@@ -1,4 +1,4 @@
-// Portal links (README, "Webhooks", Portal links): a client with webhooks:manage asks for a one-time URL
+// Portal links (docs/guides/portal.md, "Portal links"): a client with webhooks:manage asks for a one-time URL
 // that opens the console's integrator portal scoped to that client, for a customer without a Signet
 // account (like an embeddable application portal). The token is 256 random bits, base64url; only its
 // SHA-256 is stored (a fast hash suffices for a value nobody can guess). A link works once, for 15 minutes.

@@ -94,7 +94,7 @@ const endpointMembers = {
   _links: Links,
 };
 export const Endpoint = Type.Object(endpointMembers);
-/** An endpoint as the admin API shows it (README, "The admin API"): with the client that owns it. */
+/** An endpoint as the admin API shows it (docs/guides/admin-api.md): with the client that owns it. */
 export const AdminEndpoint = Type.Object({
   ...endpointMembers,
   ClientId: Type.String({ description: 'The client that registered the endpoint.' }),

@@ -165,8 +165,8 @@ function classify(err: unknown): [ErrorKind, string] {
 
 /**
  * The first EXCERPT_BYTES of the reply, for the attempt log. The status line has already decided the
- * outcome (README, "What a delivery looks like": any 2xx acknowledges), so a body that is slow (the timeout aborts
- * it) or cut off only shortens the excerpt: failing the attempt would send the delivery again.
+ * outcome (docs/guides/producing-webhooks.md, "What a delivery looks like": any 2xx acknowledges), so a body that is
+ * slow (the timeout aborts it) or cut off only shortens the excerpt: failing the attempt would send the delivery again.
  */
 async function readExcerpt(body: Dispatcher.ResponseData['body']): Promise<string> {
   const parts: Buffer[] = [];

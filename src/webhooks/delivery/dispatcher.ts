@@ -101,7 +101,7 @@ export class Dispatcher implements HandOffTarget {
   #stopping = false;
   #loop: Promise<void> | undefined;
   #retention: NodeJS.Timeout | undefined;
-  /** Told of every attempt's result (app.ts wires the metrics, README "Metrics"). */
+  /** Told of every attempt's result (app.ts wires the metrics, docs/reference/metrics.md). */
   #onAttempt: ((result: AttemptResult) => void) | undefined;
 
   constructor(deps: DispatcherDeps) {

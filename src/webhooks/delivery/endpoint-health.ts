@@ -46,7 +46,7 @@ async function disableEndpoint(
 ): Promise<void> {
   await updateEndpoint(trx, endpoint.id, { enabled: false, disabledReason: reason }, now);
   await deliveries.failPending(trx, endpoint.id, `endpoint disabled (${reason})`, now);
-  // Signet itself decided, in the transaction that records the batch (README, "The audit trail").
+  // Signet itself decided, in the transaction that records the batch (docs/security.md, "The audit trail").
   await recordAudit(trx, {
     actor: SYSTEM_ACTOR,
     action: 'webhook_endpoint.disabled',

@@ -15,7 +15,8 @@ export interface EventEnvelope {
 
 /**
  * `{"Id","Type","OccurredAtUtc","Timestamp","Data"}`. The timestamp is the attempt's, inside the signed
- * bytes (README, "What a delivery looks like"), so a retry hours later is still fresh; OccurredAtUtc never changes.
+ * bytes (docs/guides/producing-webhooks.md, "What a delivery looks like"), so a retry hours later is still fresh;
+ * OccurredAtUtc never changes.
  */
 export function deliveryBody(event: EventEnvelope, attemptAt: Date): string {
   const timestamp = bodyTimestamp(event.occurredAt, attemptAt).toISOString();
@@ -24,8 +25,8 @@ export function deliveryBody(event: EventEnvelope, attemptAt: Date): string {
 
 /**
  * The body's Timestamp: the attempt time to the millisecond, like OccurredAtUtc (ISO 8601 with
- * milliseconds, README "What a delivery looks like"), and never before the event. Cut to the whole
- * second, an attempt in the event's own second would claim to be older than the event; and a clock
+ * milliseconds, docs/guides/producing-webhooks.md, "What a delivery looks like"), and never before the event. Cut to
+ * the whole second, an attempt in the event's own second would claim to be older than the event; and a clock
  * stepped back (NTP) between the event's commit and the attempt must not make it so either.
  */
 export function bodyTimestamp(occurredAt: Date, attemptAt: Date): Date {

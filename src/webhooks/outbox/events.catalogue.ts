@@ -1,5 +1,5 @@
 // Every event type Signet emits, with what it means. Kinds and payloads are ours, documented in the
-// README ("Events") and the OpenAPI document.
+// docs/reference/events.md and the OpenAPI document.
 import { randomHex } from './random-hex.ts';
 
 export const EVENT_DESCRIPTIONS = {
@@ -29,7 +29,7 @@ export function isEventType(value: string): value is EventType {
  * Opaque prefixed ids (`evt_…`, `dlv_…`, `whep_…`), 32 lower-case hex digits: the creation time in Unix
  * milliseconds (48 bits, as UUIDv7 lays it out: RFC 9562 §5.7), then 80 random bits. Time first puts each
  * new id at the right-hand end of its unique index, so a group commit dirties a few index pages rather
- * than one per row (docs/benchmarks.md, "Time-ordered ids"); 80 random bits keep ids unguessable and
+ * than one per row (docs/benchmarks-history.md, "Time-ordered ids"); 80 random bits keep ids unguessable and
  * unique. An id's order says nothing more than its row's created_at already does.
  */
 export function newId(prefix: 'evt' | 'dlv' | 'whep', now = Date.now()): string {

@@ -173,7 +173,7 @@ function subscribesTo(dialect: Dialect, type: string, table: string): RawBuilder
  * A substring test, not `LIKE ?`: SQLite marks a statement whose LIKE pattern is a bound parameter for
  * re-preparing whenever that parameter is bound (the LIKE optimisation plans on its value; whereexpr.c,
  * isLikeOrGlob), so every event parsed and planned the statement again, 18 µs of a create
- * (docs/benchmarks.md, "A statement prepared on every create"). instr/strpos plan once.
+ * (docs/benchmarks-history.md, "A statement prepared again on every create"). instr/strpos plan once.
  */
 function subscribesToQuoted(dialect: Dialect, quoted: string, table: string): RawBuilder<boolean> {
   const types = sql.ref(`${table}.event_types`);

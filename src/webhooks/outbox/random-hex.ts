@@ -1,6 +1,7 @@
 // Random hex for ids (newId, the delivery-id seed of a one-statement create). crypto.randomBytes asks
 // OpenSSL for each call: 2.5 µs for 10 bytes, against 0.2 µs taken from a pool filled 4 KB at a time
-// (issue 17: ~12 µs of a create with its deliveries). The pool is the same CSPRNG's output, and no byte
+// (~12 µs of a create with its deliveries,
+// docs/benchmarks-history.md, "Time-ordered ids"). The pool is the same CSPRNG's output, and no byte
 // is handed out twice; node:crypto's randomUUID keeps such a cache for the same reason.
 import { randomFillSync } from 'node:crypto';
 

@@ -1,4 +1,4 @@
-// SQL for the operators' delivery log and event browser across every client (README, "The admin API",
+// SQL for the operators' delivery log and event browser across every client (docs/guides/admin-api.md,
 // Delivery log and events). Keyset pages only, newest first: a page costs the rows it returns (plus
 // those a filter skips), never an OFFSET or a COUNT over the table. Indexes: 0011-admin-delivery-indexes.
 import { sql } from 'kysely';

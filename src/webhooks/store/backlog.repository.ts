@@ -1,4 +1,4 @@
-// The delivery backlog for the metrics (README, "Metrics"), read at each scrape. One statement over the
+// The delivery backlog for the metrics (docs/reference/metrics.md), read at each scrape. One statement over the
 // pending rows, which webhook_deliveries_due_idx (state, next_attempt_at) finds without a table scan
 // of the delivered history. On PostgreSQL every instance shares the table, so every instance reports
 // the same numbers: aggregate them with max(), not sum().

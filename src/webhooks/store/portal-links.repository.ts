@@ -1,4 +1,4 @@
-// SQL of the portal links (README, "Webhooks", Portal links): one row per link, keyed by the SHA-256 of its
+// SQL of the portal links (docs/guides/portal.md, "Portal links"): one row per link, keyed by the SHA-256 of its
 // token. Using a link is one conditional UPDATE, so of two concurrent uses exactly one finds it unused.
 import { fromDbTime, toDbTime } from '../../db/codecs.ts';
 import type { Executor } from '../../db/executor.ts';

@@ -93,7 +93,7 @@ function findKey(
   if (existing) return { key: existing, file };
   if (sealedSecretsExist) {
     throw new SecretKeyError(
-      `the webhook key file ${file} is missing, but the database holds webhook secrets sealed with it (a new key would leave every delivery pending): restore the file from the backup of this database, or set WEBHOOK_SECRET_KEY to the key it held; if it is lost, see "Failure behaviour" in the README`,
+      `the webhook key file ${file} is missing, but the database holds webhook secrets sealed with it (a new key would leave every delivery pending): restore the file from the backup of this database, or set WEBHOOK_SECRET_KEY to the key it held; if it is lost, see docs/operations/failure-behaviour.md`,
     );
   }
   return { key: createKeyFile(file), file };

@@ -1,5 +1,5 @@
-// The audit trail (issue 16 §3): GET /api/admin/audit newest first in server pages, filtered by actor,
-// action and time range (README, "The audit trail"). The filters live in the URL query under the API's
+// The audit trail (docs/guides/portal.md): GET /api/admin/audit newest first in server pages, filtered by actor,
+// action and time range (docs/security.md, "The audit trail"). The filters live in the URL query under the API's
 // own names, times as RFC 3339 UTC, so back/forward and reload keep them and a link shares them.
 import { html } from '../html.js';
 import { useAuditActions } from '../catalogue.js';

@@ -1,5 +1,5 @@
-// Clients (issue 16 §3): list, create (the secret shown once), edit (owner included), rotate the secret, delete, through
-// /api/admin/clients. Destructive actions ask first.
+// Clients (docs/guides/portal.md): list, create (the secret shown once), edit (owner included), rotate the secret,
+// delete, through /api/admin/clients. Destructive actions ask first.
 import { html, useState } from '../html.js';
 import { api, apiFetch, enc } from '../api.js';
 import {

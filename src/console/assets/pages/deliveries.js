@@ -1,4 +1,4 @@
-// The delivery log (issue 16 §3): every client's deliveries newest first in server pages (GET
+// The delivery log (docs/guides/portal.md): every client's deliveries newest first in server pages (GET
 // /api/admin/webhook-deliveries), filtered by endpoint, client, event, state, event type and time. The
 // filters live in the URL query under the API's own names (times as RFC 3339 UTC), so reload and
 // back/forward keep them and other pages link here (`?endpoint_id=…`, `?event_id=…`). With an endpoint

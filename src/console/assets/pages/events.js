@@ -1,4 +1,4 @@
-// The event browser (issue 16 §3): every client's events newest first in server pages (GET
+// The event browser (docs/guides/portal.md): every client's events newest first in server pages (GET
 // /api/admin/events), filtered by type (from the event catalogue), order id and time; the filters live
 // in the URL query under the API's names. One event shows its data and links to its deliveries in the
 // delivery log.

@@ -1,4 +1,4 @@
-// The console's home. Operators see the overview (issue 16 §3: charts over the last 24 h, pages/overview.js);
+// The console's home. Operators see the overview (charts over the last 24 h, pages/overview.js; docs/guides/portal.md);
 // everyone else a plain welcome with links to the pages their account may use.
 import { html, useEffect, useState } from '../html.js';
 import { ErrorBox, Loading } from '../components.js';

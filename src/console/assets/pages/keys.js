@@ -1,6 +1,6 @@
-// Signing keys (issue 16 §3): the stored keys as /api/admin/keys gives them (never key material) and a
+// Signing keys (docs/guides/portal.md): the stored keys as /api/admin/keys gives them (never key material) and a
 // rotation through POST /api/admin/keys/rotate, confirmed first because every new token is signed with
-// the new key from then on (README, "The admin API", Signing keys).
+// the new key from then on (docs/guides/admin-api.md, Signing keys).
 import { html, useEffect, useState } from '../html.js';
 import { api } from '../api.js';
 import { ConfirmDialog, Empty, ErrorBox, Loading, Notice, useConfirm } from '../components.js';

@@ -1,6 +1,6 @@
 // What the delivery logs (the operator's and the integrator portal's) share: type options from the event
 // catalogue, the state names of a delivery, "Recover since…" for one endpoint and redeliver, both
-// confirmed first (README, "The admin API", Delivery log).
+// confirmed first (docs/guides/admin-api.md, Delivery log).
 import { html, useState } from '../html.js';
 import { api } from '../api.js';
 import { ConfirmDialog, ErrorBox, Field, Notice, useConfirm } from '../components.js';

@@ -1,5 +1,5 @@
-// The operator overview (issue 16 §3): six charts over the last 24 h from GET /api/admin/stats (README,
-// "The admin API", Overview): webhook attempts per minute by outcome, the success rate, attempt latency
+// The operator overview (docs/guides/portal.md): six charts over the last 24 h from GET /api/admin/stats
+// (docs/guides/admin-api.md, Overview): webhook attempts per minute by outcome, the success rate, attempt latency
 // p50/p99, pending deliveries, tokens per hour by grant and sign-ins per hour by outcome. Each chart has
 // a summary sentence and a data table besides its canvas. Every bucket is present in the answer (zeros
 // when empty), so the charts are drawn even for an idle day.

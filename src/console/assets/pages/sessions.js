@@ -1,5 +1,5 @@
-// Sessions and grants (issue 16 §3): pick a user, list their sessions and grants; list a client's
-// grants; end a session or revoke a grant, each confirmed first (README, "The admin API", Grants and
+// Sessions and grants (docs/guides/portal.md): pick a user, list their sessions and grants; list a client's
+// grants; end a session or revoke a grant, each confirmed first (docs/guides/admin-api.md, Grants and
 // sessions). The picked user and client live in the URL query, so reload and back/forward keep them.
 import { html, useEffect, useState } from '../html.js';
 import { api, apiFetch, enc } from '../api.js';

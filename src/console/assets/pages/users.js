@@ -1,5 +1,5 @@
-// Users (issue 16 §3): list, create, edit name / e-mail / roles, set a password, disable or enable,
-// delete, through /api/admin/users. Destructive actions ask first.
+// Users (docs/guides/portal.md, operator pages): list, create, edit name / e-mail / roles, set a password, disable or
+// enable, delete, through /api/admin/users. Destructive actions ask first.
 import { html, useState } from '../html.js';
 import { api, apiFetch, enc } from '../api.js';
 import { ConfirmDialog, DataTable, ErrorBox, Field, fieldErrors, Notice, useConfirm } from '../components.js';

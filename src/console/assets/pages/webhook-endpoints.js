@@ -1,6 +1,6 @@
-// Webhook endpoints across all clients (issue 16 §3): a server-paged list filtered by client, and one
-// endpoint's page with its client's delivery stats, disable (confirmed first) and enable (README, "The
-// admin API", Webhook endpoints). The client filter lives in the URL query.
+// Webhook endpoints across all clients (docs/guides/portal.md): a server-paged list filtered by client, and one
+// endpoint's page with its client's delivery stats, disable (confirmed first) and enable (docs/guides/admin-api.md,
+// Webhook endpoints). The client filter lives in the URL query.
 import { html, useEffect, useState } from '../html.js';
 import { api, enc } from '../api.js';
 import { ConfirmDialog, DataTable, ErrorBox, Field, Loading, Notice, useConfirm } from '../components.js';
