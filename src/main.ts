@@ -17,7 +17,7 @@ const GRACE_MS = 5_000;
  * How long shutdown may take before the process exits anyway: the drain, then the longest webhook attempt, then a
  * margin.
  */
-export function shutdownGraceMs(config: Readonly<Config>): number {
+function shutdownGraceMs(config: Readonly<Config>): number {
   return config.shutdownDrainMs + config.webhookTimeoutMs + GRACE_MS;
 }
 

@@ -6,7 +6,7 @@ import type { AuditLogTable } from '../db/schema.ts';
 import { fromDbTime, toDbTime } from '../db/codecs.ts';
 import type { ActorType } from './audit.ts';
 
-export interface AuditFilters {
+interface AuditFilters {
   /** The actor's id: a user's `sub`, a `client_id`, the OS user of `cli`, `signet` for the system. */
   actor?: string;
   action?: string;

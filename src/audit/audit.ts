@@ -40,7 +40,7 @@ export const AUDIT_ACTIONS = [
   'session.ended',
   'refresh_token.reuse_detected',
 ] as const;
-export type AuditAction = (typeof AUDIT_ACTIONS)[number];
+type AuditAction = (typeof AUDIT_ACTIONS)[number];
 
 export type ActorType = 'user' | 'client' | 'cli' | 'system';
 
@@ -93,10 +93,4 @@ export async function recordAudit(executor: Executor, entry: AuditEntry): Promis
       details: JSON.stringify(entry.details ?? {}),
     })
     .execute();
-}
-
-/** Retention (AUDIT_RETENTION): entries older than `before` go. */
-export async function purgeAudit(executor: Executor, before: Date): Promise<number> {
-  const result = await executor.deleteFrom('audit_log').where('occurred_at', '<', toDbTime(before)).executeTakeFirst();
-  return Number(result.numDeletedRows);
 }

@@ -5,8 +5,8 @@
 import type { Executor } from '../db/executor.ts';
 import { fromDbTime, toDbTime } from '../db/codecs.ts';
 
-export const AUDIT_PURGE_BATCH = 1000;
-export const AUDIT_PURGE_INTERVAL_MS = 60 * 60 * 1000;
+const AUDIT_PURGE_BATCH = 1000;
+const AUDIT_PURGE_INTERVAL_MS = 60 * 60 * 1000;
 
 /**
  * Deletes every entry older than `before`, `batchSize` rows per statement, oldest first; the number
@@ -35,7 +35,7 @@ export async function purgeAuditBefore(db: Executor, before: Date, batchSize = A
   }
 }
 
-export interface AuditRetention {
+interface AuditRetention {
   /** Stops the timers and waits for a purge in flight, so the database can be closed after it. */
   stop(): Promise<void>;
 }

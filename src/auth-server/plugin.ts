@@ -14,7 +14,7 @@ import { KEY_CHECK_INTERVAL_MS, ProviderHolder } from './provider/provider-holde
 import type { ProviderSettings } from './provider/provider.ts';
 import { TokenCounter } from './tokens/token-stats.ts';
 
-export interface AuthServerOptions extends ProviderSettings {
+interface AuthServerOptions extends ProviderSettings {
   db: Kysely<Database>;
   keyEncryptionKey: Buffer | undefined;
   loginMaxFailures: number;

@@ -5,7 +5,7 @@ import { AUDIT_ACTIONS } from '../audit/audit.ts';
 import { listAudit, type AuditRecord } from '../audit/audit.repository.ts';
 import { output, UsageError, withDatabase } from './admin.ts';
 
-export const AUDIT_USAGE = `usage:
+const AUDIT_USAGE = `usage:
   signet audit [--actor <id>] [--action <action>] [--target <id>] [--since <RFC 3339>] [--until <RFC 3339>]
                [--limit <n, default 100>] [--json]      the audit trail, newest first`;
 
@@ -28,7 +28,7 @@ function limitOption(value: string | undefined): number {
 }
 
 /** The `--json` shape: snake_case, as docs/reference/cli.md shows. */
-export function auditJson(entry: AuditRecord) {
+function auditJson(entry: AuditRecord) {
   return {
     id: entry.id,
     occurred_at: entry.occurredAt.toISOString(),

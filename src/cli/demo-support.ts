@@ -3,7 +3,7 @@
 import { createServer } from 'node:net';
 import { signBody } from '../receiver/index.ts';
 
-export class DemoFailure extends Error {}
+class DemoFailure extends Error {}
 
 export function check(condition: unknown, message: string): asserts condition {
   if (!condition) throw new DemoFailure(message);

@@ -28,7 +28,7 @@ import {
   type Reply,
 } from './demo-support.ts';
 
-export const DEMO_USAGE = 'usage: signet demo   (no options: runs against a temporary SQLite database and removes it)';
+const DEMO_USAGE = 'usage: signet demo   (no options: runs against a temporary SQLite database and removes it)';
 
 /** Compressed so that retries and recovery show within seconds (each delay gets ±20 % jitter). */
 const RETRY_SCHEDULE = '0s,1s,2s,3s';

@@ -32,7 +32,7 @@ interface DeadLetterArguments {
   json: boolean;
 }
 
-export function parseDeadLetterArgs(action: 'dead' | 'requeue', args: string[]): DeadLetterArguments {
+function parseDeadLetterArgs(action: 'dead' | 'requeue', args: string[]): DeadLetterArguments {
   const { values, positionals } = parseArgs({
     args,
     allowPositionals: true,

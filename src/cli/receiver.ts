@@ -11,7 +11,7 @@ import { startStandaloneReceiver, type EventHandler, type StandaloneOptions } fr
 import { UsageError } from './admin.ts';
 import { DEAD_LETTER_USAGE, deadLetterCommand, inboxDatabaseOption } from './receiver-dead.ts';
 
-export const RECEIVER_USAGE = `usage:
+const RECEIVER_USAGE = `usage:
   signet receiver --port <port> --source <name> --secret <secret> [--secret <previous>]...
                   [--secret-stdin] [--database sqlite:./signet-receiver.db|postgres://…]
                   [--handler ./handler.js] [--out events.jsonl] [--header-name Service]
@@ -29,14 +29,14 @@ ${DEAD_LETTER_USAGE.replace(/^usage:\n/, '')}`;
 const SOURCE = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
 const HEADER_WORD = /^[A-Za-z0-9]+(?:-[A-Za-z0-9]+)*$/;
 
-export interface ReceiverArguments {
+interface ReceiverArguments {
   options: StandaloneOptions;
   handlerPath: string | undefined;
   outPath: string | undefined;
 }
 
 /** Parses and validates everything that does not need I/O; throws UsageError with what to change. */
-export function parseReceiverArgs(
+function parseReceiverArgs(
   args: string[],
   env: Record<string, string | undefined>,
   stdinText?: string,

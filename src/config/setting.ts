@@ -75,7 +75,7 @@ export interface Config {
 
 export type Env = Record<string, string | undefined>;
 
-export interface Setting<K extends keyof Config> {
+interface Setting<K extends keyof Config> {
   key: K;
   env: string;
   /** What the setting means, in Markdown: the one text docs/reference/configuration.md shows (reference.ts). */

@@ -24,7 +24,7 @@ const TYPES: Readonly<Record<string, string>> = {
   '.json': 'application/json',
 };
 
-export const ASSETS_DIR = fileURLToPath(new URL('./assets/', import.meta.url));
+const ASSETS_DIR = fileURLToPath(new URL('./assets/', import.meta.url));
 const APP_CACHE = 'no-cache';
 const VENDOR_CACHE = 'public, max-age=604800';
 

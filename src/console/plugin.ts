@@ -36,7 +36,7 @@ export const CONSOLE_CSP = [
 
 const PURGE_INTERVAL_MS = 60 * 60 * 1000;
 
-export interface ConsoleDependencies {
+interface ConsoleDependencies {
   config: Readonly<Config>;
   database: DatabaseHandle;
   /** The scopes the console asks for: OpenID's and those of the APIs it calls (admin, webhooks). */

@@ -25,7 +25,7 @@ import {
 } from './portal-sessions.repository.ts';
 import { hashId } from './sessions.ts';
 
-export const PORTAL_SESSION_SECONDS = 60 * 60;
+const PORTAL_SESSION_SECONDS = 60 * 60;
 /** A token this close to its expiry is replaced before use, so no call is made with a dying token. */
 const REMINT_BEFORE_MS = 30_000;
 /** The scopes of the webhook and event API: a portal token carries those the client is registered for. */

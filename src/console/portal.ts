@@ -10,7 +10,7 @@ import type { PortalSession } from './portal-sessions.ts';
 import type { SessionTokens } from './session-tokens.ts';
 import type { ConsoleSession } from './sessions.ts';
 
-export interface CurrentPortal {
+interface CurrentPortal {
   session: PortalSession;
   /** The owner's console session; undefined for a link's portal. */
   owner: ConsoleSession | undefined;

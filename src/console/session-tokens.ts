@@ -9,7 +9,7 @@ import type { ConsoleSession } from './sessions.ts';
 
 const REFRESH_BEFORE_MS = 30_000;
 
-export interface UserCall {
+interface UserCall {
   session: ConsoleSession;
   response: LightMyRequestResponse;
 }

@@ -8,7 +8,7 @@ import { seal, unseal } from '../db/sealed.ts';
 import type { TokenSet } from './oauth.ts';
 import { deleteSession, findSession, insertSession, replaceTokens, type SessionRow } from './sessions.repository.ts';
 
-export interface StoredTokens {
+interface StoredTokens {
   access: string;
   refresh: string | undefined;
   id: string | undefined;
@@ -120,7 +120,7 @@ export function createSessionStore(deps: { db: Db; key: Buffer; lifetimeSeconds:
   };
 }
 
-export interface LoginState {
+interface LoginState {
   state: string;
   nonce: string;
   verifier: string;

@@ -38,7 +38,7 @@ const READ_MARGIN_MS = 2000;
 const KEEPALIVE_MS = 10_000;
 
 /** The defaults of the DATABASE_* and SQLITE_BUSY_TIMEOUT settings (src/config/config.ts), for callers without a Config. */
-export const DEFAULT_TIMEOUTS = {
+const DEFAULT_TIMEOUTS = {
   connectTimeoutMs: 5000,
   statementTimeoutMs: 5000,
   lockTimeoutMs: 3000,
@@ -47,7 +47,7 @@ export const DEFAULT_TIMEOUTS = {
   sqliteGroupCommitWindowMs: 1,
 };
 
-export function dialectOf(url: string): Dialect {
+function dialectOf(url: string): Dialect {
   return url.startsWith('sqlite:') ? 'sqlite' : 'postgres';
 }
 
@@ -56,7 +56,7 @@ export function executorDialect(db: Executor): Dialect {
   return db.getExecutor().adapter instanceof PostgresAdapter ? 'postgres' : 'sqlite';
 }
 
-export interface OpenOptions {
+interface OpenOptions {
   sqliteSynchronous?: 'NORMAL' | 'FULL';
   /** How long a query waits for a PostgreSQL connection (a new one or a free one in the pool). */
   connectTimeoutMs?: number;

@@ -12,7 +12,7 @@ import type { CompiledQuery, DatabaseConnection, QueryResult } from 'kysely';
 import type { Executor } from './executor.ts';
 
 /** The driver's read, or undefined when the query must take Kysely's path (sqlite-group-commit.ts, readDirect). */
-export type DirectRead = <R>(query: CompiledQuery) => Promise<QueryResult<R>> | undefined;
+type DirectRead = <R>(query: CompiledQuery) => Promise<QueryResult<R>> | undefined;
 
 /** A connection that runs a statement at once (synchronously), or returns undefined: take Kysely's path. */
 export interface DirectConnection extends DatabaseConnection {

@@ -14,7 +14,7 @@ export interface OrdersTable {
   updated_at: DbTime;
 }
 
-export interface OrderStatusChangesTable {
+interface OrderStatusChangesTable {
   id: Generated<number>;
   order_id: number;
   status: string;
@@ -79,7 +79,7 @@ export interface OAuthClientsTable {
 }
 
 /** One-time links to the integrator portal (migration 0009): only the token's SHA-256 is stored. */
-export interface WebhookPortalLinksTable {
+interface WebhookPortalLinksTable {
   token_hash: string;
   client_id: string;
   created_at: DbTime;
@@ -87,7 +87,7 @@ export interface WebhookPortalLinksTable {
   used_at: DbTime | null;
 }
 
-export interface OidcPayloadsTable {
+interface OidcPayloadsTable {
   model: string;
   id: string;
   payload: string;
@@ -100,7 +100,7 @@ export interface OidcPayloadsTable {
   consumed_at: DbTime | null;
 }
 
-export interface SigningKeysTable {
+interface SigningKeysTable {
   kid: string;
   use: 'jws' | 'cookie';
   alg: string;
@@ -109,7 +109,7 @@ export interface SigningKeysTable {
   retired_at: DbTime | null;
 }
 
-export interface LoginThrottleTable {
+interface LoginThrottleTable {
   key: string;
   failures: number;
   blocked_until: DbTime;
@@ -161,7 +161,7 @@ export interface WebhookDeliveriesTable {
   updated_at: DbTime;
 }
 
-export interface WebhookAttemptsTable {
+interface WebhookAttemptsTable {
   id: Generated<number>;
   delivery_id: string;
   attempt: number;
@@ -201,7 +201,7 @@ export interface ConsolePortalSessionsTable {
 }
 
 /** Tokens the built-in authorization server issued, per UTC hour and grant type (migration 0010). */
-export interface TokenStatsTable {
+interface TokenStatsTable {
   hour: DbTime;
   grant_type: string;
   count: number | string; // bigint on PostgreSQL: pg returns it as text

@@ -16,7 +16,7 @@ export function bucketIndex(dialect: Dialect, column: string, widthSeconds: numb
 }
 
 /** The regular axis of a series: every bucket from the one holding `since` to the one holding `until - 1 ms`. */
-export function bucketAxis(since: Date, until: Date, widthSeconds: number): number[] {
+function bucketAxis(since: Date, until: Date, widthSeconds: number): number[] {
   const width = widthSeconds * 1000;
   const first = Math.floor(since.getTime() / width);
   const last = Math.floor((until.getTime() - 1) / width);
@@ -44,6 +44,6 @@ export function bucketSeries<T>(
 }
 
 /** The start of bucket `index`. */
-export function bucketStart(index: number, widthSeconds: number): Date {
+function bucketStart(index: number, widthSeconds: number): Date {
   return new Date(index * widthSeconds * 1000);
 }

@@ -38,7 +38,7 @@ import {
  * compiled once, compiled-statement.ts) and this write's values. Value names must not start with `key_`
  * (the key's own: KeyAnswerValues).
  */
-export interface StatementWrite {
+interface StatementWrite {
   shape: StatementWriteShape;
   values: object;
 }
@@ -227,7 +227,7 @@ function runStoring(db: Db, gate: Gate, write: StatementWrite | undefined, keyVa
 }
 
 /** `needsTransaction`: the operation queried the database itself (before any claim was sent). */
-export type StatementOutcome = { stored: StoredResponse; replayed: boolean } | { needsTransaction: true };
+type StatementOutcome = { stored: StoredResponse; replayed: boolean } | { needsTransaction: true };
 
 /**
  * Runs `operation` with a WriteUnit. Its answer, or, when it queried the database itself, that it must

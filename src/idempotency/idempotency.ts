@@ -35,7 +35,7 @@ export type { IdempotencySettings, StoredResponse } from './idempotency-keys.ts'
 const BARE_KEY = /^[\x21-\x7e]{1,255}$/;
 const QUOTED_KEY = /^"((?:[\x20\x21\x23-\x5b\x5d-\x7e]|\\["\\]){1,255})"$/;
 
-export function parseIdempotencyKey(header: string | string[] | undefined): string | undefined {
+function parseIdempotencyKey(header: string | string[] | undefined): string | undefined {
   if (header === undefined) return undefined;
   const value = Array.isArray(header) ? undefined : header.trim();
   const quoted = value === undefined ? null : QUOTED_KEY.exec(value);
@@ -77,7 +77,7 @@ export function sendStored(reply: FastifyReply, stored: StoredResponse, replayed
   return reply.send(stored.body === '' ? undefined : stored.body);
 }
 
-export interface RunOptions {
+interface RunOptions {
   /**
    * PostgreSQL: offer the operation a WriteUnit (idempotency-statement.ts) so that it can write in one
    * statement without a transaction. Only for operations that use it (a create): any other would have
@@ -188,7 +188,7 @@ const storeResponse = compiledStatement<Ownership & { status: number; headers: s
 );
 
 /** Keys deleted per statement by purgeExpiredKeys. */
-export const KEY_PURGE_BATCH = 500;
+const KEY_PURGE_BATCH = 500;
 
 /**
  * Deletes expired keys; returns how many. Run periodically by the app. In batches of `batchSize`,

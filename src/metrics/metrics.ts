@@ -15,12 +15,11 @@ declare module 'fastify' {
 /** Seconds; a request or a webhook attempt from 5 ms to the 10 s webhook timeout. */
 const DURATION_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 
-export type SignInOutcome = 'success' | 'failure' | 'throttled';
-export type IdempotencyConflict = 'in_flight' | 'key_reused';
-export type DatabaseErrorKind = 'outage' | 'other';
+type SignInOutcome = 'success' | 'failure' | 'throttled';
+type DatabaseErrorKind = 'outage' | 'other';
 
 /** What one webhook attempt came to (the dispatcher's AttemptResult, reduced to bounded values). */
-export interface AttemptObservation {
+interface AttemptObservation {
   ok: boolean;
   /** null when the receiver answered 2xx. */
   errorKind: string | null;

@@ -14,7 +14,7 @@ export const ADMIN_SCOPES: Readonly<Record<string, string>> = {
 /** The role a user must hold for a token carrying the admin scopes. */
 export const ADMIN_ROLE = 'admin';
 
-export const ADMIN_DESCRIPTION = `## Administration
+const ADMIN_DESCRIPTION = `## Administration
 
 \`/api/admin/…\` operates Signet over HTTP: clients, users, grants and sessions, signing keys, webhook
 endpoints across all clients, and the audit trail. \`admin:read\` reads, \`admin:write\` changes; the

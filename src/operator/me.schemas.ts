@@ -12,7 +12,7 @@ export const OwnedClientListQuery = Type.Object({
 });
 export type OwnedClientListQuery = Static<typeof OwnedClientListQuery>;
 
-export const OwnedClient = Type.Object({
+const OwnedClient = Type.Object({
   ClientId: Type.String({ description: 'The client_id (`cl_…`).' }),
   Name: Type.String(),
   _links: Type.Object(
@@ -28,7 +28,7 @@ export const OwnedClient = Type.Object({
     { additionalProperties: Link },
   ),
 });
-export const OwnedClientList = Type.Object({ Items: Type.Array(OwnedClient), _links: Links });
+const OwnedClientList = Type.Object({ Items: Type.Array(OwnedClient), _links: Links });
 
 export const OwnedClientListResponses = {
   200: OwnedClientList,

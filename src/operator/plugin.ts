@@ -11,7 +11,7 @@ import { webhooksAdminRoutes } from '../webhooks/admin/plugin.ts';
 import { statsRoutes } from './stats.routes.ts';
 import { meRoutes } from './me.routes.ts';
 
-export interface AdminDependencies {
+interface AdminDependencies {
   config: Readonly<Config>;
   database: DatabaseHandle;
   /** The built-in authorization server, when enabled: grants, sessions and keys live there. */

@@ -29,7 +29,7 @@ export type OrderEventSinkAt = (baseUrl: string) => OrderEventSink;
  * Part of one statement: its shape, built from named parameters once (the same object for every
  * change of a kind, so the statement is compiled once: compiled-statement.ts), and one change's values.
  */
-export interface StatementParts {
+interface StatementParts {
   shape: StatementPartShape;
   values: object;
 }

@@ -52,9 +52,9 @@ export function isActiveCurrency(code: string): boolean {
   return MINOR_UNITS.has(code);
 }
 
-export type TotalError = 'negative' | 'too-many-decimals' | 'too-large' | 'not-finite';
+type TotalError = 'negative' | 'too-many-decimals' | 'too-large' | 'not-finite';
 
-export type ToMinorUnitsResult = { ok: true; minor: number } | { ok: false; error: TotalError; detail: string };
+type ToMinorUnitsResult = { ok: true; minor: number } | { ok: false; error: TotalError; detail: string };
 
 function requireDigits(currency: string): number {
   const digits = minorUnits(currency);

@@ -4,14 +4,14 @@
 import jsonpatch from 'fast-json-patch';
 import type { Operation } from 'fast-json-patch';
 
-export type PatchMediaType = 'application/merge-patch+json' | 'application/json-patch+json';
+type PatchMediaType = 'application/merge-patch+json' | 'application/json-patch+json';
 
 export const PATCH_MEDIA_TYPES: readonly PatchMediaType[] = [
   'application/merge-patch+json',
   'application/json-patch+json',
 ];
 
-export type PatchFailureKind = 'invalid-patch' | 'test-failed' | 'conflict';
+type PatchFailureKind = 'invalid-patch' | 'test-failed' | 'conflict';
 
 export type PatchResult =
   | { ok: true; document: Record<string, unknown> }

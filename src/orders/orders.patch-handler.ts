@@ -20,7 +20,7 @@ import { orderMembers } from './orders.representation.ts';
 import type { NextState, Replacement } from './orders.service.ts';
 
 const validatePatched = compileBodyValidator<Replacement>(ReplaceOrderBody);
-export const ACCEPT_PATCH = PATCH_MEDIA_TYPES.join(', ');
+const ACCEPT_PATCH = PATCH_MEDIA_TYPES.join(', ');
 
 function patched(result: PatchResult): Record<string, unknown> {
   if (result.ok) return result.document;

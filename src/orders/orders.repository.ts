@@ -50,7 +50,7 @@ function toRecord(row: OrderRow): OrderRecord {
   };
 }
 
-export interface NewOrder {
+interface NewOrder {
   customerId: string;
   totalMinor: number;
   currency: string;
@@ -140,7 +140,7 @@ export async function findOrder(db: Executor, id: number): Promise<OrderRecord |
   return row && toRecord(row);
 }
 
-export interface OrderFilter {
+interface OrderFilter {
   customerId?: string;
   status?: OrderStatus;
   beforeId?: number;
@@ -164,7 +164,7 @@ export interface OrderChanges {
   status?: OrderStatus;
 }
 
-export interface UpdateGuard {
+interface UpdateGuard {
   /** Only while the order is in this state. */
   status: OrderStatus;
   /** Only while the order still has this version (If-Match, or a read-modify-write). */

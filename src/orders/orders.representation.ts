@@ -7,7 +7,7 @@ import { fromMinorUnits } from './orders.money.ts';
 import type { OrderRecord, StatusChangeRecord } from './orders.repository.ts';
 import { actionsFrom, isDeletable, isEditable, isTrackable } from './orders.states.ts';
 
-export const ORDER_MEMBERS = [
+const ORDER_MEMBERS = [
   'Id',
   'CustomerId',
   'Total',
@@ -17,8 +17,8 @@ export const ORDER_MEMBERS = [
   'UpdatedAtUtc',
   '_links',
 ] as const;
-export const ORDER_INCLUDES = ['history'] as const;
-export type OrderInclude = (typeof ORDER_INCLUDES)[number];
+const ORDER_INCLUDES = ['history'] as const;
+type OrderInclude = (typeof ORDER_INCLUDES)[number];
 
 export interface Variant {
   fields: string[] | undefined;
@@ -34,7 +34,7 @@ export function orderUrl(baseUrl: string, id: number): string {
   return `${baseUrl}/api/orders/${id}`;
 }
 
-export function orderLinks(order: OrderRecord, baseUrl: string): Record<string, Link> {
+function orderLinks(order: OrderRecord, baseUrl: string): Record<string, Link> {
   const self = orderUrl(baseUrl, order.id);
   const links: Record<string, Link> = { self: { href: self, method: 'GET' } };
   for (const action of actionsFrom(order.status)) links[action] = { href: `${self}/${action}`, method: 'POST' };

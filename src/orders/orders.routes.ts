@@ -44,7 +44,7 @@ import { createOrdersService, type WriteContext, type WriteOptions } from './ord
 import { isOrderStatus, ORDER_ACTIONS, type OrderStatus } from './orders.states.ts';
 import { patchValidatorCompiler } from './orders.validation.ts';
 
-export interface OrdersRouteOptions {
+interface OrdersRouteOptions {
   db: Db;
   idempotency: IdempotencySettings;
   /** Where order changes are announced, inside their transaction (the webhook outbox). */

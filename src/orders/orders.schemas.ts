@@ -106,7 +106,7 @@ export const PatchBody = {
   },
 };
 
-export const StatusChange = Type.Object({ Status, AtUtc: Timestamp });
+const StatusChange = Type.Object({ Status, AtUtc: Timestamp });
 
 export const Order = Type.Object(
   {
@@ -123,7 +123,7 @@ export const Order = Type.Object(
   { description: 'Members are all present unless `fields` selected some.' },
 );
 
-export const OrderList = Type.Object({
+const OrderList = Type.Object({
   Items: Type.Array(Order),
   _links: Links,
 });
@@ -156,11 +156,6 @@ export const ListQuery = Type.Object(
   { additionalProperties: false },
 );
 export type ListQuery = Static<typeof ListQuery>;
-
-export const ActionParams = Type.Object({
-  id: OrderIdParams.properties.id,
-  action: Type.Union([Type.Literal('pay'), Type.Literal('cancel'), Type.Literal('ship'), Type.Literal('deliver')]),
-});
 
 // Request headers the order routes read, declared so the OpenAPI document lists them. Their values are
 // parsed where they are used (idempotency.ts, conditional.ts, orders.responses.ts), with the errors those

@@ -24,7 +24,7 @@ import {
 /** Throws 412 when the request's preconditions fail; returns true when the write must also match the version. */
 export type PreconditionCheck = (order: OrderRecord) => boolean;
 
-export interface OrderFields {
+interface OrderFields {
   CustomerId: string;
   Total: number;
   Currency?: string;
@@ -154,7 +154,7 @@ async function transitionOrder(
   return updated ?? explainLostRace(db, principal, id, action, from);
 }
 
-export interface ReadOnlyMembers {
+interface ReadOnlyMembers {
   Id?: number;
   CreatedAtUtc?: string;
   Status?: OrderStatus;
@@ -272,7 +272,7 @@ async function deleteOrder(
   await events.orderChanged(db, 'order.deleted', order, now);
 }
 
-export interface ListRequest {
+interface ListRequest {
   limit: number;
   beforeId?: number;
   status?: OrderStatus;
@@ -298,7 +298,7 @@ async function listOrders(
   return { orders: rows.slice(0, request.limit), hasMore: rows.length > request.limit };
 }
 
-export interface OrdersDependencies {
+interface OrdersDependencies {
   /** Reads outside a write; writes run on the executor their caller passes (its transaction). */
   db: Db;
   /**
@@ -348,5 +348,3 @@ export function createOrdersService({ db, events, clock = () => new Date() }: Or
       deleteOrder(trx, principal, id, check, clock(), events(baseUrl)),
   };
 }
-
-export type OrdersService = ReturnType<typeof createOrdersService>;

@@ -18,7 +18,7 @@ export function writesInStatement(sink: OrderEventSink): sink is OrderEventSink 
   return typeof (sink as Partial<OrderEventStatements>).orderChangedInStatement === 'function';
 }
 
-export interface ValidOrder {
+interface ValidOrder {
   customerId: string;
   totalMinor: number;
   currency: string;

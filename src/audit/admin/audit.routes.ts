@@ -39,7 +39,7 @@ function parseTime(value: string | undefined, name: string): Date | undefined {
   return time;
 }
 
-export function auditView(entry: AuditRecord) {
+function auditView(entry: AuditRecord) {
   return {
     Id: entry.id,
     OccurredAtUtc: entry.occurredAt.toISOString(),

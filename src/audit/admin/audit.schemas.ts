@@ -27,7 +27,7 @@ export const AuditEntry = Type.Object({
   }),
 });
 
-export const AuditList = Type.Object({ Items: Type.Array(AuditEntry), _links: Links });
+const AuditList = Type.Object({ Items: Type.Array(AuditEntry), _links: Links });
 
 export const AuditListQuery = Type.Object({
   actor: Type.Optional(

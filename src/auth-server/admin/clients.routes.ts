@@ -23,7 +23,7 @@ import * as schemas from './clients.schemas.ts';
 import { auditContext } from '../../http/admin/context.ts';
 import { clientCursorOf } from '../../http/admin/query-params.ts';
 
-export interface ClientRouteOptions {
+interface ClientRouteOptions {
   db: Db;
   /** Every API scope a client may be registered for (app.ts API_SCOPES). */
   apiScopes: readonly string[];

@@ -106,13 +106,13 @@ const clientMembers = {
 };
 
 export const Client = Type.Object(clientMembers);
-export const ClientWithSecret = Type.Object({
+const ClientWithSecret = Type.Object({
   ...clientMembers,
   client_secret: Type.Optional(
     Type.String({ description: 'Confidential clients only; shown this once, only its hash is stored.' }),
   ),
 });
-export const ClientList = Type.Object({ Items: Type.Array(Client), _links: Links });
+const ClientList = Type.Object({ Items: Type.Array(Client), _links: Links });
 
 export const RegistrationTokenBody = Type.Object(
   {
@@ -135,7 +135,7 @@ export const RegistrationTokenBody = Type.Object(
 );
 export type RegistrationTokenBody = Static<typeof RegistrationTokenBody>;
 
-export const RegistrationToken = Type.Object({
+const RegistrationToken = Type.Object({
   registration_token: Type.String({
     description: 'The initial access token (RFC 7591 §3), shown this once; only its hash is stored.',
   }),

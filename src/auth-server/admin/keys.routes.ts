@@ -12,7 +12,7 @@ import { Problem } from '../../http/problems/problems.ts';
 import { auditContext } from '../../http/admin/context.ts';
 import * as schemas from './keys.schemas.ts';
 
-export interface KeyRouteOptions {
+interface KeyRouteOptions {
   db: Db;
   config: Readonly<Config>;
   authServer: ProviderHolder | undefined;

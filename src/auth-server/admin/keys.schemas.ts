@@ -4,7 +4,7 @@ import { problemResponse } from '../../http/representation/openapi.ts';
 
 const Timestamp = Type.String({ format: 'date-time', description: 'UTC, RFC 3339.' });
 
-export const SigningKey = Type.Object({
+const SigningKey = Type.Object({
   Kid: Type.String({ description: 'The key id: the RFC 7638 thumbprint for a JWS key, as published at /oauth/jwks.' }),
   Alg: Type.String({ description: 'RS256, ES256, EdDSA … for `jws`; HS256 for `cookie`.' }),
   Use: Type.Union([Type.Literal('jws'), Type.Literal('cookie')], {
@@ -16,8 +16,8 @@ export const SigningKey = Type.Object({
   }),
 });
 
-export const KeyList = Type.Object({ Items: Type.Array(SigningKey) });
-export const Rotated = Type.Object({
+const KeyList = Type.Object({ Items: Type.Array(SigningKey) });
+const Rotated = Type.Object({
   Kids: Type.Array(Type.String(), { description: 'The new JWS keys, which this instance signs with from now on.' }),
   Items: Type.Array(SigningKey),
 });

@@ -11,7 +11,7 @@ import { grantRoutes } from './grants.routes.ts';
 import { keyRoutes } from './keys.routes.ts';
 import { userRoutes } from './users.routes.ts';
 
-export interface AuthServerAdminOptions {
+interface AuthServerAdminOptions {
   config: Readonly<Config>;
   db: Db;
   /** The built-in authorization server, when enabled: grants, sessions and keys live there. */

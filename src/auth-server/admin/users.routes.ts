@@ -16,7 +16,7 @@ import { isStorableTime } from '../../db/codecs.ts';
 import { auditContext } from '../../http/admin/context.ts';
 import * as schemas from './users.schemas.ts';
 
-export interface UserRouteOptions {
+interface UserRouteOptions {
   db: Db;
 }
 

@@ -72,7 +72,7 @@ export const User = Type.Object({
   CreatedAtUtc: Timestamp,
   _links: Links,
 });
-export const UserList = Type.Object({ Items: Type.Array(User), _links: Links });
+const UserList = Type.Object({ Items: Type.Array(User), _links: Links });
 
 const EMAIL_TAKEN = 'Another user has this e-mail address (`email-taken`).';
 const NO_CONTENT = { type: 'null', description: 'Done' };

@@ -8,7 +8,7 @@ import { toDbTime } from '../../db/codecs.ts';
 import type { Executor } from '../../db/executor.ts';
 import type { Database, OAuthClientsTable } from '../../db/schema.ts';
 
-export type ClientType = 'confidential' | 'public';
+type ClientType = 'confidential' | 'public';
 export const GRANT_TYPES = ['authorization_code', 'refresh_token', 'client_credentials'] as const;
 export type GrantType = (typeof GRANT_TYPES)[number];
 /** Scopes of the OpenID layer, allowed to every client that signs users in. */
@@ -175,12 +175,6 @@ export async function deleteClient(db: Executor, clientId: string): Promise<bool
   await db.deleteFrom('oidc_payloads').where('client_id', '=', clientId).execute();
   const result = await db.deleteFrom('oauth_clients').where('id', '=', clientId).executeTakeFirst();
   return Number(result.numDeletedRows) === 1;
-}
-
-/** The stored hash of a confidential client's secret (ClientAdapter keeps it across RFC 7592 updates). */
-export async function findSecretHash(db: Executor, clientId: string): Promise<string | null | undefined> {
-  const row = await db.selectFrom('oauth_clients').select('secret_hash').where('id', '=', clientId).executeTakeFirst();
-  return row?.secret_hash;
 }
 
 /** A new secret replaces the old one at once; returns undefined for unknown or public clients. */

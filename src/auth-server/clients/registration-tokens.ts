@@ -19,14 +19,14 @@ export const SCOPE_POLICY_PREFIX = 'signet:scope:';
 /** Longest life of an initial access token: it lets anyone holding it register clients. */
 export const MAX_REGISTRATION_TOKEN_SECONDS = 90 * 24 * 3600;
 
-export interface RegistrationTokenRequest {
+interface RegistrationTokenRequest {
   expiresInSeconds: number;
   /** The API scopes a client registered with the token may have; OpenID scopes are always allowed. */
   scopes: readonly string[];
   apiScopes: readonly string[];
 }
 
-export interface IssuedRegistrationToken {
+interface IssuedRegistrationToken {
   token: string;
   expiresAt: string;
   scopes: string[];

@@ -53,7 +53,7 @@ export class RegistrationLedger {
 }
 
 /** The request's metadata as a client of ours; defaults as RFC 7591 §2 states them. */
-export function clientFromMetadata(metadata: Metadata): NewClient {
+function clientFromMetadata(metadata: Metadata): NewClient {
   const list = (value: unknown): string[] =>
     Array.isArray(value) ? value.filter((v): v is string => typeof v === 'string') : [];
   const clientId = typeof metadata.client_id === 'string' ? metadata.client_id : '';
@@ -160,7 +160,7 @@ function sameList(a: readonly string[], b: readonly string[]): boolean {
  * `client.registered`; an existing one (RFC 7592 update) gets the members an update may change. The secret
  * oidc-provider hands back on update is the stored hash (it read the client through find): it is kept.
  */
-export async function storeRegisteredClient(
+async function storeRegisteredClient(
   db: Db,
   clientId: string,
   metadata: Metadata,
@@ -198,7 +198,7 @@ export async function storeRegisteredClient(
 }
 
 /** RFC 7592 §2.3: the client deletes itself; its grants and tokens go with it, as with `signet client delete`. */
-export async function removeRegisteredClient(db: Db, clientId: string): Promise<void> {
+async function removeRegisteredClient(db: Db, clientId: string): Promise<void> {
   await db.transaction().execute(async (trx) => {
     const client = await findClient(trx, clientId);
     if (!client) return;

@@ -11,7 +11,7 @@ const FORGET_AFTER_MS = 15 * 60 * 1000;
 /** A shared address (NAT, office) sees several users' typos: a looser threshold than one account's. */
 const ADDRESS_FACTOR = 4;
 
-export interface ThrottleSettings {
+interface ThrottleSettings {
   maxFailures: number;
 }
 

@@ -23,7 +23,7 @@ export interface User {
 export class DuplicateEmailError extends Error {}
 
 /** E-mail addresses compare case-insensitively in practice; stored lower-cased so the unique index enforces it. */
-export function normalizeEmail(email: string): string {
+function normalizeEmail(email: string): string {
   return email.trim().toLowerCase();
 }
 

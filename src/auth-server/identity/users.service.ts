@@ -35,14 +35,14 @@ export const USER_PROBLEMS = {
 /** Who made the change, as the audit trail records it: the CLI's OS user, or the admin API's caller. */
 export type ChangedBy = Pick<AuditEntry, 'actor' | 'requestId' | 'sourceAddress'>;
 
-export interface NewUser {
+interface NewUser {
   email: string;
   name: string;
   password: string;
   roles?: readonly string[];
 }
 
-export interface UserChanges {
+interface UserChanges {
   email?: string;
   name?: string;
   roles?: readonly string[];

@@ -17,7 +17,7 @@ ul{padding-left:1.25rem}
 `;
 const STYLE_HASH = `'sha256-${createHash('sha256').update(STYLE).digest('base64')}'`;
 
-export function escapeHtml(value: string): string {
+function escapeHtml(value: string): string {
   return value.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 }
 
@@ -64,7 +64,7 @@ export function renderLoginPage(page: LoginPage): string {
   );
 }
 
-export interface ConsentPage {
+interface ConsentPage {
   action: string;
   abortAction: string;
   csrf: string;

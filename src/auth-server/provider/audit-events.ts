@@ -11,7 +11,7 @@ import { recordAudit, SYSTEM_ACTOR, type AuditActor, type AuditEntry } from '../
 import type { Executor } from '../../db/executor.ts';
 
 /** The actor of a sign-in attempt on an account that does not exist: nothing the user typed. */
-export const UNKNOWN_USER: AuditActor = { type: 'user', id: 'unknown' };
+const UNKNOWN_USER: AuditActor = { type: 'user', id: 'unknown' };
 
 type Where = Pick<AuditEntry, 'requestId' | 'sourceAddress'>;
 
@@ -20,7 +20,7 @@ export function requestWhere(request: FastifyRequest): Where {
   return { requestId: request.id, sourceAddress: request.clientOrigin.ip };
 }
 
-export type SignInFailure = 'unknown_account' | 'wrong_password' | 'account_disabled';
+type SignInFailure = 'unknown_account' | 'wrong_password' | 'account_disabled';
 
 /**
  * signin.succeeded or signin.failed: `userId` is the account signed in to or attempted (absent when the

@@ -21,7 +21,7 @@ import { findClientMetadata } from '../clients/clients.repository.ts';
  * their ids are useless without the signed cookies or the login that go with them.
  * Migration 0004-hashed-token-ids rehashed the rows stored before; it repeats this list and this hash.
  */
-export const HASHED_MODELS: ReadonlySet<string> = new Set([
+const HASHED_MODELS: ReadonlySet<string> = new Set([
   'AuthorizationCode',
   'RefreshToken',
   'AccessToken',

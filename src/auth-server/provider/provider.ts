@@ -47,7 +47,7 @@ const AUTHORIZATION_CODE_TTL = 60; // RFC 6749 §4.1.2: short-lived, 10 minutes 
 const ID_TOKEN_TTL = 3600;
 const INTERACTION_TTL = 600;
 
-export function interactionPath(issuer: string, uid: string): string {
+function interactionPath(issuer: string, uid: string): string {
   return `${new URL(issuer).pathname.replace(/\/$/, '')}/interaction/${uid}`;
 }
 

@@ -7,7 +7,7 @@
 import type Provider from 'oidc-provider';
 import { USERINFO_SCOPES } from '../provider/scopes.ts';
 
-export interface ConsoleTokenRules {
+interface ConsoleTokenRules {
   /** The resource a client_credentials request without `resource` gets (provider.ts defaultResource). */
   defaultResource(clientScope: string | undefined): string | undefined;
   /** provider.ts getResourceServerInfo for a request without an account (client credentials). */

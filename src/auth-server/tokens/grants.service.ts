@@ -31,7 +31,7 @@ export interface SessionView {
   expiresAt: Date | null;
 }
 
-export interface PageRequest {
+interface PageRequest {
   limit: number;
   /** The id the previous page ended with. */
   after?: string;
@@ -200,5 +200,3 @@ export function createGrantsService({ db }: { db: Db }) {
     endSession: (sessionUid: string, by: ChangedBy) => endSession(db, sessionUid, by),
   };
 }
-
-export type GrantsService = ReturnType<typeof createGrantsService>;

@@ -23,7 +23,7 @@ import { KyselyAdapter } from '../provider/oidc-adapter.ts';
 import { routeKey } from '../provider/request-shaping.ts';
 
 /** oidc_payloads.model of the issuance records; not a model of oidc-provider's own. */
-export const STRUCTURED_ACCESS_TOKEN = 'StructuredAccessToken';
+const STRUCTURED_ACCESS_TOKEN = 'StructuredAccessToken';
 
 interface IssuanceRecord {
   clientId: string;
@@ -67,7 +67,7 @@ export function recordIssuedJwt(db: Kysely<Database>) {
   };
 }
 
-export interface IntrospectionSettings {
+interface IntrospectionSettings {
   db: Kysely<Database>;
   keys: KeyMaterial;
   issuer: string;

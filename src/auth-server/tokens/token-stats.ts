@@ -11,7 +11,7 @@ export const FLUSH_INTERVAL_MS = 5000;
 const HOUR_MS = 3_600_000;
 
 /** The grant types oidc-provider can issue tokens for here (as in the metrics); anything else is `other`. */
-export const COUNTED_GRANT_TYPES = [
+const COUNTED_GRANT_TYPES = [
   'authorization_code',
   'refresh_token',
   'client_credentials',
@@ -20,7 +20,7 @@ export const COUNTED_GRANT_TYPES = [
 ] as const;
 const KNOWN = new Set<string>(COUNTED_GRANT_TYPES);
 
-export function grantLabel(grantType: unknown): string {
+function grantLabel(grantType: unknown): string {
   return typeof grantType === 'string' && KNOWN.has(grantType) ? grantType : 'other';
 }
 

@@ -32,7 +32,7 @@ import type { KyselyAdapter } from '../provider/oidc-adapter.ts';
 import { routeKey } from '../provider/request-shaping.ts';
 import { OIDC_SCOPE_CLAIMS, type ResourceDefinition } from '../provider/scopes.ts';
 
-export interface UserinfoSettings {
+interface UserinfoSettings {
   issuer: string;
   /** The path oidc-provider serves UserInfo at, relative to the issuer. */
   route: string;

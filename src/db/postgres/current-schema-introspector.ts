@@ -28,7 +28,7 @@ interface ColumnRow {
 /** Kysely's own bookkeeping tables, hidden unless asked for, as Kysely's introspectors do. */
 const KYSELY_TABLES = new Set(['kysely_migration', 'kysely_migration_lock']);
 
-export class CurrentSchemaIntrospector implements DatabaseIntrospector {
+class CurrentSchemaIntrospector implements DatabaseIntrospector {
   readonly #db: Kysely<unknown>;
 
   constructor(db: Kysely<unknown>) {

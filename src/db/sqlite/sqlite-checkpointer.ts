@@ -14,7 +14,7 @@ import pino from 'pino';
 import type { CheckpointReport, CheckpointRequest } from './sqlite-checkpoint.worker.ts';
 
 /** How often the thread checkpoints: a create writes a few pages, so the WAL stays a few MB at most. */
-export const CHECKPOINT_INTERVAL_MS = 100;
+const CHECKPOINT_INTERVAL_MS = 100;
 /** The writer's own automatic checkpoint, only if the thread falls behind (pages of 4 KiB: 40 MB). */
 export const WRITER_AUTOCHECKPOINT_PAGES = 10_000;
 /** How long stopping waits for the thread to close its connection before the writer closes its own. */
@@ -24,7 +24,7 @@ const RESTART_DELAY_MS = 1000;
 
 type Synchronous = 'NORMAL' | 'FULL';
 
-export interface CheckpointThreadOptions {
+interface CheckpointThreadOptions {
   intervalMs?: number;
   restartDelayMs?: number;
   stopWaitMs?: number;

@@ -45,7 +45,7 @@ export interface NodeSqliteDatabase extends SqliteDatabase {
   exec(sql: string): void;
 }
 
-export interface OpenSqliteOptions {
+interface OpenSqliteOptions {
   busyTimeoutMs?: number;
   /** A second connection for reads only: it sees what is committed, never a transaction in progress. */
   readOnly?: boolean;

@@ -4,7 +4,7 @@ import type { FastifyRequest } from 'fastify';
 import type { AuditEntry } from '../../audit/audit.ts';
 import { Problem } from '../problems/problems.ts';
 
-export type AuditContext = Required<Pick<AuditEntry, 'actor' | 'requestId' | 'sourceAddress'>>;
+type AuditContext = Required<Pick<AuditEntry, 'actor' | 'requestId' | 'sourceAddress'>>;
 
 export function auditContext(request: FastifyRequest): AuditContext {
   const principal = request.principal;

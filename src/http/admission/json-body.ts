@@ -17,7 +17,7 @@ import { parse as parseContentType } from 'content-type';
 import { clip, Problem, pointerSegment } from '../problems/problems.ts';
 
 /** Deepest nesting of arrays and objects accepted; our documents need a handful of levels. */
-export const MAX_NESTING = 64;
+const MAX_NESTING = 64;
 
 const DECIMAL = /^(-?)(\d+)(?:\.(\d+))?(?:[eE]([+-]?\d+))?$/;
 

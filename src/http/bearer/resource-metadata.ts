@@ -2,7 +2,7 @@
 // issues its tokens and which scopes it understands. 401 responses point here (resource_metadata, §5.1).
 import type { FastifyInstance } from 'fastify';
 
-export interface ResourceMetadataSettings {
+interface ResourceMetadataSettings {
   resource: string;
   authorizationServers: string[];
   scopes: string[];

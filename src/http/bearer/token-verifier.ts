@@ -24,7 +24,7 @@ export interface Principal {
   callerKey: string;
 }
 
-export interface VerifierSettings {
+interface VerifierSettings {
   issuer: string;
   audience: string;
   algorithms: string[];

@@ -12,7 +12,7 @@ import { problemResponse, problemWith } from '../representation/openapi.ts';
 import { Problem } from '../problems/problems.ts';
 
 /** Dependencies the instance works without (Redis: rate limits fall back to memory): reported, never failing readiness. */
-export interface SoftChecks {
+interface SoftChecks {
   redis?: (() => Promise<'ok' | 'degraded'>) | undefined;
 }
 
@@ -20,7 +20,7 @@ export interface SoftChecks {
  * Dependencies the instance cannot serve without, beyond the database: the built-in authorization
  * server's signing keys (passed in by app.ts: http/ knows nothing of the auth server). Failing readiness.
  */
-export interface HardChecks {
+interface HardChecks {
   signingKeys?: (() => Promise<'ok' | 'missing'>) | undefined;
 }
 

@@ -12,7 +12,7 @@ import type { Histogram } from 'prom-client';
 import type { Metrics } from '../../metrics/metrics.ts';
 import { problemResponse } from '../representation/openapi.ts';
 
-export const METRICS_PATH = '/metrics';
+const METRICS_PATH = '/metrics';
 
 const STATUS_CLASSES = ['1xx', '2xx', '3xx', '4xx', '5xx'];
 const UNMATCHED = 'unmatched';

@@ -64,7 +64,7 @@ export function isDatabaseOutage(err: unknown): boolean {
  * violated constraint nobody handled). node-postgres errors carry a SQLSTATE `code` and a `severity`;
  * node:sqlite's carry ERR_SQLITE_ERROR. Anything else is not the database's.
  */
-export function databaseErrorKind(err: unknown): 'outage' | 'other' | undefined {
+function databaseErrorKind(err: unknown): 'outage' | 'other' | undefined {
   if (isDatabaseOutage(err)) return 'outage';
   if (typeof err !== 'object' || err === null) return undefined;
   const { code, severity } = err as DriverError;

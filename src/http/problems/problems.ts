@@ -57,7 +57,7 @@ export interface FieldError {
   detail: string;
 }
 
-export interface ProblemOptions {
+interface ProblemOptions {
   errors?: FieldError[];
   headers?: Record<string, string>;
   extensions?: Record<string, unknown>;

@@ -13,7 +13,7 @@ import { callerKeyOf } from '../bearer/auth.ts';
 import { Problem } from '../problems/problems.ts';
 import { localStore, redisWithFallback, type Count, type Store } from './rate-limit-store.ts';
 
-export interface RateLimitSettings {
+interface RateLimitSettings {
   max: number;
   windowSeconds: number;
   redis: Redis | undefined;

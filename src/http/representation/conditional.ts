@@ -16,15 +16,15 @@ export interface Validators {
   matchesCurrent?: (tag: string) => boolean;
 }
 
-export type PreconditionResult = 'proceed' | 'not-modified' | 'precondition-failed';
+type PreconditionResult = 'proceed' | 'not-modified' | 'precondition-failed';
 
-export interface EntityTag {
+interface EntityTag {
   /** The opaque-tag including its double quotes, without the W/ prefix. */
   tag: string;
   weak: boolean;
 }
 
-export type EntityTagList = { any: true } | { any: false; tags: EntityTag[] };
+type EntityTagList = { any: true } | { any: false; tags: EntityTag[] };
 
 type Headers = Record<string, string | string[] | undefined>;
 

@@ -4,7 +4,7 @@ import { TextDecoder } from 'node:util';
 import type { FastifyRequest } from 'fastify';
 import { Problem } from '../problems/problems.ts';
 
-export type CursorShape = Record<string, 'string' | 'number'>;
+type CursorShape = Record<string, 'string' | 'number'>;
 export type CursorPayload = Record<string, string | number>;
 
 /** Bounds the work done on attacker-supplied input before anything is decoded. */

@@ -94,7 +94,7 @@ export function chooseCoding(acceptEncoding: string | undefined, available: read
 }
 
 /** The variant for a request's Accept-Encoding. */
-export function pickVariant(encoded: Encoded, acceptEncoding: string | undefined): Variant {
+function pickVariant(encoded: Encoded, acceptEncoding: string | undefined): Variant {
   const available = Object.keys(encoded.variants) as Coding[];
   return encoded.variants[chooseCoding(acceptEncoding, available)] ?? encoded.variants.identity;
 }
@@ -107,7 +107,7 @@ function matches(ifNoneMatch: string | undefined, etag: string): boolean {
   return list.any || list.tags.some((t) => t.tag === etag);
 }
 
-export interface EncodedHeaders {
+interface EncodedHeaders {
   contentType: string;
   cacheControl?: string;
 }

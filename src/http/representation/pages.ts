@@ -4,17 +4,17 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { encodeCursor, type CursorPayload } from './cursor.ts';
 
-export interface PageLink {
+interface PageLink {
   href: string;
   method: string;
 }
 
-export interface ListResponse<T> {
+interface ListResponse<T> {
   Items: T[];
   _links: Record<string, PageLink>;
 }
 
-export interface NextPage {
+interface NextPage {
   /** The query parameter that carries the cursor (`cursor`, `after`). */
   parameter: string;
   /** Where the next page starts: encoded here, or already encoded when a string. */

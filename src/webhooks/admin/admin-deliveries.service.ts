@@ -13,7 +13,7 @@ import { findEndpoint, type EndpointRecord } from '../store/endpoints.repository
 import { requeueOne, recoverEndpoint } from '../api/deliveries.service.ts';
 import type { ChangedBy } from '../api/endpoints.service.ts';
 
-export interface AdminDeliveryQuery extends Omit<AdminDeliveryFilter, 'endpointIds' | 'limit'> {
+interface AdminDeliveryQuery extends Omit<AdminDeliveryFilter, 'endpointIds' | 'limit'> {
   endpointId?: string;
   clientId?: string;
   limit: number;
@@ -113,5 +113,3 @@ export function createAdminDeliveriesService({ db, outbox }: { db: Db; outbox: O
     event: (id: string) => getEvent(db, id),
   };
 }
-
-export type AdminDeliveriesService = ReturnType<typeof createAdminDeliveriesService>;

@@ -9,7 +9,7 @@ import * as repo from '../store/endpoints.repository.ts';
 import type { EndpointRecord } from '../store/endpoints.repository.ts';
 import { recordEndpointAudit, type ChangedBy } from '../api/endpoints.service.ts';
 
-export interface EndpointPageRequest {
+interface EndpointPageRequest {
   clientId?: string;
   after?: { createdAt: Date; id: string };
   limit: number;
@@ -62,5 +62,3 @@ export function createWebhookAdminService({ db }: { db: Db }) {
     stats: (clientId: string, since: Date, until: Date) => deliveries.deliveryStats(db, clientId, since, until),
   };
 }
-
-export type WebhookAdminService = ReturnType<typeof createWebhookAdminService>;

@@ -14,14 +14,14 @@ const ClientId = Type.String({
   examples: ['cl_3f9a2c'],
 });
 
-export const AdminDelivery = Type.Object(
+const AdminDelivery = Type.Object(
   { ...Delivery.properties, ClientId },
   {
     description:
       'A delivery as its owner sees it, plus `ClientId`; `_links` point at the admin routes (self, endpoint, event, redeliver).',
   },
 );
-export const AdminDeliveryWithAttempts = Type.Object(
+const AdminDeliveryWithAttempts = Type.Object(
   { ...DeliveryWithAttempts.properties, ClientId },
   { description: 'One delivery with every attempt: status code, duration, error kind and detail, response excerpt.' },
 );

@@ -118,5 +118,3 @@ export function createDeliveriesService({ db, outbox }: { db: Executor; outbox: 
       recover(db, outbox, owner, endpointId, since, now),
   };
 }
-
-export type DeliveriesService = ReturnType<typeof createDeliveriesService>;

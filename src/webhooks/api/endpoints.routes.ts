@@ -12,7 +12,7 @@ import { createEndpointsService, type ChangedBy, type EndpointContext } from './
 import { attemptView, deliveryUrl, deliveryView, endpointUrl, endpointView } from './webhooks.representation.ts';
 import * as schemas from './webhooks.schemas.ts';
 
-export interface EndpointRouteOptions {
+interface EndpointRouteOptions {
   db: Db;
   context: EndpointContext;
 }

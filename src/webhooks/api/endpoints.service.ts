@@ -47,7 +47,7 @@ export function recordEndpointAudit(
   });
 }
 
-export interface EndpointInput {
+interface EndpointInput {
   Url: string;
   Events: string[];
   Description?: string;
@@ -149,7 +149,7 @@ export async function getOwnedEndpoint(db: Executor, owner: string, id: string):
   return endpoint;
 }
 
-export interface EndpointPatch {
+interface EndpointPatch {
   Url?: string;
   Events?: string[];
   Description?: string | null;
@@ -312,5 +312,3 @@ export function createEndpointsService({ db, context }: { db: Db; context: Endpo
       db.transaction().execute((trx) => sendTestEvent(trx, context, owner, id, type, now)),
   };
 }
-
-export type EndpointsService = ReturnType<typeof createEndpointsService>;

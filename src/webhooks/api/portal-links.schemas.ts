@@ -7,7 +7,7 @@ export const PortalLinkBody = Type.Union([Type.Object({}, { additionalProperties
   description: 'No members: send no body, or `{}`.',
 });
 
-export const PortalLink = Type.Object(
+const PortalLink = Type.Object(
   {
     Url: Type.String({
       format: 'uri',

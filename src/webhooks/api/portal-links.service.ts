@@ -8,9 +8,9 @@ import type { Db } from '../../db/executor.ts';
 import { findPortalLink, insertPortalLink, purgePortalLinks, usePortalLink } from '../store/portal-links.repository.ts';
 import type { ChangedBy } from './endpoints.service.ts';
 
-export const PORTAL_LINK_TTL_MS = 15 * 60_000;
+const PORTAL_LINK_TTL_MS = 15 * 60_000;
 /** Where the console serves the portal for a link (src/console/). */
-export const PORTAL_LINK_PATH = '/console/portal-links/';
+const PORTAL_LINK_PATH = '/console/portal-links/';
 const TOKEN_BYTES = 32;
 /** 32 bytes in base64url, without padding (RFC 4648 §5). */
 const TOKEN_PATTERN = /^[A-Za-z0-9_-]{43}$/;
@@ -22,7 +22,7 @@ export function hashPortalToken(token: string): string {
   return createHash('sha256').update(token).digest('hex');
 }
 
-export interface IssuedPortalLink {
+interface IssuedPortalLink {
   url: string;
   expiresAt: Date;
 }

@@ -17,7 +17,7 @@ export function deliveryUrl(baseUrl: string, id: string): string {
   return `${baseUrl}/api/webhooks/deliveries/${id}`;
 }
 
-export function eventUrl(baseUrl: string, id: string): string {
+function eventUrl(baseUrl: string, id: string): string {
   return `${baseUrl}/api/events/${id}`;
 }
 

@@ -99,12 +99,12 @@ export const AdminEndpoint = Type.Object({
   ...endpointMembers,
   ClientId: Type.String({ description: 'The client that registered the endpoint.' }),
 });
-export const CreatedEndpoint = Type.Object({
+const CreatedEndpoint = Type.Object({
   ...endpointMembers,
   Secret: Type.String({ description: 'Shown only now: store it to verify signatures.' }),
 });
-export const EndpointList = Type.Object({ Items: Type.Array(Endpoint), _links: Links });
-export const RotatedSecret = Type.Object({ Secret: Type.String(), PreviousSecretExpiresAtUtc: Timestamp });
+const EndpointList = Type.Object({ Items: Type.Array(Endpoint), _links: Links });
+const RotatedSecret = Type.Object({ Secret: Type.String(), PreviousSecretExpiresAtUtc: Timestamp });
 
 const deliveryMembers = {
   Id: Type.String(),
@@ -134,7 +134,7 @@ export const Attempt = Type.Object({
   ResponseExcerpt: Type.Union([Type.String({ description: 'The first 4 KiB of the response body.' }), Type.Null()]),
 });
 export const DeliveryWithAttempts = Type.Object({ ...deliveryMembers, Attempts: Type.Array(Attempt) });
-export const DeliveryList = Type.Object({ Items: Type.Array(Delivery), _links: Links });
+const DeliveryList = Type.Object({ Items: Type.Array(Delivery), _links: Links });
 export const DeliveryListQuery = Type.Object({
   State: Type.Optional(deliveryMembers.State),
   limit: Type.Integer({ minimum: 1, maximum: 100, default: 20 }),
@@ -164,7 +164,7 @@ export const Event = Type.Object({
   }),
   _links: Links,
 });
-export const EventList = Type.Object({
+const EventList = Type.Object({
   Items: Type.Array(Event),
   NextCursor: Type.String({
     description: 'Position after the last item: pass it as `after` to continue, now or later (store it between polls).',

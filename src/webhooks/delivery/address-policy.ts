@@ -37,7 +37,7 @@ export class AddressPolicy {
   }
 }
 
-export class RefusedAddressError extends Error {
+class RefusedAddressError extends Error {
   readonly code = 'ESSRF';
 }
 

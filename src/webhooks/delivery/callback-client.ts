@@ -5,7 +5,7 @@ import { Agent, request, type Dispatcher } from 'undici';
 import { AddressPolicy, guardedLookup, literalAddressProblem } from './address-policy.ts';
 import { parseRetryAfter } from './retry-policy.ts';
 
-export const EXCERPT_BYTES = 4096;
+const EXCERPT_BYTES = 4096;
 /** Read (and discard) at most this much of a response, so the connection can be reused. */
 const DRAIN_LIMIT_BYTES = 64 * 1024;
 

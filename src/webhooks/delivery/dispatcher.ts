@@ -38,7 +38,7 @@ export interface DispatcherSettings {
   retentionMs: number;
 }
 
-export interface DispatcherDeps {
+interface DispatcherDeps {
   db: Db;
   dialect: Dialect;
   box: SecretBox;

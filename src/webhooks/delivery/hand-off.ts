@@ -28,7 +28,7 @@ export interface HandOffTarget {
 }
 
 /** What the outbox just wrote, in its row shapes. */
-export interface FreshEvent {
+interface FreshEvent {
   id: string;
   type: string;
   occurred_at: DbTime;

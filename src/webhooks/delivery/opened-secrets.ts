@@ -5,7 +5,7 @@
 import type { SecretBox } from '../store/secrets.ts';
 import { SigningSecret } from './signing.ts';
 
-export interface SealedSecrets {
+interface SealedSecrets {
   endpointId: string;
   sealedSecret: string;
   sealedPreviousSecret: string | null;

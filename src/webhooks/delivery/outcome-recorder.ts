@@ -7,7 +7,7 @@ import type { Outbox } from '../outbox/events.outbox.ts';
 import { recordOutcomes, type Outcome } from '../store/dispatch.repository.ts';
 import { settleEndpoints } from './endpoint-health.ts';
 
-export interface OutcomeRecorderDeps {
+interface OutcomeRecorderDeps {
   db: Db;
   dialect: Dialect;
   outbox: Outbox;

@@ -5,7 +5,7 @@
 import { createHmac, createSecretKey, type KeyObject } from 'node:crypto';
 import { standardWebhooksKey } from '../store/secrets.ts';
 
-export interface EventEnvelope {
+interface EventEnvelope {
   id: string;
   type: string;
   occurredAt: Date;
@@ -33,7 +33,7 @@ export function bodyTimestamp(occurredAt: Date, attemptAt: Date): Date {
   return new Date(Math.max(occurredAt.getTime(), attemptAt.getTime()));
 }
 
-export interface SignatureInput {
+interface SignatureInput {
   headerName: string;
   deliveryId: string;
   eventType: string;

@@ -76,7 +76,7 @@ const endpointMembers = {
   Url: { type: 'string', format: 'uri', description: 'Its callback URL.' },
 };
 
-export interface EventDataSpec {
+interface EventDataSpec {
   schema: JsonSchema;
   example: Record<string, unknown>;
 }

@@ -182,7 +182,7 @@ function subscribesToQuoted(dialect: Dialect, quoted: string, table: string): Ra
 }
 
 /** The values of EVENT_STATEMENT for one event. */
-export interface EventStatementValues {
+interface EventStatementValues {
   event_id: string;
   event_type: string;
   event_at: string;
@@ -195,13 +195,13 @@ export interface EventStatementValues {
 }
 
 /** The CTEs of one statement that record an event, and what to evaluate after them: shape and values. */
-export interface EventStatementParts {
+interface EventStatementParts {
   shape: typeof EVENT_STATEMENT;
   values: EventStatementValues;
 }
 
 /** See eventStatementParts. One object, so that a statement built with it is compiled once. */
-export const EVENT_STATEMENT = {
+const EVENT_STATEMENT = {
   ctes(param: ParamOf<EventStatementValues>, source: string): RawBuilder<unknown> {
     const at = param('event_at');
     return sql`outbox_event as (

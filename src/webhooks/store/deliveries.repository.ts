@@ -106,7 +106,7 @@ export async function findDelivery(db: Executor, id: string): Promise<DeliveryRe
   return row && toDelivery(row);
 }
 
-export interface DeliveryFilter {
+interface DeliveryFilter {
   endpointId: string;
   state?: DeliveryState;
   /** Keyset: deliveries created before this one (created_at, id). */
@@ -181,7 +181,7 @@ export async function requeueFailedSince(db: Executor, endpointId: string, since
 }
 
 /** One client's delivery counts over [since, until) (the admin API's webhook stats). */
-export interface DeliveryStats {
+interface DeliveryStats {
   /** Attempts started in the window: how each ended. */
   attempts: { succeeded: number; failed: Record<string, number> };
   /** Deliveries created in the window, by their state now (failed: dead, no retry left). */

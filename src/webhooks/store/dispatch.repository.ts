@@ -43,7 +43,7 @@ const SENDABLE_COLUMNS = sql`d.id, d.retry_index, d.attempt_count, e.id as event
   w.id as endpoint_id, w.url, w.secret, w.previous_secret, w.previous_secret_expires_at`;
 
 /** A delivery as the claim reads it back, with its event and endpoint (and as a hand-off has it in memory). */
-export interface SendableRow {
+interface SendableRow {
   id: string;
   retry_index: number;
   attempt_count: number;

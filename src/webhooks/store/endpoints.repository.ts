@@ -40,7 +40,7 @@ function toRecord(r: WebhookEndpointsTable): EndpointRecord {
   };
 }
 
-export interface NewEndpoint {
+interface NewEndpoint {
   id: string;
   owner: string;
   url: string;

@@ -33,7 +33,7 @@ export interface EventReader {
   customerId: string | undefined;
 }
 
-export interface EventQuery {
+interface EventQuery {
   after: EventPosition;
   types: string[] | undefined;
   limit: number;
@@ -110,7 +110,7 @@ export async function findEvent(
  * by cascade: at most one per step of the retry schedule), and the purge yields to the event loop
  * between statements, so requests queued behind it run in between.
  */
-export const PURGE_BATCH = { events: 200, deliveries: 200 };
+const PURGE_BATCH = { events: 200, deliveries: 200 };
 
 /** Where a purge has got to: the last expired event it looked at, in (occurred_at, seq) order. */
 interface PurgeMark {

@@ -31,7 +31,7 @@ export async function attemptCounts(
   return rows.map((r) => ({ bucket: Number(r.bucket), errorKind: r.error_kind, count: Number(r.n) }));
 }
 
-export interface LatencyPercentiles {
+interface LatencyPercentiles {
   bucket: number;
   count: number;
   p50: number;
@@ -73,7 +73,7 @@ export async function latencyPercentiles(
   return rows.map((r) => ({ bucket: Number(r.bucket), count: Number(r.n), p50: Number(r.p50), p99: Number(r.p99) }));
 }
 
-export interface PendingNow {
+interface PendingNow {
   count: number;
   oldestCreatedAt: Date | undefined;
 }
@@ -88,7 +88,7 @@ export async function pendingNow(db: Executor): Promise<PendingNow> {
   return { count: Number(row.n), oldestCreatedAt: row.oldest ? fromDbTime(row.oldest) : undefined };
 }
 
-export interface PendingFlow {
+interface PendingFlow {
   /** Deliveries pending at `since`: created before it, and still pending or settled at or after it. */
   atSince: number;
   /** Per bucket: deliveries created in it (within the window). */

@@ -48,7 +48,7 @@ export class SecretBox {
 export class SecretKeyError extends Error {}
 
 /** One secret already sealed in the database: the proof that a key is the right one. */
-export interface SealedSample {
+interface SealedSample {
   endpointId: string;
   sealed: string;
 }
