@@ -71,6 +71,16 @@ export default tseslint.config(
   // the registry here cannot install for every platform.
   ...layerRules(),
   {
+    // A benchmark measures the product, not the suite: the test helpers change for the tests' own reasons.
+    files: ['bench/**'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        { patterns: [{ regex: '(^|/)test/', message: 'bench/ imports no test helper (bench/lib/ has its own)' }] },
+      ],
+    },
+  },
+  {
     // Frozen migrations take Kysely<any> on purpose: they must not depend on today's table types.
     files: ['src/db/migrations/**'],
     rules: { '@typescript-eslint/no-explicit-any': 'off' },

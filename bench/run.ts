@@ -1,19 +1,19 @@
 // Throughput benchmark: Signet against a bare Fastify route, on the same machine, in one run.
 //
 //   npm run bench                         10 s per scenario after a 2 s warm-up, 50 connections
-//   npm run bench -- auth                 the authorization server instead (bench/auth.ts): client-
+//   npm run bench -- auth                 the authorization server instead (bench/auth/auth.ts): client-
 //                                         credentials tokens/s per ACCESS_TOKEN_ALG and full login +
 //                                         code-exchange flows/s, against the same bare route
-//   npm run bench -- webhooks             webhook deliveries instead (bench/webhooks.ts): orders → signed
+//   npm run bench -- webhooks             webhook deliveries instead (bench/webhooks/webhooks.ts): orders → signed
 //                                         deliveries verified at a local receiver, deliveries/s and
 //                                         commit-to-receipt latency, against a bare undici POST loop
 //   BENCH_SECONDS=3 npm run bench         quick run
 //   BENCH_POSTGRES_URL=postgres://postgres@127.0.0.1:5432/postgres npm run bench   also on PostgreSQL
 //   BENCH_PROFILE=1 npm run bench         also CPU-profile every measured window (bench/profiles/…),
-//                                         then: npx node bench/profile-summary.ts bench/profiles/<run>
+//                                         then: npx node bench/lib/profile-summary.ts bench/profiles/<run>
 //                                         (BENCH_HEAP_PROFILE=1 adds allocation sampling)
 //   BENCH_SQLITE_TIMING=/tmp/sql npm run bench   also time each SQLite statement of every measured
-//                                         window (/tmp/sql/<scenario>.sqlite.txt, bench/sqlite-timing.ts)
+//                                         window (/tmp/sql/<scenario>.sqlite.txt, bench/lib/sqlite-timing.ts)
 //
 // Other settings: BENCH_WARMUP_SECONDS (2), BENCH_CONNECTIONS (50), BENCH_PIPELINING (1),
 // BENCH_SCENARIOS (comma list of scenario ids to run, e.g. "bare,sqlite:get"), BENCH_DOCS=0 (do not
@@ -22,21 +22,21 @@
 // auth:postgres:flow, bare-end, and, only when named, auth:sqlite:flow-sync-normal (SQLITE_SYNCHRONOUS=NORMAL);
 // BENCH_AUTH_FLOW_CONCURRENCY (12) flows at a time. The webhooks suite's ids: baseline, webhooks:sqlite:latency,
 // webhooks:sqlite:live, webhooks:sqlite:backlog, the same for postgres, baseline-end; its own settings are
-// listed in bench/webhooks.ts.
+// listed in bench/webhooks/webhooks.ts.
 //
-// The servers run in a child process (bench/server.ts); autocannon runs here, so the load generator
+// The servers run in a child process (bench/api/server.ts); autocannon runs here, so the load generator
 // never shares the servers' event loop. The child reports its own CPU time per measured window, which
 // gives a client-independent cost per request next to req/s.
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import autocannon, { type AutocannonRequest, type Result } from 'autocannon';
-import type { InstanceSpec, ServerMessage } from './server.ts';
-import { forkBenchChild, type ControlMessage } from './child-control.ts';
-import { createBenchIssuer, type BenchIssuer } from './tokens.ts';
-import { finishRun, formatTable, machineInfo, updateDocs, type Row } from './report.ts';
-import { runAuthBench } from './auth.ts';
-import { runWebhooksBench } from './webhooks.ts';
+import type { InstanceSpec, ServerMessage } from './api/server.ts';
+import { forkBenchChild, type ControlMessage } from './lib/child-control.ts';
+import { createBenchIssuer, type BenchIssuer } from './api/tokens.ts';
+import { finishRun, formatTable, machineInfo, updateDocs, type Row } from './lib/report.ts';
+import { runAuthBench } from './auth/auth.ts';
+import { runWebhooksBench } from './webhooks/webhooks.ts';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const root = dirname(here);
@@ -63,8 +63,8 @@ const WRITE_DOCS = process.env.BENCH_DOCS
 const SUITE = process.argv[2] ?? 'api';
 if (SUITE !== 'api' && SUITE !== 'auth' && SUITE !== 'webhooks' && SUITE !== 'scale')
   throw new Error(`unknown benchmark suite "${SUITE}" (api, auth, webhooks or scale)`);
-// `npm run bench -- scale`: cost as data grows (bench/scale.ts, its settings there); never touches the docs.
-if (SUITE === 'scale') process.exit(await (await import('./scale.ts')).runScaleBench());
+// `npm run bench -- scale`: cost as data grows (bench/scale/scale.ts, its settings there); never touches the docs.
+if (SUITE === 'scale') process.exit(await (await import('./scale/scale.ts')).runScaleBench());
 
 /** Throughput targets, as a fraction of the bare route's req/s. */
 // Creates on PostgreSQL (round trips to another process) have a target of their own (docs/benchmarks.md).
@@ -93,7 +93,7 @@ interface ServerProcess {
 async function startServers(jwksFile: string, specs: InstanceSpec[]): Promise<ServerProcess> {
   if (PROFILE_DIR) mkdirSync(PROFILE_DIR, { recursive: true });
   const child = await forkBenchChild<ServerMessage>(
-    join(here, 'server.ts'),
+    join(here, 'api', 'server.ts'),
     { BENCH_JWKS_FILE: jwksFile, BENCH_INSTANCES: JSON.stringify(specs), BENCH_PROFILE_DIR: PROFILE_DIR ?? '' },
     'server process',
     10_000,
@@ -322,10 +322,10 @@ async function measure(servers: ServerProcess, scenario: Scenario): Promise<Row>
 }
 
 // ---------------------------------------------------------------------------------------------
-// `npm run bench -- auth`: the authorization server (bench/auth.ts), against the same bare route.
+// `npm run bench -- auth`: the authorization server (bench/auth/auth.ts), against the same bare route.
 
 if (SUITE === 'auth') {
-  const jwks = await createBenchIssuer(); // bench/server.ts wants a JWKS file even when it runs the bare app alone
+  const jwks = await createBenchIssuer(); // bench/api/server.ts wants a JWKS file even when it runs the bare app alone
   const servers = await startServers(jwks.jwksFile, []);
   let code = 1;
   try {
@@ -351,8 +351,8 @@ if (SUITE === 'auth') {
 }
 
 // ---------------------------------------------------------------------------------------------
-// `npm run bench -- webhooks`: webhook deliveries (bench/webhooks.ts), with its own baseline (a bare
-// undici POST loop to the same receiver); no bench/server.ts needed.
+// `npm run bench -- webhooks`: webhook deliveries (bench/webhooks/webhooks.ts), with its own baseline (a bare
+// undici POST loop to the same receiver); no bench/api/server.ts needed.
 
 if (SUITE === 'webhooks') {
   let code = 1;

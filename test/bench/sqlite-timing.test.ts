@@ -1,4 +1,4 @@
-// bench/sqlite-timing.ts (BENCH_SQLITE_TIMING): every node:sqlite call is counted under its SQL text, a
+// bench/lib/sqlite-timing.ts (BENCH_SQLITE_TIMING): every node:sqlite call is counted under its SQL text, a
 // window starts from nothing after reset(), and the table gives calls, µs per call and µs per request.
 import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { after, test } from 'node:test';
-import { installSqliteTiming } from '../../bench/sqlite-timing.ts';
+import { installSqliteTiming } from '../../bench/lib/sqlite-timing.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'signet-sqlite-timing-'));
 after(() => rmSync(dir, { recursive: true, force: true }));

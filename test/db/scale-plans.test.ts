@@ -1,4 +1,4 @@
-// Query plans that keep cost flat as data grows (figures: bench/scale.ts, docs/benchmarks.md "Cost as data grows and
+// Query plans that keep cost flat as data grows (figures: bench/scale/scale.ts, docs/benchmarks.md "Cost as data grows and
 // memory"). Each test captures the SQL a repository function really runs (a Kysely plugin compiles every query it sees)
 // and asks the database for its plan, so a plan that would read the whole table at scale fails here on an
 // empty database:

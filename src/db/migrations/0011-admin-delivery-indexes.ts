@@ -1,7 +1,7 @@
 // FROZEN once shipped: shipped migrations never change; add a new file instead.
 // The operators' delivery log and event browser (docs/guides/admin-api.md) read every client's rows
 // newest first in keyset pages; these indexes give each filter its order, so a page reads the rows it
-// returns instead of sorting what matches (plans and timings: bench/admin-log.ts). The global order is
+// returns instead of sorting what matches (plans and timings: bench/api/admin-log.ts). The global order is
 // webhook_deliveries_created_idx (0010).
 import type { Kysely } from 'kysely';
 import type { Migration } from 'kysely/migration';

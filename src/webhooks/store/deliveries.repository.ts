@@ -122,7 +122,7 @@ export async function listDeliveries(db: Executor, filter: DeliveryFilter): Prom
   if (before) {
     const at = toDbTime(before.createdAt);
     // A row-value comparison, not `a < x or (a = x and b < y)`: PostgreSQL turns only this form into an
-    // index range, so a deep page reads its own rows instead of filtering every newer one (bench/console-scale.ts).
+    // index range, so a deep page reads its own rows instead of filtering every newer one (bench/scale/console-scale.ts).
     query = query.where((eb) => eb(eb.refTuple('d.created_at', 'd.id'), '<', eb.tuple(at, before.id)));
   }
   const rows = await query.orderBy('d.created_at', 'desc').orderBy('d.id', 'desc').limit(filter.limit).execute();

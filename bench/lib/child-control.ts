@@ -2,7 +2,7 @@
 // (CPU time and event-loop utilisation of this process, HTTP requests served, bytes written to storage,
 // with BENCH_PROFILE_DIR a CPU profile of exactly that window and with BENCH_SQLITE_TIMING the time of each
 // SQLite statement in it) and shutdown (on request, parent gone, SIGINT or SIGTERM). Shared by
-// bench/server.ts, bench/auth-server.ts, bench/webhooks-server.ts and bench/webhooks-receiver.ts; a child
+// bench/api/server.ts, bench/auth/auth-server.ts, bench/webhooks/webhooks-server.ts and bench/webhooks/webhooks-receiver.ts; a child
 // may listen for messages of its own besides these (the control handler ignores types it does not know).
 import { fork, type ChildProcess } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
@@ -32,7 +32,7 @@ export interface ChildControlOptions {
 }
 
 const profileDir = process.env.BENCH_PROFILE_DIR || undefined;
-// Loaded only when asked for: it patches node:sqlite's prototypes (bench/sqlite-timing.ts).
+// Loaded only when asked for: it patches node:sqlite's prototypes (bench/lib/sqlite-timing.ts).
 const sqliteTiming = process.env.BENCH_SQLITE_TIMING
   ? (await import('./sqlite-timing.ts')).installSqliteTiming(process.env.BENCH_SQLITE_TIMING)
   : undefined;

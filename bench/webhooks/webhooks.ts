@@ -1,8 +1,8 @@
 // Webhooks benchmark (`npm run bench -- webhooks`), run from bench/run.ts. Three kinds of process:
 //
-// - bench/webhooks-server.ts: Signet (buildApp, with the dispatcher inside `serve` as by default), one
+// - bench/webhooks/webhooks-server.ts: Signet (buildApp, with the dispatcher inside `serve` as by default), one
 //   process and one fresh database per scenario;
-// - bench/webhooks-receiver.ts: a plain node:http receiver that verifies every X-Service-Signature-256
+// - bench/webhooks/webhooks-receiver.ts: a plain node:http receiver that verifies every X-Service-Signature-256
 //   (HMAC-SHA256 of the raw body, constant-time compare), parses the JSON, counts and timestamps;
 // - this one, the load generator: orders through the HTTP API (undici), and the baseline.
 //
@@ -33,15 +33,15 @@ import { dirname, join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { Agent, Pool, request } from 'undici';
-import { loadConfig } from '../src/config/config.ts';
-import { toRepresentation } from '../src/orders/orders.representation.ts';
-import { newId } from '../src/webhooks/outbox/events.catalogue.ts';
-import { USER_AGENT } from '../src/webhooks/runtime.ts';
-import { deliveryBody, signatureHeaders, SigningSecret } from '../src/webhooks/delivery/signing.ts';
-import type { DispatcherStats } from '../src/webhooks/delivery/dispatcher.ts';
-import { forkBenchChild, type BenchChild, type MeasuredMessage } from './child-control.ts';
-import { finishRun, machineBusySeconds, machineInfo } from './report.ts';
-import { createBenchIssuer } from './tokens.ts';
+import { loadConfig } from '../../src/config/config.ts';
+import { toRepresentation } from '../../src/orders/orders.representation.ts';
+import { newId } from '../../src/webhooks/outbox/events.catalogue.ts';
+import { USER_AGENT } from '../../src/webhooks/runtime.ts';
+import { deliveryBody, signatureHeaders, SigningSecret } from '../../src/webhooks/delivery/signing.ts';
+import type { DispatcherStats } from '../../src/webhooks/delivery/dispatcher.ts';
+import { forkBenchChild, type BenchChild, type MeasuredMessage } from '../lib/child-control.ts';
+import { finishRun, machineBusySeconds, machineInfo } from '../lib/report.ts';
+import { createBenchIssuer } from '../api/tokens.ts';
 import type { GroupStats, LatencySample, ReceiverMessage, ReceiverRequest } from './webhooks-receiver.ts';
 import type {
   SqlStatements,
@@ -120,7 +120,7 @@ async function ask(
       () =>
         reject(
           new Error(
-            `the Signet process did not answer "${message.type}" within ${ANSWER_TIMEOUT_MS / 1000} s: its event loop is blocked (dispatcher livelock? see CONCURRENCY in bench/webhooks.ts)`,
+            `the Signet process did not answer "${message.type}" within ${ANSWER_TIMEOUT_MS / 1000} s: its event loop is blocked (dispatcher livelock? see CONCURRENCY in bench/webhooks/webhooks.ts)`,
           ),
         ),
       ANSWER_TIMEOUT_MS,

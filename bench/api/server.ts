@@ -2,7 +2,7 @@
 // 127.0.0.1:0, in a process of their own so the load generator never shares their event loop.
 //
 // Started by bench/run.ts through fork() (IPC channel), or by hand:
-//   BENCH_JWKS_FILE=/path/jwks.json npx node bench/server.ts      (prints the ports as one JSON line)
+//   BENCH_JWKS_FILE=/path/jwks.json npx node bench/api/server.ts      (prints the ports as one JSON line)
 // Environment:
 //   BENCH_JWKS_FILE     local JWKS the Signet apps trust (required)
 //   BENCH_INSTANCES     JSON [{ "name": "sqlite", "dialect": "sqlite"|"postgres", "env": {…} }], default one SQLite app
@@ -11,13 +11,9 @@
 //   BENCH_HEAP_PROFILE  with BENCH_PROFILE_DIR, =1 also samples allocations (<label>.heapprofile, objects
 //                       collected by GC included), to see who produces the garbage
 import Fastify, { type FastifyInstance } from 'fastify';
-import { buildApp } from '../src/app.ts';
-import { loadConfig } from '../src/config/config.ts';
-import {
-  createTestDatabase,
-  type TestDatabase as BenchDatabase,
-  type TestDialect as BenchDialect,
-} from '../test/helpers/databases.ts';
+import { buildApp } from '../../src/app.ts';
+import { loadConfig } from '../../src/config/config.ts';
+import { createBenchDatabase, type BenchDatabase, type BenchDialect } from '../lib/databases.ts';
 import { benchServerEnv } from './tokens.ts';
 import {
   closeAppsAndDrop,
@@ -25,7 +21,7 @@ import {
   serveChildControl,
   type ControlMessage,
   type ControlReply,
-} from './child-control.ts';
+} from '../lib/child-control.ts';
 
 export interface InstanceSpec {
   name: string;
@@ -112,7 +108,7 @@ async function startBare(): Promise<number> {
 }
 
 async function startSignet(spec: InstanceSpec): Promise<number> {
-  const database = await createTestDatabase(spec.dialect, process.env.BENCH_POSTGRES_URL);
+  const database = await createBenchDatabase(spec.dialect, process.env.BENCH_POSTGRES_URL);
   databases.push(database);
   const config = loadConfig({
     ...benchServerEnv(database.url, jwksFile!),

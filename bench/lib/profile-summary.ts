@@ -1,6 +1,6 @@
 // Summarises V8 CPU profiles (.cpuprofile, from BENCH_PROFILE=1 or `node --cpu-prof`) as time per request:
-//   npx node bench/profile-summary.ts bench/profiles/<run> [--top 25]
-//   npx node bench/profile-summary.ts some.cpuprofile --requests 123456
+//   npx node bench/lib/profile-summary.ts bench/profiles/<run> [--top 25]
+//   npx node bench/lib/profile-summary.ts some.cpuprofile --requests 123456
 //   … --match 'helmet|cors|under-pressure'   (inclusive time of the matching functions, e.g. plugin hooks)
 // For each profile: the busiest functions by self time, self time per package or source file (native
 // frames such as JSON.parse or crypto are charged to the nearest JavaScript caller that has a file), and

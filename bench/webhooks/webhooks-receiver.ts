@@ -6,7 +6,7 @@
 // records when each arrived, on the machine's wall clock with sub-millisecond resolution
 // (performance.timeOrigin + performance.now(), the same clock as the load generator's).
 //
-// Started by bench/webhooks.ts through fork() (IPC), speaking bench/child-control.ts's messages (CPU
+// Started by bench/webhooks/webhooks.ts through fork() (IPC), speaking bench/lib/child-control.ts's messages (CPU
 // time and ELU of this process per window) plus its own:
 //   { type: 'endpoints', endpoints: { '/group/0': 'whsec_…', … } }  → { type: 'endpoints-set' }
 //   { type: 'stats' }                                               → { type: 'stats', groups, at }
@@ -17,7 +17,7 @@ import { createHmac, timingSafeEqual } from 'node:crypto';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { performance } from 'node:perf_hooks';
-import { sendToParent, serveChildControl, type ControlReply } from './child-control.ts';
+import { sendToParent, serveChildControl, type ControlReply } from '../lib/child-control.ts';
 
 export interface GroupStats {
   /** Deliveries whose signature verified (each counted once per request, duplicates included). */

@@ -192,13 +192,13 @@ npm run bench                                   # 10 s per scenario after a 2 s 
 BENCH_SECONDS=3 npm run bench                   # quick run
 BENCH_POSTGRES_URL=postgres://postgres@127.0.0.1:5432/postgres npm run bench   # also on PostgreSQL (fresh schema, dropped after)
 BENCH_PROFILE=1 BENCH_SCENARIOS=sqlite:get npm run bench   # CPU profile of the measured window(s)
-npx node bench/profile-summary.ts bench/profiles/<run>     # top functions, µs per request
+npx node bench/lib/profile-summary.ts bench/profiles/<run>     # top functions, µs per request
 \`\`\`
 
 A full run (no \`BENCH_SCENARIOS\`, no profiling) rewrites the "Latest run" section below and appends a line to
 "History"; the rest of this file is not touched. \`BENCH_DOCS=0\`/\`1\` overrides that.
 
-How it measures: \`bench/server.ts\` runs, in a child process, a bare Fastify app (\`GET /bare\` → a small JSON
+How it measures: \`bench/api/server.ts\` runs, in a child process, a bare Fastify app (\`GET /bare\` → a small JSON
 object) and the real app from \`buildApp(loadConfig(…))\` with a temporary SQLite file, \`LOG_LEVEL=silent\`,
 \`RATE_LIMIT_MAX=100000000\` and a local JWKS holding an ES256 and an RS256 key; a second Signet instance has
 \`AUTH_TOKEN_CACHE_SIZE=0\` to show what the token cache saves. \`bench/run.ts\` drives them with autocannon
@@ -351,6 +351,6 @@ export function finishRun(run: {
     console.log(`\nwrote ${run.docsFile}`);
   }
   if (run.profileDir)
-    console.log(`\nprofiles: ${run.profileDir}\nsummarise: npx node bench/profile-summary.ts ${run.profileDir}`);
+    console.log(`\nprofiles: ${run.profileDir}\nsummarise: npx node bench/lib/profile-summary.ts ${run.profileDir}`);
   return run.failed ? 1 : 0;
 }

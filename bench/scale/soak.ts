@@ -1,9 +1,9 @@
 // Soak: does one Signet process keep its memory bounded under long mixed load (docs/operations/monitoring.md,
 // "Memory")?
 //
-//   npx node bench/soak.ts                        10 minutes, SQLite, one `signet serve` process
-//   SOAK_SECONDS=120 npx node bench/soak.ts       a quick run
-//   SOAK_HEAP_SNAPSHOTS=1 npx node bench/soak.ts  also a heap snapshot of the server after the warm-up and
+//   npx node bench/scale/soak.ts                        10 minutes, SQLite, one `signet serve` process
+//   SOAK_SECONDS=120 npx node bench/scale/soak.ts       a quick run
+//   SOAK_HEAP_SNAPSHOTS=1 npx node bench/scale/soak.ts  also a heap snapshot of the server after the warm-up and
 //                                                 at the end (into the run's directory, for DevTools' Comparison
 //                                                 view), to find what grows
 //
@@ -11,7 +11,7 @@
 // dispatcher on) over a fresh SQLite file. Load, paced (open loop), for the whole run: authenticated reads
 // (GET /api/orders/{id}, some conditional → 304), creates (POST /api/orders with a fresh Idempotency-Key;
 // each one an order.created delivery), list pages (orders and the event feed), and client-credentials token
-// requests at /oauth/token. Every order.created is delivered to a local receiver (bench/webhooks-receiver.ts)
+// requests at /oauth/token. Every order.created is delivered to a local receiver (bench/webhooks/webhooks-receiver.ts)
 // that verifies each signature. The server's RSS (VmRSS of /proc/<pid>/status) is sampled every
 // SOAK_SAMPLE_SECONDS; the verdict: the largest RSS must stay under SOAK_MAX_RSS_MB (250) and the
 // least-squares slope of the last half of the run must not be positive beyond SOAK_MAX_SLOPE_MB_PER_MIN
@@ -28,15 +28,15 @@ import { cpus, tmpdir, totalmem } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Pool } from 'undici';
-import { createClient } from '../src/auth-server/clients/clients.repository.ts';
-import { openDatabase } from '../src/db/database.ts';
-import { migrateToLatest } from '../src/db/migrate.ts';
-import { TEST_WEBHOOK_SECRET_KEY } from '../test/helpers/databases.ts';
-import { forkBenchChild } from './child-control.ts';
-import type { GroupStats, ReceiverMessage, ReceiverRequest } from './webhooks-receiver.ts';
+import { createClient } from '../../src/auth-server/clients/clients.repository.ts';
+import { openDatabase } from '../../src/db/database.ts';
+import { migrateToLatest } from '../../src/db/migrate.ts';
+import { BENCH_WEBHOOK_SECRET_KEY } from '../lib/databases.ts';
+import { forkBenchChild } from '../lib/child-control.ts';
+import type { GroupStats, ReceiverMessage, ReceiverRequest } from '../webhooks/webhooks-receiver.ts';
 
 const here = dirname(fileURLToPath(import.meta.url));
-const root = dirname(here);
+const root = dirname(dirname(here));
 
 const num = (name: string, fallback: number): number => {
   const value = Number(process.env[name] ?? fallback);
@@ -304,12 +304,12 @@ async function main(): Promise<number> {
     DATABASE_URL: databaseUrl,
     LOG_LEVEL: 'info',
     RATE_LIMIT_MAX: '100000000',
-    WEBHOOK_SECRET_KEY: TEST_WEBHOOK_SECRET_KEY,
+    WEBHOOK_SECRET_KEY: BENCH_WEBHOOK_SECRET_KEY,
     WEBHOOK_ALLOW_HTTP: 'true',
     WEBHOOK_ALLOWED_NETWORKS: 'loopback',
   });
   const receiver = await forkBenchChild<ReceiverMessage, ReceiverRequest>(
-    join(here, 'webhooks-receiver.ts'),
+    join(here, '..', 'webhooks', 'webhooks-receiver.ts'),
     {},
     'receiver',
   );

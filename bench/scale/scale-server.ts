@@ -1,16 +1,16 @@
-// Server process of the scale benchmark (bench/scale.ts): real Signet apps over databases the parent has
+// Server process of the scale benchmark (bench/scale/scale.ts): real Signet apps over databases the parent has
 // already migrated and filled, in a process of their own so the load generator never shares their event
-// loop. Speaks bench/child-control.ts's messages (CPU time per measured window, CPU profiles).
+// loop. Speaks bench/lib/child-control.ts's messages (CPU time per measured window, CPU profiles).
 //
 // Environment:
 //   BENCH_JWKS_FILE     local JWKS the apps trust
 //   BENCH_SCALE_APPS    JSON [{ "name": "sqlite-large", "url": "sqlite:/…" | "postgres://…" }]
 // The parent drops the databases: this process only closes its apps.
 import type { FastifyInstance } from 'fastify';
-import { buildApp } from '../src/app.ts';
-import { loadConfig } from '../src/config/config.ts';
-import { closeAppsAndDrop, sendToParent, serveChildControl, type ControlReply } from './child-control.ts';
-import { benchServerEnv } from './tokens.ts';
+import { buildApp } from '../../src/app.ts';
+import { loadConfig } from '../../src/config/config.ts';
+import { closeAppsAndDrop, sendToParent, serveChildControl, type ControlReply } from '../lib/child-control.ts';
+import { benchServerEnv } from '../api/tokens.ts';
 
 export interface ScaleApp {
   name: string;

@@ -2,7 +2,7 @@
 // realistic data, Debian's chromium, three PNGs in docs/screenshots/:
 //   overview.png (/console), deliveries.png (/console/deliveries), portal-endpoints.png (/console/portal/endpoints).
 //
-//   npm run screenshots          (= node bench/console-screenshots.ts; needs /usr/bin/chromium)
+//   npm run screenshots          (= node scripts/console-screenshots.ts; needs /usr/bin/chromium)
 //
 // The data: real orders, endpoints and deliveries made through the API (one receiver answers 500, so a few
 // deliveries fail), client-credentials tokens, a failed and a good sign-in; and 24 h of earlier webhook

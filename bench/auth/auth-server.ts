@@ -1,28 +1,28 @@
 // Authorization-server benchmark process: one or more real Signet apps with the built-in authorization
 // server (/oauth), each over its own fresh database with benchmark users and clients, in a process of
-// their own so the load generator (bench/run.ts → bench/auth.ts) never shares their event loop.
+// their own so the load generator (bench/run.ts → bench/auth/auth.ts) never shares their event loop.
 //
-// Started by bench/auth.ts through fork() (IPC channel, same control messages as bench/server.ts), or by hand:
-//   npx node bench/auth-server.ts      (one SQLite instance; prints the instances as one JSON line)
+// Started by bench/auth/auth.ts through fork() (IPC channel, same control messages as bench/api/server.ts), or by hand:
+//   npx node bench/auth/auth-server.ts      (one SQLite instance; prints the instances as one JSON line)
 // Environment:
 //   BENCH_AUTH_INSTANCES  JSON [{ "name": "sqlite-es256", "dialect": "sqlite"|"postgres", "env": {…} }]
 //   BENCH_POSTGRES_URL    PostgreSQL server for "postgres" instances: each gets a database of its own,
 //                         created here and dropped on shutdown
 //   BENCH_AUTH_USERS      users created per instance (default 16)
-//   BENCH_PROFILE_DIR, BENCH_HEAP_PROFILE   as for bench/server.ts
+//   BENCH_PROFILE_DIR, BENCH_HEAP_PROFILE   as for bench/api/server.ts
 //
-// Unlike bench/server.ts (a foreign issuer and a JWKS file), the issuer here is the app itself, so its
+// Unlike bench/api/server.ts (a foreign issuer and a JWKS file), the issuer here is the app itself, so its
 // URL, and with it the port, must be known before the app is built: each instance gets a free port first.
 import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import pg from 'pg';
-import { buildApp } from '../src/app.ts';
-import { createClient } from '../src/auth-server/clients/clients.repository.ts';
-import { createUser } from '../src/auth-server/identity/users.repository.ts';
-import { loadConfig } from '../src/config/config.ts';
-import { TEST_WEBHOOK_SECRET_KEY, createTestDatabase, type TestDatabase } from '../test/helpers/databases.ts';
-import { closeAppsAndDrop, sendToParent, serveChildControl, type ControlReply } from './child-control.ts';
+import { buildApp } from '../../src/app.ts';
+import { createClient } from '../../src/auth-server/clients/clients.repository.ts';
+import { createUser } from '../../src/auth-server/identity/users.repository.ts';
+import { loadConfig } from '../../src/config/config.ts';
+import { BENCH_WEBHOOK_SECRET_KEY, createBenchDatabase, type BenchDatabase } from '../lib/databases.ts';
+import { closeAppsAndDrop, sendToParent, serveChildControl, type ControlReply } from '../lib/child-control.ts';
 
 export interface AuthInstanceSpec {
   name: string;
@@ -53,7 +53,7 @@ const userCount = Number(process.env.BENCH_AUTH_USERS || 16);
 
 let requestCount = 0;
 const apps: FastifyInstance[] = [];
-const databases: TestDatabase[] = [];
+const databases: BenchDatabase[] = [];
 
 /** The OS picks a free port; the issuer must know its URL before the app is built. */
 async function freePort(): Promise<number> {
@@ -66,7 +66,7 @@ async function freePort(): Promise<number> {
 }
 
 /** A PostgreSQL database of its own (not a schema), so nothing of the run is left in the server's databases. */
-async function createPostgresDatabase(base: string): Promise<TestDatabase> {
+async function createPostgresDatabase(base: string): Promise<BenchDatabase> {
   const name = `signet_bench_${randomBytes(5).toString('hex')}`;
   const admin = new pg.Client({ connectionString: base });
   await admin.connect();
@@ -86,13 +86,13 @@ async function createPostgresDatabase(base: string): Promise<TestDatabase> {
 }
 
 async function startInstance(spec: AuthInstanceSpec): Promise<AuthInstance> {
-  let database: TestDatabase;
+  let database: BenchDatabase;
   if (spec.dialect === 'postgres') {
     const base = process.env.BENCH_POSTGRES_URL;
     if (!base) throw new Error('a "postgres" instance needs BENCH_POSTGRES_URL');
     database = await createPostgresDatabase(base);
   } else {
-    database = await createTestDatabase('sqlite');
+    database = await createBenchDatabase('sqlite');
   }
   databases.push(database);
   const port = await freePort();
@@ -102,7 +102,7 @@ async function startInstance(spec: AuthInstanceSpec): Promise<AuthInstance> {
     DATABASE_URL: database.url,
     RATE_LIMIT_MAX: '100000000',
     LOG_LEVEL: 'silent',
-    WEBHOOK_SECRET_KEY: TEST_WEBHOOK_SECRET_KEY,
+    WEBHOOK_SECRET_KEY: BENCH_WEBHOOK_SECRET_KEY,
     ...spec.env,
   });
   const app = await buildApp(config, { logger: false });

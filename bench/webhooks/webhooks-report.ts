@@ -1,7 +1,7 @@
 // Output of the webhooks benchmark (`npm run bench -- webhooks`): the console table and the generated
 // parts of the "Webhooks" section of docs/benchmarks.md (between the bench:webhooks:… markers; everything
 // else in the file is left as written).
-import { baselineRate, markdownGrid, textTable, writeDocsSections, type Machine } from './report.ts';
+import { baselineRate, markdownGrid, textTable, writeDocsSections, type Machine } from '../lib/report.ts';
 
 export interface WebhookRow {
   id: string;

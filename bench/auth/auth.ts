@@ -1,5 +1,5 @@
 // Authorization-server benchmark (`npm run bench -- auth`), run from bench/run.ts, which supplies the
-// bare-Fastify baseline (bench/server.ts, measured first and last in the same run):
+// bare-Fastify baseline (bench/api/server.ts, measured first and last in the same run):
 //
 // - client credentials: autocannon POSTs the form of docs/guides/signing-in-users.md to /oauth/token
 //   (grant_type=client_credentials, client_id, client_secret, scope=<resource>/.default), once per
@@ -7,9 +7,9 @@
 // - the full browser flow: BENCH_AUTH_FLOW_CONCURRENCY (12) flows at a time, each one
 //   GET /authorize → login page → POST login (argon2id) → consent page → POST consent → code →
 //   POST /oauth/token (code + PKCE verifier + client secret), over raw HTTP with a cookie jar
-//   (test/helpers/oauth-flow.ts), users taken in turn from 16 so that no row is shared.
+//   (bench/lib/sign-in.ts), users taken in turn from 16 so that no row is shared.
 //
-// The servers run in bench/auth-server.ts (a child process); the load is generated here. Besides the
+// The servers run in bench/auth/auth-server.ts (a child process); the load is generated here. Besides the
 // rate, the server process reports its CPU time per token/flow; this process's CPU time (the load
 // generator's) is reported too: on a 2-core machine the two compete for the same cores.
 import { dirname, join } from 'node:path';
@@ -17,12 +17,12 @@ import { fileURLToPath } from 'node:url';
 import { writeFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import autocannon from 'autocannon';
-import { pkcePair, runAuthorizationFlow } from '../test/helpers/oauth-flow.ts';
+import { pkcePair, signIn } from '../lib/sign-in.ts';
 import type { AuthInstance, AuthInstanceSpec, AuthServerMessage } from './auth-server.ts';
-import { forkBenchChild, type ControlMessage } from './child-control.ts';
-import type { Row } from './report.ts';
+import { forkBenchChild, type ControlMessage } from '../lib/child-control.ts';
+import type { Row } from '../lib/report.ts';
 import { formatAuthTable, updateAuthDocs, type AuthRow } from './auth-report.ts';
-import { finishRun, machineBusySeconds, machineInfo } from './report.ts';
+import { finishRun, machineBusySeconds, machineInfo } from '../lib/report.ts';
 
 const here = dirname(fileURLToPath(import.meta.url));
 
@@ -42,7 +42,7 @@ export interface AuthBenchOptions {
   profileDir: string | undefined;
   writeDocs: boolean;
   docsFile: string;
-  /** Measures the bare Fastify route of bench/server.ts (ids "bare" and "bare-end"). */
+  /** Measures the bare Fastify route of bench/api/server.ts (ids "bare" and "bare-end"). */
   measureBare(id: string, label: string): Promise<Row>;
 }
 
@@ -167,7 +167,7 @@ async function oneFlow(instance: AuthInstance, user: { email: string; password: 
     scope: 'openid profile email',
     state,
   });
-  const { callback, pages } = await runAuthorizationFlow({
+  const { callback, pages } = await signIn({
     base: instance.url,
     authorizeQuery: query.toString(),
     email: user.email,

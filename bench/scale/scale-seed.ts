@@ -1,4 +1,4 @@
-// Bulk data for the scale benchmark (bench/scale.ts): orders, webhook events and their deliveries written
+// Bulk data for the scale benchmark (bench/scale/scale.ts): orders, webhook events and their deliveries written
 // by the database itself from a row-number series (SQLite: a recursive CTE; PostgreSQL: generate_series),
 // one INSERT … SELECT per table and chunk, so millions of rows load in minutes instead of the hours the API
 // would take. Row n is the same on both dialects: the shape, not randomness, is what the benchmark needs.
@@ -10,8 +10,8 @@
 // EVENT_RETENTION: the purge has nothing to delete until the benchmark adds an expired backlog.
 import { DatabaseSync } from 'node:sqlite';
 import pg from 'pg';
-import { SecretBox } from '../src/webhooks/store/secrets.ts';
-import { TEST_WEBHOOK_SECRET_KEY } from '../test/helpers/databases.ts';
+import { SecretBox } from '../../src/webhooks/store/secrets.ts';
+import { BENCH_WEBHOOK_SECRET_KEY } from '../lib/databases.ts';
 
 export interface ScaleCounts {
   orders: number;
@@ -120,7 +120,7 @@ export async function seedScale(
       ENDPOINTS - 1,
     );
     // Secrets sealed with the key the servers run with: Signet checks one at start (secrets.ts).
-    const box = new SecretBox(Buffer.from(TEST_WEBHOOK_SECRET_KEY, 'base64url'));
+    const box = new SecretBox(Buffer.from(BENCH_WEBHOOK_SECRET_KEY, 'base64url'));
     for (let i = 0; i < ENDPOINTS; i++)
       await loader.exec(
         `UPDATE webhook_endpoints SET secret = '${box.seal(endpointId(i), `whsec_${'A'.repeat(43)}=`)}' WHERE id = '${endpointId(i)}'`,

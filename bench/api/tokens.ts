@@ -5,7 +5,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { exportJWK, generateKeyPair, SignJWT, type CryptoKey } from 'jose';
-import { TEST_WEBHOOK_SECRET_KEY } from '../test/helpers/databases.ts';
+import { BENCH_WEBHOOK_SECRET_KEY } from '../lib/databases.ts';
 
 export const BENCH_ISSUER = 'https://issuer.bench/oauth';
 export const BENCH_RESOURCE = 'https://api.bench/api';
@@ -21,7 +21,7 @@ export function benchServerEnv(databaseUrl: string, jwksFile: string): Record<st
     AUTH_JWKS_FILE: jwksFile,
     RATE_LIMIT_MAX: '100000000',
     LOG_LEVEL: 'silent',
-    WEBHOOK_SECRET_KEY: TEST_WEBHOOK_SECRET_KEY,
+    WEBHOOK_SECRET_KEY: BENCH_WEBHOOK_SECRET_KEY,
   };
 }
 

@@ -2,19 +2,19 @@
 // (50 per client), 500,000 events and 1,000,000 deliveries generated in SQL, then every list filter timed
 // through the admin service and its query plan printed (EXPLAIN QUERY PLAN / EXPLAIN ANALYZE).
 //
-//   npx node bench/admin-log.ts                                          SQLite (a temporary file)
+//   npx node bench/api/admin-log.ts                                          SQLite (a temporary file)
 //   BENCH_DIALECT=postgres BENCH_POSTGRES_URL=postgres://postgres@127.0.0.1:5432/postgres \
-//     npx node bench/admin-log.ts                                        PostgreSQL (a temporary schema)
+//     npx node bench/api/admin-log.ts                                        PostgreSQL (a temporary schema)
 // Environment: BENCH_EVENTS (500000; two deliveries each), BENCH_CALLS (20 per query), BENCH_PLANS=1. The API timings
-// of record for these lists are in docs/benchmarks-history.md, "Console at scale" (bench/console-scale.ts).
+// of record for these lists are in docs/benchmarks-history.md, "Console at scale" (bench/scale/console-scale.ts).
 import { CompiledQuery, type KyselyPlugin } from 'kysely';
-import { openDatabase, type Db } from '../src/db/database.ts';
-import { migrateToLatest } from '../src/db/migrate.ts';
-import { createAdminDeliveriesService } from '../src/webhooks/admin/admin-deliveries.service.ts';
-import type { Outbox } from '../src/webhooks/outbox/events.outbox.ts';
-import { createTestDatabase, type TestDialect } from '../test/helpers/databases.ts';
+import { openDatabase, type Db } from '../../src/db/database.ts';
+import { migrateToLatest } from '../../src/db/migrate.ts';
+import { createAdminDeliveriesService } from '../../src/webhooks/admin/admin-deliveries.service.ts';
+import type { Outbox } from '../../src/webhooks/outbox/events.outbox.ts';
+import { createBenchDatabase, type BenchDialect } from '../lib/databases.ts';
 
-const DIALECT = (process.env.BENCH_DIALECT ?? 'sqlite') as TestDialect;
+const DIALECT = (process.env.BENCH_DIALECT ?? 'sqlite') as BenchDialect;
 const EVENTS = Number(process.env.BENCH_EVENTS ?? 500_000);
 const CALLS = Number(process.env.BENCH_CALLS ?? 20);
 const PLANS = process.env.BENCH_PLANS === '1';
@@ -103,7 +103,7 @@ function percentile(sorted: number[], p: number): number {
 type Call = (service: ReturnType<typeof createAdminDeliveriesService>) => Promise<unknown>;
 
 async function main(): Promise<void> {
-  const database = await createTestDatabase(DIALECT, process.env.BENCH_POSTGRES_URL);
+  const database = await createBenchDatabase(DIALECT, process.env.BENCH_POSTGRES_URL);
   const handle = openDatabase(database.url, { statementTimeoutMs: 600_000, sqliteSynchronous: 'NORMAL' });
   try {
     await migrateToLatest(handle);

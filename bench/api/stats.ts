@@ -2,13 +2,13 @@
 // BENCH_STATS_DELIVERIES (1,000,000) deliveries spread over BENCH_STATS_SPREAD_HOURS (168) up to now, each
 // with one attempt and every fifth with a second, plus 20,000 sign-ins in the audit trail; prints the plan of
 // every statement the overview runs (EXPLAIN QUERY PLAN / EXPLAIN ANALYZE) and the time of BENCH_STATS_RUNS
-// (5) whole overviews. `npx node bench/stats.ts sqlite|postgres` (postgres needs BENCH_POSTGRES_URL).
+// (5) whole overviews. `npx node bench/api/stats.ts sqlite|postgres` (postgres needs BENCH_POSTGRES_URL).
 import { performance } from 'node:perf_hooks';
 import { CompiledQuery, sql, type KyselyPlugin, type RootOperationNode } from 'kysely';
-import { openDatabase, withoutTimeouts, type Dialect } from '../src/db/database.ts';
-import { migrateToLatest } from '../src/db/migrate.ts';
-import { overview } from '../src/operator/stats.overview.ts';
-import { createTestDatabase } from '../test/helpers/databases.ts';
+import { openDatabase, withoutTimeouts, type Dialect } from '../../src/db/database.ts';
+import { migrateToLatest } from '../../src/db/migrate.ts';
+import { overview } from '../../src/operator/stats.overview.ts';
+import { createBenchDatabase } from '../lib/databases.ts';
 
 const dialect = (process.argv[2] ?? 'sqlite') as Dialect;
 const N = Number(process.env.BENCH_STATS_DELIVERIES ?? 1_000_000);
@@ -64,7 +64,7 @@ function capture(nodes: RootOperationNode[]): KyselyPlugin {
 }
 
 async function main(): Promise<void> {
-  const database = await createTestDatabase(dialect, process.env.BENCH_POSTGRES_URL);
+  const database = await createBenchDatabase(dialect, process.env.BENCH_POSTGRES_URL);
   const handle = openDatabase(database.url);
   try {
     await migrateToLatest(handle);

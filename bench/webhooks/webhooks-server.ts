@@ -2,13 +2,13 @@
 // over a fresh database) configured to deliver webhooks to a local receiver, in a process of their own so
 // the load generator and the receiver never share their event loop.
 //
-// Started by bench/webhooks.ts through fork() (IPC, bench/child-control.ts's messages), or by hand:
-//   BENCH_JWKS_FILE=/path/jwks.json npx node bench/webhooks-server.ts   (one SQLite instance; prints its port)
+// Started by bench/webhooks/webhooks.ts through fork() (IPC, bench/lib/child-control.ts's messages), or by hand:
+//   BENCH_JWKS_FILE=/path/jwks.json npx node bench/webhooks/webhooks-server.ts   (one SQLite instance; prints its port)
 // Environment:
-//   BENCH_JWKS_FILE           local JWKS the apps trust (bench/tokens.ts)
+//   BENCH_JWKS_FILE           local JWKS the apps trust (bench/api/tokens.ts)
 //   BENCH_WEBHOOK_INSTANCES   JSON [{ "name": "sqlite", "dialect": "sqlite"|"postgres", "dispatcher": true, "env": {…} }]
 //   BENCH_POSTGRES_URL        PostgreSQL server for "postgres" instances (a fresh schema per instance)
-//   BENCH_PROFILE_DIR, BENCH_HEAP_PROFILE   as for bench/server.ts
+//   BENCH_PROFILE_DIR, BENCH_HEAP_PROFILE   as for bench/api/server.ts
 //   BENCH_WEBHOOKS_SQL=1      count every SQL statement (node:sqlite and pg) with its time, per statement text;
 //                             { type: 'sql-stats' } → { type: 'sql-stats', statements } returns and resets the counts
 //
@@ -24,23 +24,23 @@ import { DatabaseSync, StatementSync } from 'node:sqlite';
 import type { FastifyInstance } from 'fastify';
 import pg from 'pg';
 import { pino } from 'pino';
-import { buildApp } from '../src/app.ts';
-import { loadConfig, type Config } from '../src/config/config.ts';
-import { openDatabase, type DatabaseHandle } from '../src/db/database.ts';
-import { createWebhookRuntime, type WebhookRuntime } from '../src/webhooks/runtime.ts';
-import type { DispatcherStats } from '../src/webhooks/delivery/dispatcher.ts';
+import { buildApp } from '../../src/app.ts';
+import { loadConfig, type Config } from '../../src/config/config.ts';
+import { openDatabase, type DatabaseHandle } from '../../src/db/database.ts';
+import { createWebhookRuntime, type WebhookRuntime } from '../../src/webhooks/runtime.ts';
+import type { DispatcherStats } from '../../src/webhooks/delivery/dispatcher.ts';
 import {
-  TEST_WEBHOOK_SECRET_KEY,
-  createTestDatabase,
-  type TestDatabase,
-  type TestDialect,
-} from '../test/helpers/databases.ts';
-import { benchServerEnv } from './tokens.ts';
-import { sendToParent, serveChildControl, type ControlReply } from './child-control.ts';
+  BENCH_WEBHOOK_SECRET_KEY,
+  createBenchDatabase,
+  type BenchDatabase,
+  type BenchDialect,
+} from '../lib/databases.ts';
+import { benchServerEnv } from '../api/tokens.ts';
+import { sendToParent, serveChildControl, type ControlReply } from '../lib/child-control.ts';
 
 export interface WebhookInstanceSpec {
   name: string;
-  dialect: TestDialect;
+  dialect: BenchDialect;
   /** false: WEBHOOK_DISPATCHER=false until `start-dispatcher`. */
   dispatcher: boolean;
   env?: Record<string, string>;
@@ -61,7 +61,7 @@ export type WebhookServerMessage =
 export const BENCH_WEBHOOK_ENV = {
   WEBHOOK_ALLOW_HTTP: 'true',
   WEBHOOK_ALLOWED_NETWORKS: 'loopback',
-  WEBHOOK_SECRET_KEY: TEST_WEBHOOK_SECRET_KEY,
+  WEBHOOK_SECRET_KEY: BENCH_WEBHOOK_SECRET_KEY,
 };
 
 const jwksFile = process.env.BENCH_JWKS_FILE;
@@ -125,7 +125,7 @@ if (process.env.BENCH_WEBHOOKS_SQL === '1') instrumentSql();
 
 interface Running {
   app: FastifyInstance;
-  database: TestDatabase;
+  database: BenchDatabase;
   /** The standalone dispatcher's configuration: the same, dispatching. */
   dispatcherConfig: Readonly<Config>;
   dispatcher?: { runtime: WebhookRuntime; handle: DatabaseHandle };
@@ -135,7 +135,7 @@ interface Running {
 const running = new Map<string, Running>();
 
 async function startInstance(spec: WebhookInstanceSpec): Promise<number> {
-  const database = await createTestDatabase(spec.dialect, process.env.BENCH_POSTGRES_URL);
+  const database = await createBenchDatabase(spec.dialect, process.env.BENCH_POSTGRES_URL);
   const env = {
     ...benchServerEnv(database.url, jwksFile!),
     ...BENCH_WEBHOOK_ENV,

@@ -1,7 +1,7 @@
 // Output of the authorization-server benchmark (`npm run bench -- auth`): the console table and the
 // generated parts of the "Authorization server" section of docs/benchmarks.md (between the
 // bench:auth:… markers; everything else in the file is left as written).
-import { baselineRate, markdownGrid, textTable, writeDocsSections, type Machine } from './report.ts';
+import { baselineRate, markdownGrid, textTable, writeDocsSections, type Machine } from '../lib/report.ts';
 
 export interface AuthRow {
   id: string;

@@ -9,12 +9,12 @@
 //   BENCH_SCALE_UNBOUNDED=1                also the unbounded event purge of before (slow: see below)
 //   BENCH_SQLITE_TIMING=<dir>              each SQLite purge's statements: time, calls, longest call
 //
-// The data is loaded through SQL in bulk (bench/scale-seed.ts), after Signet migrated the empty files.
+// The data is loaded through SQL in bulk (bench/scale/scale-seed.ts), after Signet migrated the empty files.
 // The small database gets the same shape at 1/1000 (1,000 orders, 1,000 events, 4,000 deliveries; 20 orders
 // and events per customer in both), so that every page it is asked for is as full as the large one's: the
 // ratio is what size alone costs.
 //
-// Measured, small then large, scenario by scenario (servers in a child process, bench/scale-server.ts):
+// Measured, small then large, scenario by scenario (servers in a child process, bench/scale/scale-server.ts):
 //   get            GET /api/orders/{id}, a random id of the whole table
 //   post           POST /api/orders with a fresh Idempotency-Key
 //   list-deep      GET /api/orders?limit=50 with a cursor half way down the table
@@ -50,20 +50,20 @@ import {
   type RootOperationNode,
   type UnknownRow,
 } from 'kysely';
-import { purgeAuditBefore } from '../src/audit/retention.ts';
-import { toDbTime } from '../src/db/codecs.ts';
-import { openDatabase, type Db, type DatabaseHandle } from '../src/db/database.ts';
-import { migrateToLatest } from '../src/db/migrate.ts';
-import { encodeCursor } from '../src/http/representation/cursor.ts';
-import { purgeExpiredKeys } from '../src/idempotency/idempotency.ts';
-import { claimBatch } from '../src/webhooks/store/dispatch.repository.ts';
-import { purgeEvents } from '../src/webhooks/store/events.repository.ts';
-import { createTestDatabase, TEST_WEBHOOK_SECRET_KEY, type TestDatabase } from '../test/helpers/databases.ts';
-import { SecretBox } from '../src/webhooks/store/secrets.ts';
-import { forkBenchChild } from './child-control.ts';
+import { purgeAuditBefore } from '../../src/audit/retention.ts';
+import { toDbTime } from '../../src/db/codecs.ts';
+import { openDatabase, type Db, type DatabaseHandle } from '../../src/db/database.ts';
+import { migrateToLatest } from '../../src/db/migrate.ts';
+import { encodeCursor } from '../../src/http/representation/cursor.ts';
+import { purgeExpiredKeys } from '../../src/idempotency/idempotency.ts';
+import { claimBatch } from '../../src/webhooks/store/dispatch.repository.ts';
+import { purgeEvents } from '../../src/webhooks/store/events.repository.ts';
+import { createBenchDatabase, BENCH_WEBHOOK_SECRET_KEY, type BenchDatabase } from '../lib/databases.ts';
+import { SecretBox } from '../../src/webhooks/store/secrets.ts';
+import { forkBenchChild } from '../lib/child-control.ts';
 import { customerId, ENDPOINTS, seedBacklog, seedScale, type Backlog, type ScaleCounts } from './scale-seed.ts';
 import type { ScaleServerMessage } from './scale-server.ts';
-import { BENCH_ISSUER, BENCH_RESOURCE } from './tokens.ts';
+import { BENCH_ISSUER, BENCH_RESOURCE } from '../api/tokens.ts';
 
 type Dialect = 'sqlite' | 'postgres';
 
@@ -85,9 +85,9 @@ const DIALECTS = (process.env.BENCH_SCALE_DIALECTS?.split(',') ?? ['sqlite', 'po
 );
 /** Also time the unbounded event purge Signet used before batching (on SQLite at a million events: many minutes). */
 const UNBOUNDED = process.env.BENCH_SCALE_UNBOUNDED === '1';
-/** BENCH_SQLITE_TIMING=<dir>: each purge's SQLite statements, with the longest single call (bench/sqlite-timing.ts). */
+/** BENCH_SQLITE_TIMING=<dir>: each purge's SQLite statements, with the longest single call (bench/lib/sqlite-timing.ts). */
 const sqliteTiming = process.env.BENCH_SQLITE_TIMING
-  ? (await import('./sqlite-timing.ts')).installSqliteTiming(process.env.BENCH_SQLITE_TIMING)
+  ? (await import('../lib/sqlite-timing.ts')).installSqliteTiming(process.env.BENCH_SQLITE_TIMING)
   : undefined;
 const TARGET = 0.85;
 const MAX_STALL_MS = 50;
@@ -122,7 +122,7 @@ interface Row {
 const log = (line: string) => console.error(`[${new Date().toISOString().slice(11, 19)}] ${line}`);
 
 // ---------------------------------------------------------------------------------------------
-// Tokens: a client and end users, from a local issuer the servers trust (as bench/tokens.ts, with a subject)
+// Tokens: a client and end users, from a local issuer the servers trust (as bench/api/tokens.ts, with a subject)
 
 interface Issuer {
   jwksFile: string;
@@ -158,13 +158,13 @@ async function createIssuer(): Promise<Issuer> {
 interface Prepared {
   size: 'small' | 'large';
   counts: ScaleCounts;
-  database: TestDatabase;
+  database: BenchDatabase;
   /** A position half way through the event feed (tx on PostgreSQL). */
   midEvent: { tx: string; seq: number };
 }
 
 async function prepare(dialect: Dialect, size: 'small' | 'large', counts: ScaleCounts): Promise<Prepared> {
-  const database = await createTestDatabase(dialect, POSTGRES_URL);
+  const database = await createBenchDatabase(dialect, POSTGRES_URL);
   const handle = openDatabase(database.url);
   try {
     await migrateToLatest(handle);
@@ -385,7 +385,7 @@ async function addDueDeliveries(db: Db, now: Date): Promise<void> {
       event_types: '["*"]',
       enabled: 0,
       disabled_reason: 'manual',
-      secret: new SecretBox(Buffer.from(TEST_WEBHOOK_SECRET_KEY, 'base64url')).seal(CLAIM_ENDPOINT, 'whsec_claim'),
+      secret: new SecretBox(Buffer.from(BENCH_WEBHOOK_SECRET_KEY, 'base64url')).seal(CLAIM_ENDPOINT, 'whsec_claim'),
       previous_secret: null,
       previous_secret_expires_at: null,
       failing_since: null,

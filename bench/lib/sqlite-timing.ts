@@ -23,7 +23,7 @@ const TIMED_STATEMENT_METHODS = ['run', 'get', 'all', 'iterate'] as const;
 
 let installed: SqliteTiming | undefined;
 
-/** Patches node:sqlite once per process (bench/scale.ts and bench/child-control.ts both ask for it). */
+/** Patches node:sqlite once per process (bench/scale/scale.ts and bench/lib/child-control.ts both ask for it). */
 export function installSqliteTiming(dir: string): SqliteTiming {
   return (installed ??= install(dir));
 }

@@ -2,9 +2,9 @@
 // deliveries, with their events, their attempts and an audit trail, then the API calls the console's
 // list pages make, timed against a bare Fastify route in the same run.
 //
-//   npx node bench/console-scale.ts                                         SQLite (a temporary file)
+//   npx node bench/scale/console-scale.ts                                         SQLite (a temporary file)
 //   BENCH_DIALECT=postgres BENCH_POSTGRES_URL=postgres://postgres@127.0.0.1:5432/postgres \
-//     npx node bench/console-scale.ts                                       PostgreSQL (a temporary schema)
+//     npx node bench/scale/console-scale.ts                                       PostgreSQL (a temporary schema)
 // Environment: BENCH_ENDPOINTS (10000), BENCH_DELIVERIES (1000000), BENCH_CALLS (20 per page), BENCH_KEEP=1
 // (keep the database afterwards, to EXPLAIN its queries; BENCH_TRACE=1 logs each step on stderr).
 // Prints one JSON document (machine, seeding time, median and p95 per page); the figures of record are
@@ -19,18 +19,18 @@ import { cpus, totalmem } from 'node:os';
 import { DatabaseSync } from 'node:sqlite';
 import Fastify from 'fastify';
 import pg from 'pg';
-import { buildApp } from '../src/app.ts';
-import { loadConfig } from '../src/config/config.ts';
-import { encodeCursor } from '../src/http/representation/cursor.ts';
-import { SecretBox } from '../src/webhooks/store/secrets.ts';
-import { createTestDatabase, TEST_WEBHOOK_SECRET_KEY, type TestDialect } from '../test/helpers/databases.ts';
-import { benchServerEnv, createBenchIssuer } from './tokens.ts';
+import { buildApp } from '../../src/app.ts';
+import { loadConfig } from '../../src/config/config.ts';
+import { encodeCursor } from '../../src/http/representation/cursor.ts';
+import { SecretBox } from '../../src/webhooks/store/secrets.ts';
+import { createBenchDatabase, BENCH_WEBHOOK_SECRET_KEY, type BenchDialect } from '../lib/databases.ts';
+import { benchServerEnv, createBenchIssuer } from '../api/tokens.ts';
 
-const DIALECT = (process.env.BENCH_DIALECT ?? 'sqlite') as TestDialect;
+const DIALECT = (process.env.BENCH_DIALECT ?? 'sqlite') as BenchDialect;
 const ENDPOINTS = Number(process.env.BENCH_ENDPOINTS ?? 10_000);
 const DELIVERIES = Number(process.env.BENCH_DELIVERIES ?? 1_000_000);
 const CALLS = Number(process.env.BENCH_CALLS ?? 20);
-const CLIENT = 'bench-client'; // the client of the bench issuer's tokens (bench/tokens.ts)
+const CLIENT = 'bench-client'; // the client of the bench issuer's tokens (bench/api/tokens.ts)
 const HOT = endpointId(0);
 const PAGE = 50; // the console's page size
 const DAY_MS = 86_400_000;
@@ -124,7 +124,7 @@ async function postgresWriter(url: string): Promise<Writer> {
 const iso = (ms: number): string => new Date(ms).toISOString();
 
 async function seedEndpoints(writer: Writer, start: number): Promise<void> {
-  const box = new SecretBox(Buffer.from(TEST_WEBHOOK_SECRET_KEY, 'base64url'));
+  const box = new SecretBox(Buffer.from(BENCH_WEBHOOK_SECRET_KEY, 'base64url'));
   const rows: Row[] = [];
   for (let i = 0; i < ENDPOINTS; i++) {
     const id = endpointId(i);
@@ -281,7 +281,7 @@ async function time(page: string, base: string, path: string, token?: string): P
 }
 
 /** Deep cursors, built as each list builds them for the row at the middle of the list. */
-async function deepCursors(dialect: TestDialect, url: string) {
+async function deepCursors(dialect: BenchDialect, url: string) {
   const query = async (text: string): Promise<Record<string, unknown>> => {
     if (dialect === 'sqlite') {
       const db = new DatabaseSync(url.slice('sqlite:'.length), { readOnly: true });
@@ -330,7 +330,7 @@ async function startBaseline(): Promise<{ url: string; close(): Promise<void> }>
   return { url, close: () => bare.close() };
 }
 
-async function measure(url: string, jwksFile: string, token: string, dialect: TestDialect): Promise<Timing[]> {
+async function measure(url: string, jwksFile: string, token: string, dialect: BenchDialect): Promise<Timing[]> {
   const cursors = await deepCursors(dialect, url);
   step('cursors');
   const app = await buildApp(loadConfig(benchServerEnv(url, jwksFile)), { logger: false });
@@ -376,7 +376,7 @@ async function measure(url: string, jwksFile: string, token: string, dialect: Te
 }
 
 async function main(): Promise<void> {
-  const database = await createTestDatabase(DIALECT, process.env.BENCH_POSTGRES_URL);
+  const database = await createBenchDatabase(DIALECT, process.env.BENCH_POSTGRES_URL);
   const issuer = await createBenchIssuer();
   try {
     // Signet migrates the empty database; then the seed writes straight into its tables.
