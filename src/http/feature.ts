@@ -1,5 +1,5 @@
 // What a feature (orders, webhooks …) brings to the shared layers when the app composes it (app.ts).
-// The shared layers know no feature by name (ARCHITECTURE.md rule 11): they learn its problem types,
+// The shared layers know no feature by name (docs/architecture.md, "Dependency direction"): they learn its problem types,
 // OpenAPI prose and PATCH media types from this. Its scopes are collected in app.ts (API_SCOPES).
 import type { ProblemType } from './problems/problems.ts';
 
