@@ -70,3 +70,18 @@ test('a 503 with a slow body stays a 503 with its Retry-After, not a timeout', a
   assert.equal(result.errorKind, 'status');
   assert.equal(result.retryAfterMs, 7000);
 });
+
+test('a refused connection is reported by its meaning and code, never by the address the host resolved to', async () => {
+  const closed = createServer();
+  const port = await listenOnLoopback(closed);
+  await closeWithin(closed, 'the closed port');
+  // A host name, as an endpoint would register it: what it resolved to is this network's business.
+  const result = await withDeadline(
+    client.post(`http://localhost:${port}/hook`, {}, '{}'),
+    10_000,
+    'a POST to a closed port',
+  );
+  assert.equal(result.ok, false, JSON.stringify(result));
+  assert.equal(result.errorKind, 'connection', JSON.stringify(result));
+  assert.equal(result.errorDetail, 'connection refused (ECONNREFUSED)', JSON.stringify(result));
+});

@@ -29,12 +29,26 @@ export class AddressPolicy {
   /** Public unicast, or allowed by the operator. Metadata services (169.254.169.254, fd00:ec2::254) are link-local / unique-local. */
   allows(address: string): boolean {
     if (!ipaddr.isValid(address)) return false;
-    const parsed = ipaddr.process(address); // an IPv4-mapped IPv6 address is judged as the IPv4 address
+    const parsed = asIPv4IfEmbedded(ipaddr.parse(address));
     const range = parsed.range();
     if (range === 'unicast') return true;
     if (this.#ranges.has(range)) return true;
     return this.#cidrs.some(([network, bits]) => network.kind() === parsed.kind() && parsed.match(network, bits));
   }
+}
+
+/**
+ * An IPv6 address that carries an IPv4 address is judged as that IPv4 address: IPv4-mapped (::ffff:a.b.c.d,
+ * RFC 4291 §2.5.5.2) and the deprecated IPv4-compatible form (::a.b.c.d, §2.5.5.1), which ipaddr.js calls plain
+ * unicast, so that `[::127.0.0.1]` is refused like 127.0.0.1. `::` and `::1` are IPv6's own addresses.
+ */
+function asIPv4IfEmbedded(address: ipaddr.IPv4 | ipaddr.IPv6): ipaddr.IPv4 | ipaddr.IPv6 {
+  if (address.kind() === 'ipv4') return address;
+  const v6 = address as ipaddr.IPv6;
+  if (v6.isIPv4MappedAddress()) return v6.toIPv4Address();
+  const parts = v6.parts;
+  const embedsIPv4 = parts.slice(0, 6).every((part) => part === 0) && (parts[6] !== 0 || parts[7]! > 1);
+  return embedsIPv4 ? ipaddr.fromByteArray(v6.toByteArray().slice(12)) : v6;
 }
 
 class RefusedAddressError extends Error {
@@ -48,11 +62,12 @@ export function guardedLookup(policy: AddressPolicy) {
   return (hostname: string, options: { all?: boolean; family?: number }, callback: LookupCallback): void => {
     dnsLookup(hostname, { all: true, family: options.family ?? 0 }, (err, addresses) => {
       if (err) return callback(err, []);
-      const refused = addresses.find((a) => !policy.allows(a.address));
-      if (refused)
+      // The message reaches the endpoint's owner (the attempt log, the portal): it names their host, never
+      // what this network's resolver answered for it (docs/security.md).
+      if (addresses.some((a) => !policy.allows(a.address)))
         return callback(
           new RefusedAddressError(
-            `${hostname} resolves to ${refused.address}, which is not a public address (WEBHOOK_ALLOWED_NETWORKS can allow it)`,
+            `${hostname} resolves to an address that is not public (WEBHOOK_ALLOWED_NETWORKS can allow it)`,
           ),
           [],
         );

@@ -150,6 +150,20 @@ const TIMEOUT_CODES = new Set([
   'ETIMEDOUT',
 ]);
 const DNS_CODES = new Set(['ENOTFOUND', 'EAI_AGAIN', 'EAI_FAIL', 'EAI_NONAME']);
+/**
+ * What a failed connection says to the endpoint's owner. Node's own messages name the address the host
+ * resolved to (`connect ECONNREFUSED 10.1.2.3:443`): an answer of this network's resolver, which the
+ * attempt log and the portal must not show (docs/security.md), so only the code and its meaning are kept.
+ */
+const CONNECTION_MEANINGS: Readonly<Record<string, string>> = {
+  ECONNREFUSED: 'connection refused',
+  ECONNRESET: 'connection reset by the peer',
+  EHOSTUNREACH: 'host unreachable',
+  ENETUNREACH: 'network unreachable',
+  EPIPE: 'connection closed while sending',
+  UND_ERR_SOCKET: 'connection closed before the response',
+  UND_ERR_CLOSED: 'connection closed before the response',
+};
 
 function classify(err: unknown): [ErrorKind, string] {
   const e = err as { name?: string; code?: string; message?: string; cause?: { code?: string; message?: string } };
@@ -160,7 +174,7 @@ function classify(err: unknown): [ErrorKind, string] {
   if (code === 'ESSRF') return ['refused_address', message];
   if (DNS_CODES.has(code)) return ['dns', `host not found (${code})`];
   if (/CERT|TLS|SSL/i.test(code)) return ['tls', `TLS: ${code}`];
-  return ['connection', code ? `${code}: ${message}` : message];
+  return ['connection', code ? `${CONNECTION_MEANINGS[code] ?? 'connection failed'} (${code})` : 'connection failed'];
 }
 
 /**
