@@ -6,7 +6,8 @@ import { buildApp } from '../../src/app.ts';
 import { createClient, type NewClient } from '../../src/auth-server/clients.repository.ts';
 import { createUser } from '../../src/auth-server/users.repository.ts';
 import { loadConfig } from '../../src/config/config.ts';
-import { createTestDatabase, TEST_WEBHOOK_SECRET_KEY, type TestDialect } from './databases.ts';
+import { createMigratedTestDatabase } from './database-template.ts';
+import { TEST_WEBHOOK_SECRET_KEY, type TestDialect } from './databases.ts';
 import { closeWithin, listenOnLoopback } from './deadline.ts';
 import { checkResponsesAgainstDocument, type Conformance } from './openapi-conformance.ts';
 import { closeApp, dropWithin, NO_OVERLOAD_GUARD } from './server.ts';
@@ -50,7 +51,7 @@ export async function startAuthServer(
   env: Record<string, string> = {},
   existing?: { databaseUrl: string; port: number },
 ): Promise<AuthTestServer> {
-  const database = existing ? undefined : await createTestDatabase(dialect);
+  const database = existing ? undefined : await createMigratedTestDatabase(dialect);
   const databaseUrl = existing?.databaseUrl ?? database!.url;
   const port = existing?.port ?? (await freePort());
   const config = loadConfig({
