@@ -4,7 +4,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { startChildServer, type ChildServer } from '../helpers/child-server.ts';
-import { createTestDatabase, TEST_WEBHOOK_SECRET_KEY, testDialects, type TestDatabase } from '../helpers/databases.ts';
+import { createMigratedTestDatabase } from '../helpers/database-template.ts';
+import { TEST_WEBHOOK_SECRET_KEY, testDialects, type TestDatabase } from '../helpers/databases.ts';
 import { call } from '../helpers/http.ts';
 import { dropWithin } from '../helpers/server.ts';
 
@@ -17,7 +18,7 @@ for (const dialect of testDialects()) {
     let database: TestDatabase;
     let server: ChildServer;
     before(async () => {
-      database = await createTestDatabase(dialect);
+      database = await createMigratedTestDatabase(dialect);
       server = await startChildServer({
         env: { LOG_LEVEL: 'debug', DATABASE_URL: database.url, WEBHOOK_SECRET_KEY: TEST_WEBHOOK_SECRET_KEY },
       });

@@ -6,6 +6,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { setTimeout as delay } from 'node:timers/promises';
+import { withDeadline } from '../helpers/deadline.ts';
 import type { AuthTestServer } from '../helpers/auth-server.ts';
 import {
   describeInBrowser,
@@ -225,6 +226,16 @@ describeInBrowser('the console backbone in a real browser', (suite) => {
     const admin = await createAdmin(suite.server);
     await withPage(suite.browser, async (cp) => {
       await signInToConsole(cp.page, suite.server, admin, '/console/users');
+      // The app signals a 401 with this event (src/console/assets/api.js) and acts on it in its own listener,
+      // in the same dispatch: once this one has run, the page has made its choice. It reports through a
+      // binding, which works while the page is navigating (an evaluate would wait for the navigation).
+      let reportSeen!: () => void;
+      const sessionEndedSeen = new Promise<void>((resolve) => (reportSeen = resolve));
+      await cp.page.exposeFunction('signetTestSessionEnded', () => reportSeen());
+      await cp.page.evaluate(() => {
+        const page = globalThis as unknown as EventTarget & { signetTestSessionEnded(): void };
+        page.addEventListener('signet:session-ended', () => page.signetTestSessionEnded());
+      });
       // The next API request waits until the sign-out has ended the session on the server, then goes on
       // (and gets its 401); only once the page has handled that 401 does the sign-out's page reach it.
       let release!: () => void;
@@ -241,9 +252,9 @@ describeInBrowser('the console backbone in a real browser', (suite) => {
         const response = await route.fetch();
         release();
         const status = await Promise.race([apiStatus, delay(5000).then(() => 0)]);
-        // Give the page time to act on that 401 (without the fix: a redirect to sign-in, which cancels
-        // this navigation) before the sign-out's page arrives. The page cannot be asked: it is navigating.
-        await delay(250);
+        // The sign-out's page only arrives once the page has acted on that 401 (without the fix: a redirect
+        // to sign-in, which cancels this navigation).
+        await withDeadline(sessionEndedSeen, 10_000, 'the page never handled the 401 of its request');
         await route.fulfill({ response }).catch(() => undefined);
         assert.equal(status, 401, 'the held request was answered after the session ended');
       });

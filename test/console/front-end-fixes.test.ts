@@ -103,17 +103,23 @@ const isGet = (request: Request, path: RegExp) =>
 
 const chromiumPath = findChromium();
 if (chromiumPath) {
+  // One browser for the file (a launch is most of a second); each test opens its own context.
+  let browser: Browser;
+  before(async () => {
+    browser = await launchChromium(chromiumPath);
+  });
+  after(async () => {
+    await browser?.close();
+  });
   for (const dialect of testDialects()) {
     describe(`console front-end fixes [${dialect}]`, () => {
       let server: AuthTestServer;
-      let browser: Browser;
       let receiver: TestReceiver;
       let shop: PortalClient;
       let endpoint: string;
 
       before(async () => {
         server = await startAuthServer(dialect, LOCAL_WEBHOOKS_ENV);
-        browser = await launchChromium(chromiumPath);
         receiver = await startReceiver();
         shop = await createPortalClient(server, 'Front-end shop');
         const created = await call(server.url, 'POST', '/api/webhooks', {
@@ -124,7 +130,6 @@ if (chromiumPath) {
         endpoint = created.json.Id as string;
       });
       after(async () => {
-        await browser?.close();
         await receiver?.close();
         await server?.close();
       });

@@ -13,7 +13,7 @@ import { openDatabase, withoutTimeouts, type DatabaseHandle } from '../../src/db
 import { isDatabaseOutage } from '../../src/http/problems/outage.ts';
 import { openInbox } from '../../src/receiver/index.ts';
 import { createTestDatabase, testDialects, type TestDatabase } from '../helpers/databases.ts';
-import { closeWithin, listenOnLoopback, withDeadline } from '../helpers/deadline.ts';
+import { closeWithin, listenOnLoopback, waitUntil, withDeadline } from '../helpers/deadline.ts';
 import { TcpProxy } from '../helpers/tcp-proxy.ts';
 
 /** Ends every server session of the given application_name, as an administrator or a failover would. */
@@ -284,16 +284,17 @@ async function waitForActiveQuery(applicationName: string): Promise<void> {
   const admin = new pg.Client({ connectionString: process.env.TEST_POSTGRES_URL });
   await admin.connect();
   try {
-    const deadline = Date.now() + 5000;
-    for (;;) {
-      const { rows } = await admin.query(
-        "select 1 from pg_stat_activity where application_name = $1 and state = 'active'",
-        [applicationName],
-      );
-      if (rows.length > 0) return;
-      assert.ok(Date.now() < deadline, `no active query of ${applicationName} within 5 s`);
-      await new Promise((resolve) => setTimeout(resolve, 20));
-    }
+    await waitUntil(
+      async () => {
+        const { rows } = await admin.query(
+          "select 1 from pg_stat_activity where application_name = $1 and state = 'active'",
+          [applicationName],
+        );
+        return rows.length > 0;
+      },
+      5000,
+      () => `no active query of ${applicationName}`,
+    );
   } finally {
     await admin.end();
   }

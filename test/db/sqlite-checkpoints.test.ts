@@ -13,6 +13,7 @@ import { fileURLToPath } from 'node:url';
 import { sql } from 'kysely';
 import { openDatabase, type DatabaseHandle } from '../../src/db/database.ts';
 import { CheckpointThread } from '../../src/db/sqlite/sqlite-checkpointer.ts';
+import { waitUntil } from '../helpers/deadline.ts';
 
 const PAGE = 4096;
 /** Rows of about a page each: 2,000 of them are twice SQLite's default wal_autocheckpoint (1000 pages). */
@@ -42,11 +43,7 @@ async function writePages(handle: DatabaseHandle): Promise<void> {
 const fileSize = (path: string) => statSync(path).size;
 
 async function waitFor(what: string, check: () => boolean, state: () => string): Promise<void> {
-  const until = Date.now() + WAIT_MS;
-  while (!check()) {
-    if (Date.now() > until) assert.fail(`${what} did not happen within ${WAIT_MS} ms; ${state()}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
+  await waitUntil(check, WAIT_MS, () => `${what} did not happen; ${state()}`);
 }
 
 const sizes = (path: string) =>

@@ -1,13 +1,15 @@
 // Starts the real app with its built-in authorization server (the default: the API trusts it) on a
-// free 127.0.0.1 port, and creates users and clients through the same functions the CLI uses.
-import { createServer } from 'node:net';
-import type { FastifyInstance } from 'fastify';
+// free 127.0.0.1 port (reserved until it listens), and creates users and clients through the same functions the CLI uses.
+import { once } from 'node:events';
+import { createServer, type AddressInfo } from 'node:net';
+import type { FastifyInstance, FastifyListenOptions } from 'fastify';
 import { buildApp } from '../../src/app.ts';
 import { createClient, type NewClient } from '../../src/auth-server/clients/clients.repository.ts';
 import { createUser } from '../../src/auth-server/identity/users.repository.ts';
 import { loadConfig } from '../../src/config/config.ts';
-import { createTestDatabase, TEST_WEBHOOK_SECRET_KEY, type TestDialect } from './databases.ts';
-import { closeWithin, listenOnLoopback } from './deadline.ts';
+import { createMigratedTestDatabase } from './database-template.ts';
+import { TEST_WEBHOOK_SECRET_KEY, type TestDialect } from './databases.ts';
+import { closeWithin, listenOnLoopback, withDeadline } from './deadline.ts';
 import { checkResponsesAgainstDocument, type Conformance } from './openapi-conformance.ts';
 import { closeApp, dropWithin, NO_OVERLOAD_GUARD } from './server.ts';
 
@@ -35,7 +37,22 @@ export interface AuthTestServer {
   close(): Promise<void>;
 }
 
-/** The OS picks a free port; the issuer must know its URL before the server listens. */
+/**
+ * A free port held until the app listens on it as well: the issuer must know its URL before the app
+ * listens, and a port merely probed and closed could be taken in between by another test process (a
+ * listener, or an outgoing connection's local port). Both sockets set SO_REUSEPORT (Node's `reusePort`,
+ * Linux), which lets the app bind the port while the reservation still holds it; nothing connects to
+ * the port before the app listens, so no connection lands on the reservation.
+ */
+async function reservePort(): Promise<{ port: number; release(): Promise<void> }> {
+  const server = createServer();
+  server.listen({ port: 0, host: '127.0.0.1', reusePort: true });
+  await withDeadline(once(server, 'listening'), 10_000, 'reserving a port on 127.0.0.1');
+  const { port } = server.address() as AddressInfo;
+  return { port, release: () => closeWithin(server, `the reservation of port ${port}`) };
+}
+
+/** The OS picks a free port, for a server of another program that is told its port. */
 export async function freePort(): Promise<number> {
   const server = createServer();
   const port = await listenOnLoopback(server);
@@ -50,21 +67,32 @@ export async function startAuthServer(
   env: Record<string, string> = {},
   existing?: { databaseUrl: string; port: number },
 ): Promise<AuthTestServer> {
-  const database = existing ? undefined : await createTestDatabase(dialect);
+  const database = existing ? undefined : await createMigratedTestDatabase(dialect);
   const databaseUrl = existing?.databaseUrl ?? database!.url;
-  const port = existing?.port ?? (await freePort());
-  const config = loadConfig({
-    PORT: String(port),
-    DATABASE_URL: databaseUrl,
-    LOG_LEVEL: 'silent',
-    RATE_LIMIT_MAX: '100000',
-    WEBHOOK_SECRET_KEY: TEST_WEBHOOK_SECRET_KEY,
-    ...NO_OVERLOAD_GUARD,
-    ...env,
-  });
-  const app = await buildApp(config, { logger: false });
-  const conformance = checkResponsesAgainstDocument(app);
-  await app.listen({ host: '127.0.0.1', port });
+  const reservation = existing ? undefined : await reservePort();
+  const port = existing?.port ?? reservation!.port;
+  let app: FastifyInstance;
+  let conformance: Conformance;
+  try {
+    const config = loadConfig({
+      PORT: String(port),
+      DATABASE_URL: databaseUrl,
+      LOG_LEVEL: 'silent',
+      RATE_LIMIT_MAX: '100000',
+      WEBHOOK_SECRET_KEY: TEST_WEBHOOK_SECRET_KEY,
+      ...NO_OVERLOAD_GUARD,
+      ...env,
+    });
+    app = await buildApp(config, { logger: false });
+    conformance = checkResponsesAgainstDocument(app);
+    // reusePort is passed through to net.Server.listen (Fastify forwards its listen options).
+    await app.listen({ host: '127.0.0.1', port, reusePort: reservation !== undefined } as FastifyListenOptions);
+  } catch (err) {
+    await reservation?.release();
+    if (database) await dropWithin(database);
+    throw err;
+  }
+  await reservation?.release();
   const url = `http://127.0.0.1:${port}`;
   let stopped = false;
   const stop = async (): Promise<void> => {

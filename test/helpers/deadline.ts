@@ -33,14 +33,16 @@ export function withDeadline<T>(promise: Promise<T>, ms: number, what: Descripti
 const LAST_EVALUATION_MS = 5000;
 
 /**
- * Polls `condition` every 20 ms until it holds; never a fixed sleep. Each evaluation is itself bounded (by
- * what is left of the deadline, or LAST_EVALUATION_MS if more), so a condition that awaits a stalled
- * request cannot outlive the deadline by more than that.
+ * Polls `condition` every `pollMs` (20 ms; 0: on the next turn of the event loop, for a state that changes
+ * within a turn or two) until it holds; never a fixed sleep. Each evaluation is itself bounded (by what is
+ * left of the deadline, or LAST_EVALUATION_MS if more), so a condition that awaits a stalled request
+ * cannot outlive the deadline by more than that. A condition that throws ends the wait with its error.
  */
 export async function waitUntil(
   condition: () => boolean | Promise<boolean>,
   timeoutMs: number,
   describe: () => string = () => 'condition',
+  pollMs = 20,
 ): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   const fail = (): string => `timed out after ${timeoutMs} ms: ${describe()}`;
@@ -48,7 +50,7 @@ export async function waitUntil(
     const left = Math.max(deadline - Date.now(), LAST_EVALUATION_MS);
     if (await withDeadline(Promise.resolve(condition()), left, fail)) return;
     if (Date.now() > deadline) throw new DeadlineError(fail());
-    await new Promise((resolve) => setTimeout(resolve, 20));
+    await new Promise((resolve) => (pollMs === 0 ? setImmediate(resolve) : setTimeout(resolve, pollMs)));
   }
 }
 

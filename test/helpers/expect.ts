@@ -66,16 +66,47 @@ export function expectStatus(response: Response | ResponseLike, status: number, 
   assert.equal(response.status, status, `${label}expected HTTP ${status}, got ${response.status}: ${shown(response)}`);
 }
 
+/** Further checks of a problem+json answer, for the tests of the error format itself. */
+export interface ProblemChecks {
+  /** Names the case in a failure message. */
+  what?: string;
+  /** The exact media type with its charset, `application/problem+json; charset=utf-8`. */
+  exactMediaType?: boolean;
+  /** The members every problem of Signet's carries: `status` (the HTTP status), `title` and `detail` (RFC 9457 §3.1). */
+  members?: boolean;
+  /** `requestId` in the body: the request id the X-Request-Id header carries. */
+  requestId?: boolean;
+  /** `instance`: this path (its query left out), absolute on the base of `type`; `true`: any string. */
+  instance?: string | true;
+  /** What `detail` must match. */
+  detail?: RegExp;
+  /** `type` an absolute http(s) URL, `<origin>/problems/<type>`. */
+  absoluteType?: boolean;
+  /** Cache-Control: no-store. */
+  noStore?: boolean;
+}
+
+function headerOf(response: ResponseLike, name: string): string | null | undefined {
+  const headers = response.headers;
+  if (headers === undefined) return undefined;
+  if (headers instanceof Headers) return headers.get(name);
+  const value = headers[name];
+  return Array.isArray(value) ? value.join(', ') : value;
+}
+
 /**
  * Asserts a problem+json answer (RFC 9457): the status, the media type, and a `type` ending in
- * `/problems/<type>`. Returns the problem body for further checks.
+ * `/problems/<type>` (any problem type when `type` is undefined). Returns the problem body for further
+ * checks; `checks` (or a string naming the case) adds the ones of ProblemChecks.
  */
 export function expectProblem(
   response: ResponseLike,
   status: number,
-  type: string,
-  what?: string,
+  type: string | undefined,
+  checks: string | ProblemChecks = {},
 ): Record<string, unknown> {
+  const options = typeof checks === 'string' ? { what: checks } : checks;
+  const what = options.what;
   expectStatus(response, status, what);
   const label = what ? `${what}: ` : '';
   const contentType = contentTypeOf(response);
@@ -84,12 +115,32 @@ export function expectProblem(
     /^application\/problem\+json(;|$)/,
     `${label}content-type ${String(contentType)}: ${shown(response)}`,
   );
+  if (options.exactMediaType)
+    assert.equal(contentType, 'application/problem+json; charset=utf-8', `${label}${shown(response)}`);
   const body = parsed(response);
   assert.ok(body, `${label}a problem body: ${shown(response)}`);
-  assert.ok(
-    typeof body.type === 'string' && body.type.endsWith(`/problems/${type}`),
-    `${label}expected problem type …/problems/${type}, got ${String(body.type)}: ${shown(response)}`,
+  const slug = type === undefined ? '[a-z0-9-]+' : type.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+  assert.match(
+    String(body.type),
+    new RegExp(`${options.absoluteType ? '^https?://[^/]+' : ''}/problems/${slug}$`),
+    `${label}expected problem type …/problems/${type ?? '<type>'}, got ${String(body.type)}: ${shown(response)}`,
   );
+  if (options.members) {
+    assert.equal(body.status, status, `${label}the status member: ${shown(response)}`);
+    assert.ok(typeof body.title === 'string' && body.title.length > 0, `${label}a title: ${shown(response)}`);
+    assert.equal(typeof body.detail, 'string', `${label}a detail: ${shown(response)}`);
+  }
+  if (options.requestId) {
+    const header = headerOf(response, 'x-request-id');
+    assert.ok(header, `${label}an X-Request-Id header`);
+    assert.equal(body.requestId, header, `${label}the body names the request id the header carries`);
+  }
+  if (options.instance === true)
+    assert.equal(typeof body.instance, 'string', `${label}an instance: ${shown(response)}`);
+  else if (options.instance !== undefined)
+    assert.equal(body.instance, `${new URL(String(body.type)).origin}${options.instance.split('?')[0]}`, label);
+  if (options.detail) assert.match(String(body.detail), options.detail, label);
+  if (options.noStore) assert.equal(headerOf(response, 'cache-control'), 'no-store', `${label}Cache-Control`);
   return body;
 }
 

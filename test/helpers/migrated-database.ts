@@ -1,9 +1,9 @@
-// A migrated database of one dialect for the enclosing describe(): created and migrated before its
+// A migrated database of one dialect for the enclosing describe(): a copy of the template (database-template.ts) made before its
 // tests, closed and dropped after them.
 import { after, before } from 'node:test';
 import { openDatabase, type DatabaseHandle } from '../../src/db/database.ts';
-import { migrateToLatest } from '../../src/db/migrate.ts';
-import { createTestDatabase, type TestDatabase, type TestDialect } from './databases.ts';
+import { createMigratedTestDatabase } from './database-template.ts';
+import type { TestDatabase, TestDialect } from './databases.ts';
 
 /** `ready` receives the open handle (and the database, for a second connection) before the tests run. */
 export function useMigratedDatabase(
@@ -13,9 +13,8 @@ export function useMigratedDatabase(
   let database: TestDatabase | undefined;
   let handle: DatabaseHandle | undefined;
   before(async () => {
-    database = await createTestDatabase(dialect);
+    database = await createMigratedTestDatabase(dialect);
     handle = openDatabase(database.url);
-    await migrateToLatest(handle);
     ready(handle, database);
   });
   after(async () => {

@@ -1,8 +1,9 @@
-// Starts the real app on 127.0.0.1:0 over a fresh database, for tests that speak real HTTP.
+// Starts the real app on 127.0.0.1:0 over a fresh database (a copy of the migrated template), for tests that speak real HTTP.
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../../src/app.ts';
 import { loadConfig } from '../../src/config/config.ts';
-import { createTestDatabase, TEST_WEBHOOK_SECRET_KEY, type TestDialect } from './databases.ts';
+import { createMigratedTestDatabase } from './database-template.ts';
+import { TEST_WEBHOOK_SECRET_KEY, type TestDialect } from './databases.ts';
 import { withDeadline } from './deadline.ts';
 import { checkResponsesAgainstDocument, type Conformance } from './openapi-conformance.ts';
 import { createTestIssuer, TEST_ISSUER, TEST_RESOURCE, type TestIssuer } from './tokens.ts';
@@ -46,6 +47,8 @@ export interface TestServer {
   app: FastifyInstance;
   issuer: TestIssuer;
   dialect: TestDialect;
+  /** The database URL, for a second connection of the test's own. */
+  databaseUrl: string;
   /** Every response checked against /openapi.json (test/helpers/openapi-conformance.ts). */
   conformance: Conformance;
   /** Stops the app, drops the database, then fails if a response was not described by the document. */
@@ -57,7 +60,7 @@ export async function startServer(
   env: Record<string, string> = {},
   issuer?: TestIssuer,
 ): Promise<TestServer> {
-  const database = await createTestDatabase(dialect);
+  const database = await createMigratedTestDatabase(dialect);
   const tokens = issuer ?? (await createTestIssuer());
   const config = loadConfig({
     PORT: '0',
@@ -85,6 +88,7 @@ export async function startServer(
     app,
     issuer: tokens,
     dialect,
+    databaseUrl: database.url,
     conformance,
     close: async () => {
       await closeApp(app, url);

@@ -6,11 +6,10 @@ import { writeFileSync } from 'node:fs';
 import { connect, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, test } from 'node:test';
 import { defaultMaxConnections, descriptorLimit } from '../../src/config/descriptors.ts';
 import { startChildServer, type ChildServer } from '../helpers/child-server.ts';
-import { withDeadline } from '../helpers/deadline.ts';
+import { waitUntil, withDeadline } from '../helpers/deadline.ts';
 import { call, CUSTOMER } from '../helpers/http.ts';
 
 /** Opens `count` idle TCP connections; the server may close any of them. */
@@ -37,15 +36,6 @@ async function openIdle(port: number, count: number): Promise<Socket[]> {
   });
 }
 
-/** Polls until `check` holds, or fails after the deadline with `explain()`. */
-async function until(check: () => boolean, explain: () => string, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!check()) {
-    assert.ok(Date.now() < deadline, explain());
-    await sleep(20);
-  }
-}
-
 const stillOpen = (sockets: Socket[]): number => sockets.filter((s) => !s.destroyed).length;
 
 function closeAll(sockets: Socket[]): void {
@@ -54,13 +44,15 @@ function closeAll(sockets: Socket[]): void {
 
 async function assertServes(server: ChildServer, label: string): Promise<void> {
   // The server frees its descriptors as it reads the clients' FINs: until then a connection may still be refused.
-  let health = await call(server.url, 'GET', '/healthz').catch((err: Error) => ({ status: 0, text: err.message }));
-  const deadline = Date.now() + 10_000;
-  while (health.status !== 200 && Date.now() < deadline) {
-    await sleep(50);
-    health = await call(server.url, 'GET', '/healthz').catch((err: Error) => ({ status: 0, text: err.message }));
-  }
-  assert.equal(health.status, 200, `${label}: ${health.text}\n${server.output()}`);
+  let health = { status: 0, text: '(not asked yet)' };
+  await waitUntil(
+    async () => {
+      health = await call(server.url, 'GET', '/healthz').catch((err: Error) => ({ status: 0, text: err.message }));
+      return health.status === 200;
+    },
+    10_000,
+    () => `${label}: ${health.text}\n${server.output()}`,
+  );
   const token = await server.issuer.clientToken('orders:read orders:write');
   const created = await call(server.url, 'POST', '/api/orders', { token, body: { CustomerId: CUSTOMER, Total: 1 } });
   assert.equal(created.status, 201, `${label}: ${created.text}`);
@@ -76,8 +68,9 @@ describe('descriptor exhaustion', () => {
       try {
         const sockets = await openIdle(server.port, 400);
         await server.waitFor(/client connections refused: MAX_CONNECTIONS \(204\) reached/);
-        await until(
+        await waitUntil(
           () => stillOpen(sockets) <= 204,
+          10_000,
           () => `${stillOpen(sockets)} connections still open, cap 204`,
         );
         assert.ok(server.alive(), server.output());
@@ -95,18 +88,25 @@ describe('descriptor exhaustion', () => {
     async () => {
       const server = await startChildServer({
         openFileLimit: 128,
-        env: { MAX_CONNECTIONS: '100000', MAX_EVENT_LOOP_DELAY_MS: '1000' },
+        env: { MAX_CONNECTIONS: '100000', MAX_EVENT_LOOP_DELAY_MS: '1000', LOG_LEVEL: 'trace' },
       });
       try {
         const sockets = await openIdle(server.port, 300);
         // libuv closes what it cannot accept (its EMFILE trick): connections closed by the server show the limit was hit.
-        await until(
+        await waitUntil(
           () => stillOpen(sockets) < 300,
+          10_000,
           () => `all 300 connections open: the limit was never reached\n${server.output()}`,
         );
-        // The overload guard samples every second: give it two turns while every descriptor is taken.
-        // (@fastify/under-pressure's sampler threw EMFILE here and the process exited with code 1.)
-        await sleep(2500);
+        // The overload guard's sampler must run twice while every descriptor is taken (@fastify/under-pressure's
+        // threw EMFILE here and the process exited with code 1); it logs each run at trace level.
+        const exhaustedAt = server.output().length;
+        const samples = (): number => server.output().slice(exhaustedAt).split('event loop delay sampled').length - 1;
+        await waitUntil(
+          () => samples() >= 2 || !server.alive(),
+          10_000,
+          () => `${samples()} samples of the event loop delay since the descriptors ran out\n${server.output()}`,
+        );
         assert.ok(server.alive(), `the process exited:\n${server.output()}`);
         closeAll(sockets);
         await assertServes(server, 'after descriptors are free again');

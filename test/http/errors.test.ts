@@ -4,30 +4,19 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { testDialects } from '../helpers/databases.ts';
-import { call, CUSTOMER, type CallResult } from '../helpers/http.ts';
+import { call, CUSTOMER } from '../helpers/http.ts';
 import { startServer, startWithClientToken, type TestServer } from '../helpers/server.ts';
 import { rawRequest } from './raw-http.ts';
-import { expectStatus } from '../helpers/expect.ts';
+import { expectProblem, expectStatus } from '../helpers/expect.ts';
 
-const PROBLEM_JSON = 'application/problem+json; charset=utf-8';
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
-/** The problem+json shape every error shares; returns the body for further checks. */
-function assertProblem(res: CallResult, status: number, path: string): Record<string, unknown> {
-  expectStatus(res, status);
-  assert.equal(res.headers.get('content-type'), PROBLEM_JSON, res.text);
-  const body = res.json as Record<string, unknown>;
-  assert.equal(body.status, status);
-  assert.match(String(body.type), /^https?:\/\/[^/]+\/problems\/[a-z-]+$/);
-  assert.equal(typeof body.title, 'string');
-  assert.ok(String(body.title).length > 0);
-  assert.equal(typeof body.detail, 'string');
-  // Absolute, on the same base as `type` and the resources' links (one base for every URL written).
-  assert.equal(body.instance, `${new URL(String(body.type)).origin}${path.split('?')[0]}`);
-  assert.equal(body.requestId, res.headers.get('x-request-id'), 'the body names the request id the header carries');
-  assert.ok(String(body.requestId).length > 0);
-  return body;
-}
+/**
+ * The problem+json shape every error shares: an absolute `type`, the members, the request id of the
+ * header, and an `instance` absolute on the same base as `type` and the resources' links (one base for
+ * every URL written).
+ */
+const SHAPE = { exactMediaType: true, members: true, requestId: true, absoluteType: true } as const;
 
 for (const dialect of testDialects()) {
   describe(`problem responses [${dialect}]`, () => {
@@ -42,46 +31,46 @@ for (const dialect of testDialects()) {
     test('an unknown route is a 404 problem', async () => {
       for (const path of ['/nope', '/api/orders/1/nope', '/api', '/api/orders/1/pay/extra']) {
         const res = await call(server.url, 'GET', path, { token });
-        const body = assertProblem(res, 404, path);
+        const body = expectProblem(res, 404, undefined, { ...SHAPE, instance: path });
         assert.match(String(body.type), /\/problems\/not-found$/);
       }
     });
 
     test('a known path with another method is 405 with Allow listing the methods it has', async () => {
       const collection = await call(server.url, 'DELETE', '/api/orders', { token });
-      assertProblem(collection, 405, '/api/orders');
+      expectProblem(collection, 405, undefined, { ...SHAPE, instance: '/api/orders' });
       assert.equal(collection.headers.get('allow'), 'GET, HEAD, POST');
       const item = await call(server.url, 'POST', '/api/orders/1', { token, body: {} });
-      assertProblem(item, 405, '/api/orders/1');
+      expectProblem(item, 405, undefined, { ...SHAPE, instance: '/api/orders/1' });
       assert.equal(item.headers.get('allow'), 'GET, HEAD, PUT, PATCH, DELETE');
       const action = await call(server.url, 'GET', '/api/orders/1/pay', { token });
-      assertProblem(action, 405, '/api/orders/1/pay');
+      expectProblem(action, 405, undefined, { ...SHAPE, instance: '/api/orders/1/pay' });
       assert.equal(action.headers.get('allow'), 'POST');
       const health = await call(server.url, 'POST', '/healthz');
-      assertProblem(health, 405, '/healthz');
+      expectProblem(health, 405, undefined, { ...SHAPE, instance: '/healthz' });
       assert.equal(health.headers.get('allow'), 'GET, HEAD');
     });
 
     test('malformed JSON is 400', async () => {
       for (const raw of ['{', '{"CustomerId":', 'not json', '{"a":1}}', "{'a':1}"]) {
-        const body = assertProblem(await post(raw), 400, '/api/orders');
+        const body = expectProblem(await post(raw), 400, undefined, { ...SHAPE, instance: '/api/orders' });
         assert.match(String(body.type), /\/problems\/malformed-body$/, raw);
       }
     });
 
     test('an empty body declared as JSON is 400', async () => {
-      assertProblem(await post(''), 400, '/api/orders');
+      expectProblem(await post(''), 400, undefined, { ...SHAPE, instance: '/api/orders' });
       const noBody = await call(server.url, 'POST', '/api/orders', {
         token,
         headers: { 'content-type': 'application/json' },
       });
-      assertProblem(noBody, 400, '/api/orders');
+      expectProblem(noBody, 400, undefined, { ...SHAPE, instance: '/api/orders' });
     });
 
     test('a body that is not JSON by Content-Type is 415', async () => {
       const body = JSON.stringify({ CustomerId: CUSTOMER, Total: 1 });
       for (const contentType of ['text/plain', 'application/x-www-form-urlencoded', 'application/xml']) {
-        assertProblem(await post(body, contentType), 415, '/api/orders');
+        expectProblem(await post(body, contentType), 415, undefined, { ...SHAPE, instance: '/api/orders' });
       }
     });
 
@@ -92,8 +81,8 @@ for (const dialect of testDialects()) {
       };
       assert.equal(padded(1024).length, 1024);
       expectStatus(await post(padded(1024)), 201);
-      assertProblem(await post(padded(1025)), 413, '/api/orders');
-      assertProblem(await post(padded(64 * 1024)), 413, '/api/orders');
+      expectProblem(await post(padded(1025)), 413, undefined, { ...SHAPE, instance: '/api/orders' });
+      expectProblem(await post(padded(64 * 1024)), 413, undefined, { ...SHAPE, instance: '/api/orders' });
     });
 
     test('a body with a __proto__ or constructor.prototype member is 400', async () => {
@@ -102,14 +91,14 @@ for (const dialect of testDialects()) {
         `{"__proto__":{"Total":1},"CustomerId":"${CUSTOMER}","Total":1}`,
         `{"CustomerId":"${CUSTOMER}","Total":1,"constructor":{"prototype":{"isAdmin":true}}}`,
       ]) {
-        assertProblem(await post(raw), 400, '/api/orders');
+        expectProblem(await post(raw), 400, undefined, { ...SHAPE, instance: '/api/orders' });
       }
       const patch = await call(server.url, 'PATCH', '/api/orders/1', {
         token,
         rawBody: '{"__proto__":{"Total":1}}',
         contentType: 'application/merge-patch+json',
       });
-      assertProblem(patch, 400, '/api/orders/1');
+      expectProblem(patch, 400, undefined, { ...SHAPE, instance: '/api/orders/1' });
     });
 
     test('unknown query parameters and bad fields/include values are 400', async () => {
@@ -129,7 +118,10 @@ for (const dialect of testDialects()) {
         '/api/orders?limit=0',
         '/api/orders?limit=abc',
       ]) {
-        const body = assertProblem(await call(server.url, 'GET', path, { token }), 400, path);
+        const body = expectProblem(await call(server.url, 'GET', path, { token }), 400, undefined, {
+          ...SHAPE,
+          instance: path,
+        });
         assert.match(String(body.type), /\/problems\/(invalid-parameter|bad-request)$/, path);
       }
       expectStatus(await call(server.url, 'GET', `${item}?fields=Id,Total`, { token }), 200);
@@ -137,11 +129,20 @@ for (const dialect of testDialects()) {
     });
 
     test('authorization and validation errors share the same problem shape', async () => {
-      assertProblem(await call(server.url, 'GET', '/api/orders'), 401, '/api/orders');
-      assertProblem(await call(server.url, 'GET', '/api/orders/999999', { token }), 404, '/api/orders/999999');
-      assertProblem(await call(server.url, 'GET', '/api/orders/abc', { token }), 400, '/api/orders/abc');
+      expectProblem(await call(server.url, 'GET', '/api/orders'), 401, undefined, {
+        ...SHAPE,
+        instance: '/api/orders',
+      });
+      expectProblem(await call(server.url, 'GET', '/api/orders/999999', { token }), 404, undefined, {
+        ...SHAPE,
+        instance: '/api/orders/999999',
+      });
+      expectProblem(await call(server.url, 'GET', '/api/orders/abc', { token }), 400, undefined, {
+        ...SHAPE,
+        instance: '/api/orders/abc',
+      });
       const invalid = await call(server.url, 'POST', '/api/orders', { token, body: { CustomerId: 'x', Total: 'y' } });
-      const body = assertProblem(invalid, 422, '/api/orders');
+      const body = expectProblem(invalid, 422, undefined, { ...SHAPE, instance: '/api/orders' });
       assert.ok(Array.isArray(body.errors));
     });
 
@@ -172,7 +173,7 @@ for (const dialect of testDialects()) {
         token,
         headers: { 'x-request-id': 'proxy-id-42' },
       });
-      assertProblem(res, 404, '/api/orders/999999');
+      expectProblem(res, 404, undefined, { ...SHAPE, instance: '/api/orders/999999' });
       assert.equal(res.headers.get('x-request-id'), 'proxy-id-42');
       assert.equal(res.json.requestId, 'proxy-id-42');
       const ok = await call(server.url, 'GET', '/api/orders', { token, headers: { 'x-request-id': 'proxy-id-43' } });
@@ -244,7 +245,7 @@ for (const dialect of testDialects()) {
       for (const [method, path, options] of requests) {
         const res = await call(server.url, method, path, options);
         assert.ok(res.status === 500 || res.status === 503, `${method} ${path}: ${res.status} ${res.text}`);
-        const body = assertProblem(res, res.status, path);
+        const body = expectProblem(res, res.status, undefined, { ...SHAPE, instance: path });
         assert.deepEqual(Object.keys(body).sort(), ['detail', 'instance', 'requestId', 'status', 'title', 'type']);
         assert.doesNotMatch(
           res.text,

@@ -3,11 +3,10 @@
 // fetched and requests get 503 at once, and keys past their max age (10 min) keep verifying while the
 // issuer is down. The issuer is a real HTTP server on 127.0.0.1 that counts the requests it receives.
 import assert from 'node:assert/strict';
-import { setTimeout as delay } from 'node:timers/promises';
 import { after, before, beforeEach, describe, test } from 'node:test';
 import { createTokenVerifier, type TokenVerifier } from '../../src/http/bearer/token-verifier.ts';
 import { Problem } from '../../src/http/problems/problems.ts';
-import { withDeadline } from '../helpers/deadline.ts';
+import { waitUntil, withDeadline } from '../helpers/deadline.ts';
 import { FakeIssuer } from '../helpers/fake-issuer.ts';
 import { createTestIssuer, TEST_RESOURCE, type TestIssuer } from '../helpers/tokens.ts';
 
@@ -31,8 +30,12 @@ async function outcomes(verifier: TokenVerifier, tokens: string[], issuer: FakeI
 
 /** Waits (with a deadline) until the issuer has seen `count` requests: a fetch started in the background. */
 async function fetchesReach(issuer: FakeIssuer, count: number): Promise<void> {
-  const deadline = Date.now() + 5000;
-  while (issuer.fetches < count && Date.now() < deadline) await delay(10);
+  await waitUntil(
+    () => issuer.fetches >= count,
+    5000,
+    () => issuer.summary(),
+    10,
+  );
   assert.equal(issuer.fetches, count, issuer.summary());
 }
 
@@ -119,16 +122,21 @@ describe('issuer keys fetched over HTTP', () => {
     // The failed retry may still be settling: a held key's verification starts the refresh once none is in
     // flight and its backoff has passed. A failure that settles after the jump above starts its backoff
     // (4 s after the third failure) from the new time, so the clock keeps moving while the test waits.
-    const deadline = Date.now() + 5000;
-    while (issuer.fetches < 4 && Date.now() < deadline) {
-      assert.equal(
-        await outcome(verifier, await known(), issuer),
-        'ok',
-        'keys past their max age keep verifying while a refresh fails',
-      );
-      clock += SECOND;
-      await delay(10);
-    }
+    await waitUntil(
+      async () => {
+        if (issuer.fetches >= 4) return true;
+        assert.equal(
+          await outcome(verifier, await known(), issuer),
+          'ok',
+          'keys past their max age keep verifying while a refresh fails',
+        );
+        clock += SECOND;
+        return false;
+      },
+      5000,
+      () => issuer.summary(),
+      10,
+    );
     await fetchesReach(issuer, 4);
     for (let i = 0; i < 10; i++) assert.equal(await outcome(verifier, await known(), issuer), 'ok');
     assert.equal(issuer.fetches, 4, 'no refresh during the backoff');

@@ -5,13 +5,13 @@
 // is a real HTTP server on 127.0.0.1 that counts the requests it receives.
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { setTimeout as delay } from 'node:timers/promises';
 import { after, before, describe, test } from 'node:test';
 import { FakeIssuer } from '../helpers/fake-issuer.ts';
 import { call, type CallResult } from '../helpers/http.ts';
 import { startServer, type TestServer } from '../helpers/server.ts';
 import { createTestIssuer, type TestIssuer } from '../helpers/tokens.ts';
 import { expectProblem, expectStatus } from '../helpers/expect.ts';
+import { waitUntil } from '../helpers/deadline.ts';
 
 /** Far below the old behaviour of 2 fetches per request; covers a retry or two after the 1 s backoff. */
 const MAX_FETCHES = 5;
@@ -83,15 +83,18 @@ describe('an external issuer that answers 503', () => {
 
     issuer.mode = 'up';
     const token = await tokenFor(tokens, issuer);
-    const deadline = Date.now() + 40_000; // the backoff is at most 30 s
     let last: CallResult | undefined;
-    while (Date.now() < deadline) {
-      last = await call(server.url, 'GET', '/api/orders', { token, signal: AbortSignal.timeout(10_000) });
-      if (last.status === 200) break;
-      assertIssuerUnavailable(last, 'while recovering');
-      await delay(100);
-    }
-    assert.equal(last?.status, 200, `not recovered: ${last?.status} ${last?.text}`);
+    await waitUntil(
+      async () => {
+        last = await call(server.url, 'GET', '/api/orders', { token, signal: AbortSignal.timeout(10_000) });
+        if (last.status === 200) return true;
+        assertIssuerUnavailable(last, 'while recovering');
+        return false;
+      },
+      40_000, // the backoff is at most 30 s
+      () => `not recovered: ${last?.status} ${last?.text}`,
+      100,
+    );
     const fetchesAfter = issuer.fetches;
     for (let i = 0; i < 20; i++)
       expectStatus(await call(server.url, 'GET', '/api/orders', { token: await tokenFor(tokens, issuer) }), 200);

@@ -2,7 +2,7 @@
 // from the document root, nesting is bounded, and problems never echo unbounded client input.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { call, CUSTOMER, type CallResult } from '../helpers/http.ts';
+import { call, CUSTOMER } from '../helpers/http.ts';
 import { startWithClientToken, type TestServer } from '../helpers/server.ts';
 import { expectProblem } from '../helpers/expect.ts';
 
@@ -10,10 +10,7 @@ const MERGE = 'application/merge-patch+json';
 const JSON_PATCH = 'application/json-patch+json';
 
 /** The shared problem check, plus the exact media type with its charset. */
-function assertProblem(res: CallResult, status: number, slug: string): void {
-  expectProblem(res, status, slug);
-  assert.equal(res.headers.get('content-type'), 'application/problem+json; charset=utf-8');
-}
+const EXACT = { exactMediaType: true } as const;
 
 describe('JSON request bodies', () => {
   let server: TestServer;
@@ -36,10 +33,10 @@ describe('JSON request bodies', () => {
         body: { CustomerId: CUSTOMER, Total: 1 },
         contentType,
       });
-      assertProblem(post, 415, 'unsupported-media-type');
+      expectProblem(post, 415, 'unsupported-media-type', EXACT);
       assert.match(post.json.detail, /only accepted by PATCH.*application\/json/);
       const put = await call(server.url, 'PUT', orderPath, { token, body: replacement, contentType });
-      assertProblem(put, 415, 'unsupported-media-type');
+      expectProblem(put, 415, 'unsupported-media-type', EXACT);
     }
     assert.equal((await call(server.url, 'GET', orderPath, { token })).json.Total, 10, 'nothing was written');
     const merge = await call(server.url, 'PATCH', orderPath, { token, body: { Total: 11 }, contentType: MERGE });
@@ -55,7 +52,7 @@ describe('JSON request bodies', () => {
       body: { Total: 11 },
       contentType: 'application/json',
     });
-    assertProblem(plain, 415, 'unsupported-media-type');
+    expectProblem(plain, 415, 'unsupported-media-type', EXACT);
     assert.equal(plain.headers.get('accept-patch'), `${MERGE}, ${JSON_PATCH}`);
   });
 
@@ -65,13 +62,13 @@ describe('JSON request bodies', () => {
       rawBody: '[{"op":"replace","path":"/Total","value":0.1234567890123456789}]',
       contentType: JSON_PATCH,
     });
-    assertProblem(inPatch, 422, 'validation-error');
+    expectProblem(inPatch, 422, 'validation-error', EXACT);
     assert.deepEqual(
       inPatch.json.errors.map((e: { pointer: string }) => e.pointer),
       ['/0/value'],
     );
     const root = await call(server.url, 'POST', '/api/orders', { token, rawBody: '12345678901234567890' });
-    assertProblem(root, 422, 'validation-error');
+    expectProblem(root, 422, 'validation-error', EXACT);
     assert.deepEqual(
       root.json.errors.map((e: { pointer: string }) => e.pointer),
       [''],
@@ -96,19 +93,24 @@ describe('JSON request bodies', () => {
 
   test('nesting deeper than 64 levels is a 400 naming the limit; 64 levels parse', async () => {
     const deep = await call(server.url, 'POST', '/api/orders', { token, rawBody: '['.repeat(3000) + ']'.repeat(3000) });
-    assertProblem(deep, 400, 'malformed-body');
+    expectProblem(deep, 400, 'malformed-body', EXACT);
     assert.match(deep.json.detail, /more than 64 levels/);
     assert.doesNotMatch(deep.text, /stack|Maximum call/i);
     const nest = (levels: number) =>
       `{"CustomerId":"${CUSTOMER}","Total":1,"X":${'['.repeat(levels - 1)}${']'.repeat(levels - 1)}}`;
-    assertProblem(await call(server.url, 'POST', '/api/orders', { token, rawBody: nest(65) }), 400, 'malformed-body');
+    expectProblem(
+      await call(server.url, 'POST', '/api/orders', { token, rawBody: nest(65) }),
+      400,
+      'malformed-body',
+      EXACT,
+    );
     const limit = await call(server.url, 'POST', '/api/orders', { token, rawBody: nest(64) });
-    assertProblem(limit, 422, 'validation-error'); // parsed; then X is an unknown member
+    expectProblem(limit, 422, 'validation-error', EXACT); // parsed; then X is an unknown member
     const inString = await call(server.url, 'POST', '/api/orders', {
       token,
       rawBody: `{"CustomerId":"${'['.repeat(100)}\\"${'{'.repeat(100)}","Total":1}`,
     });
-    assertProblem(inString, 422, 'validation-error'); // brackets inside strings are not nesting
+    expectProblem(inString, 422, 'validation-error', EXACT); // brackets inside strings are not nesting
   });
 
   test('problems clip echoed member names and numbers', async () => {
@@ -117,7 +119,7 @@ describe('JSON request bodies', () => {
       token,
       rawBody: `{"CustomerId":"${CUSTOMER}","Total":1,"${name}":1}`,
     });
-    assertProblem(res, 422, 'validation-error');
+    expectProblem(res, 422, 'validation-error', EXACT);
     assert.ok(res.text.length < 2_000, `problem body is ${res.text.length} characters`);
     assert.equal(res.json.errors[0].pointer, `/${'N'.repeat(99)}…`);
     assert.match(res.json.detail, /\/N+…/);
@@ -126,7 +128,7 @@ describe('JSON request bodies', () => {
       token,
       body: { CustomerId: CUSTOMER, Total: 1, ...many },
     });
-    assertProblem(lots, 422, 'validation-error');
+    expectProblem(lots, 422, 'validation-error', EXACT);
     assert.equal(lots.json.errors.length, 500, 'every error is listed');
     assert.ok(lots.json.detail.length < 1_500, `detail is ${lots.json.detail.length} characters`);
     assert.match(lots.json.detail, /and 490 more$/);
@@ -135,7 +137,7 @@ describe('JSON request bodies', () => {
       token,
       rawBody: `{"CustomerId":"${CUSTOMER}","Total":${digits}}`,
     });
-    assertProblem(number, 422, 'validation-error');
+    expectProblem(number, 422, 'validation-error', EXACT);
     assert.ok(number.text.length < 1_000, `problem body is ${number.text.length} characters`);
   });
 });

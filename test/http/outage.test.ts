@@ -12,6 +12,7 @@ import { startServer, type TestServer } from '../helpers/server.ts';
 import { TcpProxy } from '../helpers/tcp-proxy.ts';
 import { isDatabaseOutage } from '../../src/http/problems/outage.ts';
 import { expectProblem, expectStatus } from '../helpers/expect.ts';
+import { waitUntil } from '../helpers/deadline.ts';
 
 function assertOutage(res: CallResult, label: string): void {
   expectProblem(res, 503, 'temporarily-unavailable', label);
@@ -131,14 +132,15 @@ if (testDialects().includes('postgres')) {
     }
 
     async function eventuallyCreates(label: string): Promise<void> {
-      const deadline = Date.now() + 15_000;
       let last: CallResult | undefined;
-      while (Date.now() < deadline) {
-        last = await call(server.url, 'POST', '/api/orders', { token, body: { CustomerId: CUSTOMER, Total: 3 } });
-        if (last.status === 201) return;
-        await new Promise((resolve) => setTimeout(resolve, 100));
-      }
-      assert.fail(`${label}: no 201 within 15 s; last ${last?.status} ${last?.text}`);
+      await waitUntil(
+        async () => {
+          last = await call(server.url, 'POST', '/api/orders', { token, body: { CustomerId: CUSTOMER, Total: 3 } });
+          return last.status === 201;
+        },
+        15_000,
+        () => `${label}: no 201; last ${last?.status} ${last?.text}`,
+      );
     }
 
     test('a table locked by another session: requests answer 503 with Retry-After after the lock timeout, /readyz stays ready within 2 s; then they succeed', async () => {
@@ -239,12 +241,17 @@ describe('database outage [sqlite]', () => {
       // node:sqlite is synchronous: a busy_timeout wait would hold the event loop, and every other
       // answer with it. Probed for as long as the write waits, each probe must answer well within the bound.
       let probes = 0;
-      while (waiting) {
-        const live = await call(server.url, 'GET', '/healthz', { signal: AbortSignal.timeout(BUSY_MS) });
-        assert.equal(live.status, 200, live.text);
-        probes++;
-        await new Promise((resolve) => setTimeout(resolve, 20));
-      }
+      await waitUntil(
+        async () => {
+          if (!waiting) return true;
+          const live = await call(server.url, 'GET', '/healthz', { signal: AbortSignal.timeout(BUSY_MS) });
+          assert.equal(live.status, 200, live.text);
+          probes++;
+          return false;
+        },
+        30_000,
+        () => `the write still waits after ${probes} probes`,
+      );
       assert.ok(probes > 1, `/healthz answered ${probes} time(s) while the write waited`);
       expectStatus(
         await call(server.url, 'GET', `/api/orders/${created.json.Id}`, { token }),

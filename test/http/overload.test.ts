@@ -3,6 +3,7 @@ import { after, before, describe, test } from 'node:test';
 import { LoopLag, SUSTAINED_WINDOWS } from '../../src/http/admission/overload.ts';
 import { call } from '../helpers/http.ts';
 import { startServer, type TestServer } from '../helpers/server.ts';
+import { waitUntil } from '../helpers/deadline.ts';
 
 /** Keeps the event loop busy, as a CPU-bound burst in production would. */
 function blockEventLoop(ms: number): void {
@@ -16,15 +17,18 @@ const tick = (): Promise<void> => new Promise((resolve) => setImmediate(resolve)
 
 /** Blocks the loop in bursts, as sustained CPU-bound work does, until `probe` answers 503 (or 10 s pass). */
 async function overloadUntil503(server: TestServer, path: string): Promise<Awaited<ReturnType<typeof call>>> {
-  const deadline = Date.now() + 10_000;
   let last: Awaited<ReturnType<typeof call>> | undefined;
-  while (Date.now() < deadline) {
-    blockEventLoop(300);
-    await tick(); // let the sampler close its window
-    last = await call(server.url, 'GET', path);
-    if (last.status === 503) return last;
-  }
-  assert.fail(`${path} never reported overload; last answer ${last?.status} ${JSON.stringify(last?.json)}`);
+  await waitUntil(
+    async () => {
+      blockEventLoop(300);
+      await tick(); // let the sampler close its window
+      last = await call(server.url, 'GET', path);
+      return last.status === 503;
+    },
+    10_000,
+    () => `${path} never reported overload; last answer ${last?.status} ${JSON.stringify(last?.json)}`,
+  );
+  return last!;
 }
 
 describe('overload protection', () => {

@@ -2,7 +2,7 @@
 // header lines, several Host lines, absolute-form targets) and for pipelining on one connection.
 import { once } from 'node:events';
 import { connect, type Socket } from 'node:net';
-import { withDeadline } from '../helpers/deadline.ts';
+import { waitUntil, withDeadline } from '../helpers/deadline.ts';
 
 /**
  * How long connecting, and waiting for the server to close, may take unless the caller says otherwise:
@@ -79,12 +79,12 @@ export class RawConnection {
 
   /** Waits until `count` complete responses arrived (or the server closed the connection). */
   async responses(count = 1): Promise<RawResponse[]> {
-    const deadline = Date.now() + 10_000;
-    while (parseResponses(this.received).length < count && !this.socket.destroyed) {
-      if (Date.now() > deadline)
-        throw new Error(`no complete response: ${JSON.stringify(this.received.slice(0, 200))}`);
-      await new Promise((resolve) => setImmediate(resolve));
-    }
+    await waitUntil(
+      () => parseResponses(this.received).length >= count || this.socket.destroyed,
+      10_000,
+      () => `no complete response: ${JSON.stringify(this.received.slice(0, 200))}`,
+      0,
+    );
     return parseResponses(this.received);
   }
 

@@ -5,12 +5,12 @@
 // a TCP proxy the test controls; two instances of one deployment, one of them reaching Redis directly.
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { setTimeout as delay } from 'node:timers/promises';
 import { after, before, describe, test } from 'node:test';
 import { createTestDatabase, type TestDatabase } from '../helpers/databases.ts';
 import { call, type CallResult } from '../helpers/http.ts';
 import { startServer, type TestServer } from '../helpers/server.ts';
 import { TcpProxy } from '../helpers/tcp-proxy.ts';
+import { waitUntil } from '../helpers/deadline.ts';
 
 // A database number of its own, so these counters never meet those of other suites.
 const REDIS_URL = `${(process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379').replace(/\/\d*$/, '')}/9`;
@@ -54,23 +54,24 @@ async function assertInMemoryLimit(server: TestServer, what: string): Promise<vo
  * proxied instance, then one on the direct instance, which sees r=1 only if the first reached Redis.
  */
 async function waitForSharedCounting(proxied: TestServer, direct: TestServer): Promise<void> {
-  const deadline = Date.now() + RECOVERY_DEADLINE_MS;
   let last = '';
-  while (Date.now() < deadline) {
-    const token = await proxied.issuer.clientToken('orders:read', `recovery-${randomUUID()}`);
-    const first = await get(proxied, '/api/orders', token);
-    const second = await get(direct, '/api/orders', token);
-    last = `proxied ${first.status} ${first.headers.get('ratelimit')}, direct ${second.status} ${second.headers.get('ratelimit')}`;
-    if (first.status === 200 && second.status === 200 && rateLimit(second).remaining === 1) {
-      const third = await get(proxied, '/api/orders', token);
-      assert.equal(rateLimit(third).remaining, 0, `the proxied instance counts in Redis again: ${third.text}`);
-      const ready = await get(proxied, '/readyz');
-      assert.equal(ready.json.checks.redis, 'ok', `/readyz after recovery: ${ready.text}`);
-      return;
-    }
-    await delay(100);
-  }
-  assert.fail(`counting was not shared again within ${RECOVERY_DEADLINE_MS} ms; last: ${last}`);
+  let token = '';
+  await waitUntil(
+    async () => {
+      token = await proxied.issuer.clientToken('orders:read', `recovery-${randomUUID()}`);
+      const first = await get(proxied, '/api/orders', token);
+      const second = await get(direct, '/api/orders', token);
+      last = `proxied ${first.status} ${first.headers.get('ratelimit')}, direct ${second.status} ${second.headers.get('ratelimit')}`;
+      return first.status === 200 && second.status === 200 && rateLimit(second).remaining === 1;
+    },
+    RECOVERY_DEADLINE_MS,
+    () => `counting was not shared again; last: ${last}`,
+    100,
+  );
+  const third = await get(proxied, '/api/orders', token);
+  assert.equal(rateLimit(third).remaining, 0, `the proxied instance counts in Redis again: ${third.text}`);
+  const ready = await get(proxied, '/readyz');
+  assert.equal(ready.json.checks.redis, 'ok', `/readyz after recovery: ${ready.text}`);
 }
 
 describe('rate limits while Redis is unavailable', () => {

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { describe, test } from 'node:test';
 import { startChildServer } from '../helpers/child-server.ts';
-import { withDeadline } from '../helpers/deadline.ts';
+import { waitUntil, withDeadline } from '../helpers/deadline.ts';
 import { CUSTOMER } from '../helpers/http.ts';
 import { startServer } from '../helpers/server.ts';
 import { parseResponses, RawConnection } from './raw-http.ts';
@@ -25,11 +25,12 @@ describe('graceful shutdown', () => {
     expectStatus(first, 200);
 
     const closing = server.app.close();
-    const deadline = Date.now() + 10_000;
-    while (server.app.server.listening) {
-      assert.ok(Date.now() < deadline, 'the server never stopped listening');
-      await new Promise((resolve) => setImmediate(resolve));
-    }
+    await waitUntil(
+      () => !server.app.server.listening,
+      10_000,
+      () => 'the server never stopped listening',
+      0,
+    );
     connection.write('\r\n');
     await withDeadline(
       connection.closed(),
@@ -126,10 +127,12 @@ describe('shutdown of the signet serve process', () => {
           ...Array.from({ length: 4 }, () => client(keepAlive)),
           ...Array.from({ length: 4 }, () => client(false)),
         ];
-        while (outcomes.filter((o) => o.status === 201).length < 40) {
-          assert.ok(Date.now() < deadline, `no orders were created: ${JSON.stringify(outcomes.slice(-3))}`);
-          await new Promise((resolve) => setTimeout(resolve, 10));
-        }
+        await waitUntil(
+          () => outcomes.filter((o) => o.status === 201).length >= 40,
+          deadline - Date.now(),
+          () => `no orders were created: ${JSON.stringify(outcomes.slice(-3))}`,
+          10,
+        );
         sigtermAt = Date.now();
         server.child.kill('SIGTERM');
         // Each request has a 10 s timeout and each client stops at the deadline: this only names a hang.

@@ -10,6 +10,7 @@ import { randomUUID } from 'node:crypto';
 import { after, describe, test } from 'node:test';
 import { startChildServer, type ChildServer } from '../helpers/child-server.ts';
 import { call, CUSTOMER, type CallResult } from '../helpers/http.ts';
+import { waitUntil } from '../helpers/deadline.ts';
 
 const WORKERS = 12;
 /** Load runs until this many creates were acknowledged, then the server is killed mid-stream. */
@@ -85,14 +86,12 @@ describe('kill -9 under write load [sqlite, group commit]', () => {
       }
     };
     const load = Promise.all(Array.from({ length: WORKERS }, (_, n) => worker(n)));
-    const started = Date.now();
-    while (ackedCreates < ACKED_CREATES_BEFORE_KILL) {
-      assert.ok(
-        Date.now() - started < LOAD_DEADLINE_MS,
-        `only ${ackedCreates} creates acknowledged; ${first.output()}`,
-      );
-      await new Promise((resolve) => setTimeout(resolve, 5));
-    }
+    await waitUntil(
+      () => ackedCreates >= ACKED_CREATES_BEFORE_KILL,
+      LOAD_DEADLINE_MS,
+      () => `only ${ackedCreates} creates acknowledged; ${first.output()}`,
+      5,
+    );
     killed = true;
     first.child.kill('SIGKILL');
     assert.equal(await first.waitForExit(10_000), null);

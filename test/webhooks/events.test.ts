@@ -549,7 +549,7 @@ for (const dialect of testDialects()) {
         const { rows } = await sql<{ schema: string }>`select current_schema() as schema`.execute(
           server.app.database.db,
         );
-        const slow = new pg.Client({ connectionString: process.env.TEST_POSTGRES_URL });
+        const slow = new pg.Client({ connectionString: server.databaseUrl });
         await slow.connect();
         const slowId = `evt_${randomBytes(16).toString('hex')}`;
         let fastId: string;

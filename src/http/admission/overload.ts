@@ -79,6 +79,8 @@ export function overloadGuard(
     sampler = setInterval(() => {
       lag.record(windowMean(histogram));
       histogram.reset();
+      // At trace level only: lets a test see the sampler run (test/http/connections.test.ts).
+      app.log.trace({ eventLoopDelayMs: Math.round(lag.delayMs) }, 'event loop delay sampled');
     }, WINDOW_MS).unref();
   });
   app.addHook('onClose', async () => {
