@@ -14,7 +14,7 @@ import {
   type ConsoleToken,
   type PortalTokenClaims,
 } from '../auth-server/tokens/console-tokens.ts';
-import type { Db } from '../db/executor.ts';
+import type { Db, Executor } from '../db/executor.ts';
 import { seal, unseal } from '../db/sealed.ts';
 import { WEBHOOKS_SCOPES } from '../webhooks/webhooks.feature.ts';
 import {
@@ -176,7 +176,7 @@ export function createPortalStore(deps: { db: Db; key: Buffer; tokens: PortalTok
     list: (options: Parameters<typeof listPortalSessions>[1]) => listPortalSessions(db, options),
 
     /** Ends a session by its public id (an admin's revocation): its next request finds none. */
-    end: (publicId: string) => deletePortalSessionById(db, publicId),
+    end: (publicId: string, executor: Executor = db) => deletePortalSessionById(executor, publicId),
 
     /** Ends the sessions a link opened (the link was revoked). */
     endOfLink: (linkId: string) => deletePortalSessionsOfLink(db, linkId),

@@ -76,7 +76,13 @@ export async function recoverEndpoint(
 /** How an owner enables its endpoint (webhooks.schemas.ts, the 409's description). */
 const OWNER_ENABLE = 'with PATCH {"Enabled": true}';
 
-async function redeliver(db: Executor, outbox: Outbox, owner: EndpointOwner, id: string, now: Date): Promise<DeliveryRecord> {
+async function redeliver(
+  db: Executor,
+  outbox: Outbox,
+  owner: EndpointOwner,
+  id: string,
+  now: Date,
+): Promise<DeliveryRecord> {
   const { endpoint } = await getOwnedDelivery(db, owner, id);
   await requeueOne(db, outbox, id, endpoint, OWNER_ENABLE, now);
   return (await repo.findDelivery(db, id))!;

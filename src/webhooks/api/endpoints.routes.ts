@@ -8,7 +8,12 @@ import { publicBaseUrl } from '../../http/admission/origin.ts';
 import { listPage } from '../../http/representation/pages.ts';
 import { Problem } from '../../http/problems/problems.ts';
 import { createDeliveriesService, isStorableTime } from './deliveries.service.ts';
-import { createEndpointsService, type ChangedBy, type EndpointContext, type EndpointOwner } from './endpoints.service.ts';
+import {
+  createEndpointsService,
+  type ChangedBy,
+  type EndpointContext,
+  type EndpointOwner,
+} from './endpoints.service.ts';
 import { attemptView, deliveryUrl, deliveryView, endpointUrl, endpointView } from './webhooks.representation.ts';
 import * as schemas from './webhooks.schemas.ts';
 

@@ -160,7 +160,10 @@ async function createEndpoint(
     });
     if ((await repo.countEndpoints(trx, owner.clientId, customerId)) > max) {
       const who = customerId === null ? 'a client' : 'a customer';
-      throw new Problem(WEBHOOK_PROBLEMS.limitReached, `${who} may register at most ${max} endpoints; delete one first`);
+      throw new Problem(
+        WEBHOOK_PROBLEMS.limitReached,
+        `${who} may register at most ${max} endpoints; delete one first`,
+      );
     }
     await recordEndpointAudit(trx, by, 'webhook_endpoint.created', inserted, {
       url: inserted.url,
@@ -193,7 +196,8 @@ export function ownsEndpoint(owner: EndpointOwner, endpoint: EndpointRecord): bo
 /** Another client's (or another customer's) endpoint answers 404: its existence is not revealed. */
 export async function getOwnedEndpoint(db: Executor, owner: EndpointOwner, id: string): Promise<EndpointRecord> {
   const endpoint = await repo.findEndpoint(db, id);
-  if (!endpoint || !ownsEndpoint(owner, endpoint)) throw new Problem('notFound', `webhook endpoint ${id} does not exist`);
+  if (!endpoint || !ownsEndpoint(owner, endpoint))
+    throw new Problem('notFound', `webhook endpoint ${id} does not exist`);
   return endpoint;
 }
 
@@ -295,7 +299,13 @@ function overlapRunning(id: string, until: Date): Problem {
   );
 }
 
-async function ping(db: Executor, ctx: EndpointContext, owner: EndpointOwner, id: string, now: Date): Promise<RecordedEvent> {
+async function ping(
+  db: Executor,
+  ctx: EndpointContext,
+  owner: EndpointOwner,
+  id: string,
+  now: Date,
+): Promise<RecordedEvent> {
   const endpoint = await getOwnedEndpoint(db, owner, id);
   if (!endpoint.enabled) throw disabledProblem(id);
   return ctx.outbox.record(db, {

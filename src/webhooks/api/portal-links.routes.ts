@@ -40,12 +40,15 @@ export async function portalLinkRoutes(fastify: FastifyInstance, options: { db: 
         { requestId: request.id, sourceAddress: request.clientOrigin.ip },
       );
       // The URL is a bearer credential until used: no cache may keep it (RFC 9111 §5.2.2.5).
-      return reply.code(201).header('cache-control', 'no-store').send({
-        Id: link.id,
-        Url: link.url,
-        ExpiresAt: link.expiresAt.toISOString(),
-        CustomerId: link.customerId ?? null,
-      });
+      return reply
+        .code(201)
+        .header('cache-control', 'no-store')
+        .send({
+          Id: link.id,
+          Url: link.url,
+          ExpiresAt: link.expiresAt.toISOString(),
+          CustomerId: link.customerId ?? null,
+        });
     },
   );
 }

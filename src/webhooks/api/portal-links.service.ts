@@ -73,7 +73,11 @@ export async function issuePortalLink(
       actor: { type: 'client', id: input.clientId },
       action: 'portal_link.issued',
       target: { type: 'portal_link', id },
-      details: { client_id: input.clientId, expires_at: expiresAt.toISOString(), ...(customerId && { customer_id: customerId }) },
+      details: {
+        client_id: input.clientId,
+        expires_at: expiresAt.toISOString(),
+        ...(customerId && { customer_id: customerId }),
+      },
       at: input.now,
     });
   });

@@ -168,14 +168,13 @@ function forCustomer(column: RawBuilder<unknown>, customer: unknown): RawBuilder
 const FRESH_ENDPOINT_COLUMNS = ['id', 'url', 'secret', 'previous_secret', 'previous_secret_expires_at'] as const;
 
 /** Every event's usual case (no owner, no addressees): compiled once. */
-const subscribersOf = compiledStatement<{ quotedType: string; customerId: string | null }, FreshEndpoint>(
-  (db, param) =>
-    db
-      .selectFrom('webhook_endpoints')
-      .select(FRESH_ENDPOINT_COLUMNS)
-      .where('enabled', '=', 1)
-      .where(subscribesToQuoted(executorDialect(db), param('quotedType'), 'webhook_endpoints'))
-      .where(forCustomer(sql.ref('webhook_endpoints.customer_id'), param('customerId'))),
+const subscribersOf = compiledStatement<{ quotedType: string; customerId: string | null }, FreshEndpoint>((db, param) =>
+  db
+    .selectFrom('webhook_endpoints')
+    .select(FRESH_ENDPOINT_COLUMNS)
+    .where('enabled', '=', 1)
+    .where(subscribesToQuoted(executorDialect(db), param('quotedType'), 'webhook_endpoints'))
+    .where(forCustomer(sql.ref('webhook_endpoints.customer_id'), param('customerId'))),
 );
 
 // event_types is a JSON array of type names, which contain no quotes: the quoted name as a substring is exact.

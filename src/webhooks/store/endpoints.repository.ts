@@ -99,10 +99,7 @@ export async function latestSealedSecret(db: Executor): Promise<{ endpointId: st
 export async function listEndpoints(db: Executor, owner: string, customerId?: string): Promise<EndpointRecord[]> {
   let query = db.selectFrom('webhook_endpoints').selectAll().where('owner', '=', owner);
   if (customerId !== undefined) query = query.where('customer_id', '=', customerId);
-  const rows = await query
-    .orderBy('created_at')
-    .orderBy('id')
-    .execute();
+  const rows = await query.orderBy('created_at').orderBy('id').execute();
   return rows.map(toRecord);
 }
 

@@ -51,11 +51,7 @@ export async function insertPortalLink(
  * Marks the link used and returns it, when it was unused, unrevoked and unexpired at `now`; undefined otherwise.
  * The row lock (PostgreSQL) or the write lock (SQLite) makes a second UPDATE see the first one's used_at.
  */
-export async function usePortalLink(
-  db: Executor,
-  tokenHash: string,
-  now: Date,
-): Promise<PortalLinkRecord | undefined> {
+export async function usePortalLink(db: Executor, tokenHash: string, now: Date): Promise<PortalLinkRecord | undefined> {
   const at = toDbTime(now);
   const row = await db
     .updateTable('webhook_portal_links')
