@@ -93,8 +93,9 @@ describeInBrowser(
       await cp.page.getByText('http://127.0.0.1:9/corner-shop-hook').waitFor();
       assert.ok(!(await mainText(cp.page)).includes('other-shop-hook'), await mainText(cp.page));
 
-      // The other client's endpoint is not this portal's; nor is any other API, nor a new portal link.
-      assert.equal((await fromPage(cp.page, 'GET', `/console/api/webhooks/${otherEndpoint}`)).status, 404);
+      // The other client's endpoint is not this portal's (reading one endpoint is no call of its pages: 403); nor is
+      // any other API, nor a new portal link.
+      assert.equal((await fromPage(cp.page, 'GET', `/console/api/webhooks/${otherEndpoint}`)).status, 403);
       assert.equal((await fromPage(cp.page, 'DELETE', `/console/api/webhooks/${otherEndpoint}`)).status, 404);
       assert.equal((await endpointOf(other, otherEndpoint)).status, 200);
       for (const path of ['/console/api/admin/users', '/console/api/me/clients', '/console/api/orders']) {
