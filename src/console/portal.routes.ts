@@ -30,7 +30,7 @@ const spentLink = (reply: FastifyReply) =>
     reply,
     410,
     'This portal link no longer works',
-    'A portal link opens the portal once, within 15 minutes of being issued; this one was already used or has expired. Ask the application that gave it to you for a new link.',
+    'A portal link opens the portal once, within 15 minutes of being issued; this one was already used, has expired or was revoked. Ask the application that gave it to you for a new link.',
   );
 const unknownLink = (reply: FastifyReply) =>
   htmlPage(

@@ -34,6 +34,7 @@ describeInBrowser(
       const cp = await openConsolePage(suite.browser);
       await followPortalLink(cp.page, (await issueLink(suite.server, shop.token, customerId)).Url);
       await cp.page.getByRole('link', { name: 'Webhooks of Corner shop' }).waitFor();
+      await cp.page.getByRole('banner').getByText(`for customer ${customerId}`).waitFor();
       const created = await fromPage(cp.page, 'POST', '/console/api/webhooks', {
         Url: `http://127.0.0.1:9/${hook}`,
         Events: ['order.created'],

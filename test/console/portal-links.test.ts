@@ -134,7 +134,7 @@ describeInBrowser(
       const again = await openConsolePage(suite.browser);
       const reused = await again.page.goto(link);
       assert.equal(reused?.status(), 410);
-      await again.page.getByText('already used or has expired').waitFor();
+      await again.page.getByText('already used, has expired or was revoked').waitFor();
       const session = (await again.page.evaluate(`fetch('/console/session').then((r) => r.json())`)) as {
         signed_in: boolean;
       };
