@@ -5,6 +5,7 @@
 // algorithm), through the same rules as provider.ts; only the client authentication is skipped, because
 // the caller is Signet itself, after checking the link or the owner.
 import type Provider from 'oidc-provider';
+import { PORTAL_CLAIM } from '../../http/bearer/token-verifier.ts';
 import { USERINFO_SCOPES } from '../provider/scopes.ts';
 
 export interface ConsoleTokenRules {
@@ -35,9 +36,6 @@ export interface PortalTokenClaims {
   link_id?: string;
   customer_id?: string;
 }
-
-/** The private claim's name; the same as PORTAL_CLAIM of http/bearer/token-verifier.ts. */
-const PORTAL_CLAIM = 'signet_portal';
 
 /** Claims for tokens minted here, looked up by provider.ts's extraTokenClaims while the token is saved. */
 const extraClaims = new WeakMap<object, Record<string, unknown>>();
