@@ -33,6 +33,8 @@ export const AUDIT_ACTIONS = [
   'webhook_delivery.redelivered', // by an admin (the owner's redeliver is not audited)
   'portal_link.issued',
   'portal_link.used',
+  'portal_link.revoked', // by an admin (the sessions it opened end with it)
+  'portal_session.ended', // by an admin
   'signin.succeeded',
   'signin.failed',
   'consent.granted',

@@ -1,5 +1,6 @@
 // `signet client create|list|delete|rotate-secret|registration-token`: the same clients service as the
 // admin API (src/auth-server/clients/clients.service.ts), with the CLI's OS user as the audit actor.
+import { endPortalsOfClient } from '../console/portal-revocation.ts';
 import { parseArgs } from 'node:util';
 import { cliActor } from '../audit/audit.ts';
 import {
@@ -121,12 +122,15 @@ export async function clientCommand(args: string[]): Promise<number> {
       case 'delete': {
         const clientId = named('delete');
         await withClients((clients) => clients.remove(clientId, { actor: cliActor() }));
+        await withDatabase(({ db }) => endPortalsOfClient(db, clientId, new Date()));
         output(json, { deleted: clientId }, `deleted client ${clientId} and every grant and token issued to it`);
         return 0;
       }
       case 'rotate-secret': {
         const clientId = named('rotate-secret');
         const { clientSecret } = await withClients((clients) => clients.rotateSecret(clientId, { actor: cliActor() }));
+        // Its portals act with its rights: they end with the old secret (docs/guides/portal.md, "Ending portals").
+        await withDatabase(({ db }) => endPortalsOfClient(db, clientId, new Date()));
         output(
           json,
           { client_id: clientId, client_secret: clientSecret },

@@ -18,6 +18,8 @@ import { createPortalStore, portalTokens, type PortalStore } from './portal-sess
 import { sessionTokens } from './session-tokens.ts';
 import { deleteExpiredPortalSessions } from './portal-sessions.repository.ts';
 import { snippetRoutes } from './snippets.routes.ts';
+import { portalAdminRoutes } from './portal-admin.routes.ts';
+import { endPortalsOfClient } from './portal-revocation.ts';
 import { consoleKey, createSessionStore } from './sessions.ts';
 import { deleteExpiredSessions } from './sessions.repository.ts';
 
@@ -65,7 +67,8 @@ export async function registerConsole(app: FastifyInstance, deps: ConsoleDepende
     tokens,
   };
   app.get('/', { schema: { hide: true } }, async (_request, reply) => reply.redirect('/console', 302));
-  endPortalsOnClientChange(app, ctx.portals);
+  endPortalsOnClientChange(app, ctx.portals, database.db);
+  await app.register(portalAdminRoutes, { db: database.db, portals: ctx.portals });
   await app.register(async (scope) => consoleScope(scope, ctx, database.db));
   const purge = setInterval(() => {
     deleteExpiredSessions(database.db, new Date()).catch((err) =>
@@ -99,20 +102,23 @@ async function consoleScope(app: FastifyInstance, ctx: ConsoleContext, db: Db): 
 }
 
 const CLIENT_ROUTE = '/api/admin/clients/:client_id';
+const CLIENT_SECRET_ROUTE = '/api/admin/clients/:client_id/rotate-secret';
 
 /**
- * A client's portals end with the client (DELETE) and its owners' portals with an owner change (PATCH
- * naming `owner`): the console watches the admin API's answers rather than the admin API knowing the
- * console (eslint layerRules: admin/ is composed by app.ts, the console sits on top). onSend runs before the
- * answer leaves, so the next request already finds the portals gone. A change made elsewhere (the CLI) is
- * caught when the portal's token is minted again: the owner is asked again (portal.ts), a deleted client
- * can have no token.
+ * A client's portals and unused links end with the client (DELETE) or its secret (rotate-secret), its owners'
+ * portals with an owner change (PATCH naming `owner`): the console watches the admin API's answers rather than the
+ * admin API knowing the console (eslint layerRules: admin/ is composed by app.ts, the console sits on top).
+ * onSend runs before the answer leaves, so the next request already finds the portals gone. The CLI ends them
+ * itself (cli/clients.ts); an owner change made there is caught when the portal's token is minted again: the
+ * owner is asked again (portal.ts).
  */
-function endPortalsOnClientChange(app: FastifyInstance, portals: PortalStore): void {
+function endPortalsOnClientChange(app: FastifyInstance, portals: PortalStore, db: Db): void {
   app.addHook('onSend', async (request, reply, payload) => {
-    if (request.routeOptions.url !== CLIENT_ROUTE || reply.statusCode >= 300) return payload;
+    const route = request.routeOptions.url;
+    if ((route !== CLIENT_ROUTE && route !== CLIENT_SECRET_ROUTE) || reply.statusCode >= 300) return payload;
     const clientId = (request.params as { client_id: string }).client_id;
-    if (request.method === 'DELETE') await portals.removeOfClient(clientId, 'all');
+    if (request.method === 'DELETE' || route === CLIENT_SECRET_ROUTE)
+      await endPortalsOfClient(db, clientId, new Date());
     const body = request.body as { owner?: unknown } | undefined;
     if (request.method === 'PATCH' && body !== null && typeof body === 'object' && 'owner' in body)
       await portals.removeOfClient(clientId, 'owner');

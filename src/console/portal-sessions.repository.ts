@@ -8,6 +8,12 @@ export type PortalVia = 'link' | 'owner';
 
 export interface PortalSessionRow {
   idHash: string;
+  /** The public id (`ps_…`): the audit trail and the admin API name the session by it, never by the cookie. */
+  publicId: string;
+  /** The link that opened it (a link's portal). */
+  linkId: string | undefined;
+  /** The customer it is limited to (a customer-scoped link's portal); undefined: the whole client. */
+  customerId: string | undefined;
   clientId: string;
   clientName: string;
   via: PortalVia;
@@ -23,6 +29,9 @@ export interface PortalSessionRow {
 function fromRow(row: ConsolePortalSessionsTable): PortalSessionRow {
   return {
     idHash: row.id_hash,
+    publicId: row.id ?? '',
+    linkId: row.link_id ?? undefined,
+    customerId: row.customer_id ?? undefined,
     clientId: row.client_id,
     clientName: row.client_name,
     via: row.via === 'owner' ? 'owner' : 'link',
@@ -40,6 +49,9 @@ export async function insertPortalSession(db: Executor, row: PortalSessionRow): 
     .insertInto('console_portal_sessions')
     .values({
       id_hash: row.idHash,
+      id: row.publicId,
+      link_id: row.linkId ?? null,
+      customer_id: row.customerId ?? null,
       client_id: row.clientId,
       client_name: row.clientName,
       via: row.via,
@@ -100,4 +112,43 @@ export async function deletePortalSessionsOfClient(db: Executor, clientId: strin
 
 export async function deleteExpiredPortalSessions(db: Executor, now: Date): Promise<void> {
   await db.deleteFrom('console_portal_sessions').where('expires_at', '<=', toDbTime(now)).execute();
+}
+
+/** Open sessions (unexpired), newest first, from just after `before`; one more than `limit`. */
+export async function listPortalSessions(
+  db: Executor,
+  options: { now: Date; clientId?: string; before?: { createdAt: Date; id: string }; limit: number },
+): Promise<PortalSessionRow[]> {
+  let query = db
+    .selectFrom('console_portal_sessions')
+    .selectAll()
+    .where('expires_at', '>', toDbTime(options.now))
+    .where('id', 'is not', null);
+  if (options.clientId !== undefined) query = query.where('client_id', '=', options.clientId);
+  const before = options.before;
+  if (before)
+    query = query.where((eb) =>
+      eb.or([
+        eb('created_at', '<', toDbTime(before.createdAt)),
+        eb.and([eb('created_at', '=', toDbTime(before.createdAt)), eb('id', '<', before.id)]),
+      ]),
+    );
+  const rows = await query
+    .orderBy('created_at', 'desc')
+    .orderBy('id', 'desc')
+    .limit(options.limit + 1)
+    .execute();
+  return rows.map(fromRow);
+}
+
+/** Ends one session by its public id; the session that ended, if it was open. */
+export async function deletePortalSessionById(db: Executor, id: string): Promise<PortalSessionRow | undefined> {
+  const row = await db.deleteFrom('console_portal_sessions').where('id', '=', id).returningAll().executeTakeFirst();
+  return row && fromRow(row);
+}
+
+/** Ends the sessions a link opened (the link was revoked). */
+export async function deletePortalSessionsOfLink(db: Executor, linkId: string): Promise<number> {
+  const result = await db.deleteFrom('console_portal_sessions').where('link_id', '=', linkId).executeTakeFirst();
+  return Number(result.numDeletedRows);
 }

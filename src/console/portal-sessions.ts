@@ -9,16 +9,23 @@
 // (each is one-time, 15 minutes to open). The access token itself is minted again as it nears its expiry.
 import { createHmac, randomBytes } from 'node:crypto';
 import type Provider from 'oidc-provider';
-import { issueClientAccessToken, type ConsoleToken } from '../auth-server/tokens/console-tokens.ts';
-import type { Db } from '../db/executor.ts';
+import {
+  issueClientAccessToken,
+  type ConsoleToken,
+  type PortalTokenClaims,
+} from '../auth-server/tokens/console-tokens.ts';
+import type { Db, Executor } from '../db/executor.ts';
 import { seal, unseal } from '../db/sealed.ts';
 import { WEBHOOKS_SCOPES } from '../webhooks/webhooks.feature.ts';
 import {
   deletePortalSession,
+  deletePortalSessionById,
   deletePortalSessionsOf,
   deletePortalSessionsOfClient,
+  deletePortalSessionsOfLink,
   findPortalSession,
   insertPortalSession,
+  listPortalSessions,
   replacePortalToken,
   type PortalSessionRow,
   type PortalVia,
@@ -39,7 +46,7 @@ export interface PortalSession extends PortalSessionRow {
 /** What the portal needs of the authorization server: the client's registration, and a token for it. */
 export interface PortalTokens {
   client(clientId: string): Promise<{ name: string; scopes: string[] } | undefined>;
-  mint(clientId: string, scopes: readonly string[]): Promise<ConsoleToken>;
+  mint(clientId: string, scopes: readonly string[], claims?: PortalTokenClaims): Promise<ConsoleToken>;
 }
 
 /** Through the provider the holder runs now (it is rebuilt when the signing keys rotate). */
@@ -50,7 +57,7 @@ export function portalTokens(holder: { readonly provider: Provider }): PortalTok
       if (!client) return undefined;
       return { name: String(client.clientName ?? clientId), scopes: (client.scope ?? '').split(' ').filter(Boolean) };
     },
-    mint: (clientId, scopes) => issueClientAccessToken(holder.provider, clientId, scopes),
+    mint: (clientId, scopes, claims) => issueClientAccessToken(holder.provider, clientId, scopes, claims),
   };
 }
 
@@ -60,14 +67,37 @@ export interface OpenPortal {
   via: PortalVia;
   consoleSessionHash?: string;
   scopes: readonly string[];
+  /** The public id to give the session (newPortalSessionId); a new one when absent. */
+  publicId?: string;
+  linkId?: string;
+  /** A customer-scoped link's customer: the session's token is limited to it (docs/guides/portal.md). */
+  customerId?: string;
+}
+
+/** `ps_` and 32 lower-case hex digits: a session's public id, never its cookie. */
+export const PORTAL_SESSION_ID = '^ps_[0-9a-f]{32}$';
+
+export function newPortalSessionId(): string {
+  return `ps_${randomBytes(16).toString('hex')}`;
+}
+
+type TokenOwner = Pick<PortalSessionRow, 'idHash' | 'publicId' | 'clientId' | 'scope' | 'linkId' | 'customerId'>;
+
+/** What the session's every token says about it: the session, its link, its customer (console-tokens.ts). */
+function claimsOf(session: TokenOwner): PortalTokenClaims {
+  return {
+    session_id: session.publicId,
+    ...(session.linkId && { link_id: session.linkId }),
+    ...(session.customerId && { customer_id: session.customerId }),
+  };
 }
 
 export function createPortalStore(deps: { db: Db; key: Buffer; tokens: PortalTokens }) {
   const { db, key, tokens } = deps;
   const aad = (idHash: string) => `portal:${idHash}`;
 
-  async function minted(session: { idHash: string; clientId: string; scope: string }, now: Date) {
-    const token = await tokens.mint(session.clientId, session.scope.split(' '));
+  async function minted(session: TokenOwner, now: Date) {
+    const token = await tokens.mint(session.clientId, session.scope.split(' '), claimsOf(session));
     return {
       accessToken: token.accessToken,
       sealedToken: seal(token.accessToken, key, aad(session.idHash)),
@@ -81,9 +111,17 @@ export function createPortalStore(deps: { db: Db; key: Buffer; tokens: PortalTok
     async open(input: OpenPortal, now: Date): Promise<string> {
       const id = randomBytes(32).toString('base64url');
       const idHash = hashId(id);
-      const token = await minted({ idHash, clientId: input.clientId, scope: input.scopes.join(' ') }, now);
-      await insertPortalSession(db, {
+      const owner: TokenOwner = {
         idHash,
+        publicId: input.publicId ?? newPortalSessionId(),
+        clientId: input.clientId,
+        scope: input.scopes.join(' '),
+        linkId: input.linkId,
+        customerId: input.customerId,
+      };
+      const token = await minted(owner, now);
+      await insertPortalSession(db, {
+        ...owner,
         clientId: input.clientId,
         clientName: input.clientName,
         via: input.via,
@@ -133,6 +171,15 @@ export function createPortalStore(deps: { db: Db; key: Buffer; tokens: PortalTok
     async removeOfClient(clientId: string, which: 'all' | 'owner'): Promise<void> {
       await deletePortalSessionsOfClient(db, clientId, which === 'owner' ? 'owner' : undefined);
     },
+
+    /** Open sessions for the admin API, newest first; one more than `limit`. */
+    list: (options: Parameters<typeof listPortalSessions>[1]) => listPortalSessions(db, options),
+
+    /** Ends a session by its public id (an admin's revocation): its next request finds none. */
+    end: (publicId: string, executor: Executor = db) => deletePortalSessionById(executor, publicId),
+
+    /** Ends the sessions a link opened (the link was revoked). */
+    endOfLink: (linkId: string) => deletePortalSessionsOfLink(db, linkId),
 
     /** A link's portal has no console session: its CSRF token is an HMAC of its own id. */
     csrfToken(session: PortalSession): string {

@@ -16,7 +16,7 @@ import { messagePage, portalConfirmPage, sendHtml } from './pages.ts';
 import { CSRF_HEADER } from './api-forward.ts';
 import { ownsClient } from './ownership.ts';
 import { currentPortal } from './portal.ts';
-import { PORTAL_SCOPES, type OpenPortal } from './portal-sessions.ts';
+import { newPortalSessionId, PORTAL_SCOPES, type OpenPortal } from './portal-sessions.ts';
 import type { SessionTokens } from './session-tokens.ts';
 
 const hidden = { hide: true } as const;
@@ -30,7 +30,7 @@ const spentLink = (reply: FastifyReply) =>
     reply,
     410,
     'This portal link no longer works',
-    'A portal link opens the portal once, within 15 minutes of being issued; this one was already used or has expired. Ask the application that gave it to you for a new link.',
+    'A portal link opens the portal once, within 15 minutes of being issued; this one was already used, has expired or was revoked. Ask the application that gave it to you for a new link.',
   );
 const unknownLink = (reply: FastifyReply) =>
   htmlPage(
@@ -105,10 +105,19 @@ export async function portalRoutes(
     if (link.state !== 'usable') return link.state === 'spent' ? spentLink(reply) : unknownLink(reply);
     const portal = await portalFor(link.clientId);
     if (!portal) return noPortal(reply, link.clientId); // the link stays unused: nothing was opened
-    // The one decisive step: of two concurrent posts exactly one uses the link (portal-links.service.ts).
-    const by = { requestId: request.id, sourceAddress: request.clientOrigin.ip };
-    if (!(await consumePortalLink(db, token, new Date(), by))) return spentLink(reply);
-    await openPortal(request, reply, { ...portal, via: 'link' });
+    // The one decisive step: of two concurrent posts exactly one uses the link (portal-links.service.ts). The
+    // session's id is chosen first, so the audit entry of the use names the session it opens.
+    const sessionId = newPortalSessionId();
+    const by = { requestId: request.id, sourceAddress: request.clientOrigin.ip, sessionId };
+    const used = await consumePortalLink(db, token, new Date(), by);
+    if (!used) return spentLink(reply);
+    await openPortal(request, reply, {
+      ...portal,
+      via: 'link',
+      publicId: sessionId,
+      linkId: used.linkId,
+      customerId: used.customerId,
+    });
     return reply.header('cache-control', 'no-store').redirect('/console/portal', 303);
   });
 

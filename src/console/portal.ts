@@ -41,28 +41,49 @@ export function portalView(portal: CurrentPortal) {
     client_id: portal.session.clientId,
     client_name: portal.session.clientName,
     via: portal.session.via,
+    session_id: portal.session.publicId,
+    customer_id: portal.session.customerId ?? null,
     expires_at: portal.session.expiresAt.toISOString(),
   };
 }
 
+const ENDPOINT = 'whep_[0-9a-f]{32}';
+const DELIVERY = 'dlv_[0-9a-f]{32}';
+
 /**
- * The one client's webhook and event API: /api/webhooks… and /api/events…, but not the portal links a
- * client may issue (a link's holder could otherwise hand themself a new portal, forever).
- *
- * Judged on the DECODED path, the one the router matches (find-my-way percent-decodes it): checking the
- * encoded form let `/api/webhooks/%70ortal-links` through. A path that does not decode is refused. This
- * check is the whole defence: a portal's token is minted for and held by this proxy only (portal-sessions.ts),
- * never shown to the browser, so no other way leads a portal token to POST /api/webhooks/portal-links.
+ * Every API call the portal's pages make (assets/pages/portal*.js), and nothing else: least privilege, so a portal
+ * session reaches no route its pages do not use, whatever its token's scopes would allow. Not on the list: the
+ * event feed (`/api/events`, which a client's token reads for every order), ping, reading one endpoint, and the
+ * portal links a client issues (a link's holder could otherwise hand themself a new portal, forever).
  */
-export function portalMayCall(target: string): boolean {
+export const PORTAL_API_ROUTES: ReadonlyArray<readonly [method: string, path: RegExp]> = [
+  ['GET', /^\/api\/webhooks$/],
+  ['POST', /^\/api\/webhooks$/],
+  ['PATCH', new RegExp(`^/api/webhooks/${ENDPOINT}$`)],
+  ['DELETE', new RegExp(`^/api/webhooks/${ENDPOINT}$`)],
+  ['POST', new RegExp(`^/api/webhooks/${ENDPOINT}/rotate-secret$`)],
+  ['POST', new RegExp(`^/api/webhooks/${ENDPOINT}/test-events$`)],
+  ['POST', new RegExp(`^/api/webhooks/${ENDPOINT}/recover$`)],
+  ['GET', new RegExp(`^/api/webhooks/${ENDPOINT}/deliveries$`)],
+  ['GET', new RegExp(`^/api/webhooks/deliveries/${DELIVERY}$`)],
+  ['POST', new RegExp(`^/api/webhooks/deliveries/${DELIVERY}/redeliver$`)],
+];
+
+/**
+ * Whether a portal session may make this call. Judged on the DECODED path, the one the router matches
+ * (find-my-way percent-decodes it): checking the encoded form let `/api/webhooks/%70ortal-links` through. A path
+ * that does not decode is refused. This check is the whole defence at the console: a portal's token is minted
+ * for and held by this proxy only (portal-sessions.ts), never shown to the browser. Behind it, the API itself
+ * narrows a customer-scoped portal's token to that customer (the portal claim, http/bearer/token-verifier.ts).
+ */
+export function portalMayCall(method: string, target: string): boolean {
   let path: string;
   try {
     path = decodeURIComponent(target.split('?')[0]!);
   } catch {
     return false;
   }
-  if (path === '/api/webhooks/portal-links' || path.startsWith('/api/webhooks/portal-links/')) return false;
-  return /^\/api\/(webhooks|events)(\/|$)/.test(path);
+  return PORTAL_API_ROUTES.some(([allowed, pattern]) => allowed === method && pattern.test(path));
 }
 
 /**
@@ -79,10 +100,10 @@ export async function answerAsPortal(
 ): Promise<FastifyReply> {
   requireCsrf(portal.csrf, request.headers[CSRF_HEADER]);
   const target = apiTarget(request.url);
-  if (!portalMayCall(target))
+  if (!portalMayCall(request.method, target))
     throw new Problem(
       'forbidden',
-      `the integrator portal of ${portal.session.clientId} reaches the webhook and event API only (/api/webhooks, /api/events), not ${target.split('?')[0]}`,
+      `the integrator portal reaches only the calls its pages make (docs/guides/portal.md), not ${request.method} ${target.split('?')[0]}`,
     );
   const beforeMint = ownerStillOwns(app, tokens, portal, request);
   try {

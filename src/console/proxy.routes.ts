@@ -18,12 +18,12 @@ export async function proxyRoutes(app: FastifyInstance, ctx: ConsoleContext, tok
   }
 
   app.all('/console/api/*', { schema: { hide: true } }, async (request, reply) => {
-    // A portal session acts as its one client, on the webhook and event API only (portal.ts). It never
+    // A portal session acts as its one client (or customer), on the calls its pages make only (portal.ts). It never
     // stands in for the browser's console session: any other API call goes on as the signed-in user, with
     // that session's own CSRF token (which a link's portal page does not hold).
     const portal = await currentPortal(ctx, request);
     const session = await currentSession(ctx, request);
-    if (portal && (portalMayCall(apiTarget(request.url)) || !session)) {
+    if (portal && (portalMayCall(request.method, apiTarget(request.url)) || !session)) {
       checkOrigin(ctx, request);
       return answerAsPortal(app, ctx, tokens, portal, request, reply);
     }

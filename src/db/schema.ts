@@ -79,12 +79,17 @@ export interface OAuthClientsTable {
 }
 
 /** One-time links to the integrator portal (migration 0009): only the token's SHA-256 is stored. */
-interface WebhookPortalLinksTable {
+export interface WebhookPortalLinksTable {
   token_hash: string;
+  /** `pl_…` (migration 0014); null only in a row no code writes any more. */
+  id: string | null;
   client_id: string;
+  /** The customer the link is for (migration 0014); null: the client's own staff. */
+  customer_id: string | null;
   created_at: DbTime;
   expires_at: DbTime;
   used_at: DbTime | null;
+  revoked_at: DbTime | null;
 }
 
 interface OidcPayloadsTable {
@@ -130,6 +135,8 @@ export interface WebhookEndpointsTable {
   failing_since: DbTime | null;
   created_at: DbTime;
   updated_at: DbTime;
+  /** The customer the endpoint belongs to (migration 0014); null: the client's own. */
+  customer_id: string | null;
 }
 
 export interface WebhookEventsTable {
@@ -198,6 +205,10 @@ export interface ConsolePortalSessionsTable {
   access_expires_at: DbTime;
   created_at: DbTime;
   expires_at: DbTime;
+  /** `ps_…` (migration 0014). */
+  id: string | null;
+  link_id: string | null;
+  customer_id: string | null;
 }
 
 /** Tokens the built-in authorization server issued, per UTC hour and grant type (migration 0010). */

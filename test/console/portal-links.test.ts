@@ -3,6 +3,7 @@
 // an owner reaches the portal of the clients they own and no other; the portal session's client token is
 // minted again near its expiry, and sign-out ends the session.
 import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
 import { before, test } from 'node:test';
 import type { Page } from 'playwright-core';
 import { toDbTime } from '../../src/db/codecs.ts';
@@ -19,6 +20,7 @@ import {
 } from '../helpers/console.ts';
 import { call } from '../helpers/http.ts';
 import {
+  clientToken,
   createPortalClient,
   followPortalLink,
   issuePortalLink,
@@ -93,8 +95,9 @@ describeInBrowser(
       await cp.page.getByText('http://127.0.0.1:9/corner-shop-hook').waitFor();
       assert.ok(!(await mainText(cp.page)).includes('other-shop-hook'), await mainText(cp.page));
 
-      // The other client's endpoint is not this portal's; nor is any other API, nor a new portal link.
-      assert.equal((await fromPage(cp.page, 'GET', `/console/api/webhooks/${otherEndpoint}`)).status, 404);
+      // The other client's endpoint is not this portal's (reading one endpoint is no call of its pages: 403); nor is
+      // any other API, nor a new portal link.
+      assert.equal((await fromPage(cp.page, 'GET', `/console/api/webhooks/${otherEndpoint}`)).status, 403);
       assert.equal((await fromPage(cp.page, 'DELETE', `/console/api/webhooks/${otherEndpoint}`)).status, 404);
       assert.equal((await endpointOf(other, otherEndpoint)).status, 200);
       for (const path of ['/console/api/admin/users', '/console/api/me/clients', '/console/api/orders']) {
@@ -133,7 +136,7 @@ describeInBrowser(
       const again = await openConsolePage(suite.browser);
       const reused = await again.page.goto(link);
       assert.equal(reused?.status(), 410);
-      await again.page.getByText('already used or has expired').waitFor();
+      await again.page.getByText('already used, has expired or was revoked').waitFor();
       const session = (await again.page.evaluate(`fetch('/console/session').then((r) => r.json())`)) as {
         signed_in: boolean;
       };
@@ -176,6 +179,18 @@ describeInBrowser(
       await cp.page.getByText('http://127.0.0.1:9/corner-shop-hook').waitFor();
       await cp.page.getByRole('banner').getByText(ownerUser.name).waitFor();
       assert.ok(!(await mainText(cp.page)).includes('other-shop-hook'));
+
+      // The owner's portal reads no one's orders through the event feed: it is no call of the portal's pages,
+      // so it goes on as the signed-in user, who sees the events of their own orders only.
+      const someoneElse = randomUUID();
+      const orders = await clientToken(suite.server, 'orders:read orders:write');
+      const order = await call(suite.server.url, 'POST', '/api/orders', {
+        token: orders.token,
+        body: { CustomerId: someoneElse, Total: 1, Currency: 'EUR' },
+      });
+      assert.equal(order.status, 201, order.text);
+      const feed = await fromPage(cp.page, 'GET', '/console/api/events?limit=100');
+      assert.ok(!feed.body.includes(someoneElse), `${feed.status} ${feed.body}`);
 
       // Leaving the portal brings the console back.
       await cp.page.getByRole('link', { name: 'Webhooks of Corner shop' }).click();

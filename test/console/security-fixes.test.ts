@@ -28,9 +28,9 @@ describe('pure checks', () => {
       '/api/webhooks/%E0%A4%A',
       '/api/admin/users',
     ])
-      assert.equal(portalMayCall(path), false, path);
-    assert.equal(portalMayCall('/api/webhooks/endpoints?limit=5'), true);
-    assert.equal(portalMayCall('/api/events'), true);
+      for (const method of ['GET', 'POST']) assert.equal(portalMayCall(method, path), false, `${method} ${path}`);
+    assert.equal(portalMayCall('GET', '/api/webhooks?limit=5'), true);
+    assert.equal(portalMayCall('GET', '/api/events'), false, 'the portal pages read no event feed');
   });
 
   test('2: return_to never leads to a portal link', () => {

@@ -6,7 +6,7 @@ import type { Browser, Page, Response } from 'playwright-core';
 import type { NewClient } from '../../src/auth-server/clients/clients.repository.ts';
 import type { AuthTestServer } from './auth-server.ts';
 import { openConsolePage, type ConsolePage } from './console.ts';
-import { call } from './http.ts';
+import { call, fetchWithin, type CallResult } from './http.ts';
 import { tokenFrom, tokenRequest } from './oauth-requests.ts';
 
 export interface PortalClient {
@@ -84,4 +84,46 @@ export async function followPortalLink(page: Page, link: string): Promise<Respon
   const response = await posted;
   await page.waitForURL((url) => url.pathname === '/console/portal');
   return response;
+}
+
+/** A portal session driven over plain HTTP, as the pages' fetches make it (cookie, Origin, CSRF header). */
+export interface HttpPortal {
+  /** What GET /console/session says of the portal (client_id, customer_id, session_id, …). */
+  portal: Record<string, unknown>;
+  call(method: string, path: string, body?: unknown): Promise<CallResult>;
+}
+
+/** POST /api/webhooks/portal-links as the client, for `customerId` if given: the whole answer. */
+export async function issueLink(
+  server: Pick<AuthTestServer, 'url'>,
+  token: string,
+  customerId?: string,
+): Promise<{ Id: string; Url: string; CustomerId: string | null }> {
+  const result = await call(server.url, 'POST', '/api/webhooks/portal-links', {
+    token,
+    ...(customerId && { body: { CustomerId: customerId } }),
+  });
+  assert.equal(result.status, 201, `a portal link: ${result.status} ${result.text}`);
+  return result.json;
+}
+
+/** Uses a portal link as its page's form does (same Origin) and returns the session it opened. */
+export async function openPortalOverHttp(server: Pick<AuthTestServer, 'url'>, link: string): Promise<HttpPortal> {
+  const opened = await fetchWithin(link, { method: 'POST', headers: { origin: server.url }, redirect: 'manual' });
+  assert.equal(opened.status, 303, `using the link: ${opened.status} ${await opened.text()}`);
+  const cookie = opened.headers
+    .getSetCookie()
+    .map((c) => c.split(';', 1)[0]!)
+    .join('; ');
+  const session = await call(server.url, 'GET', '/console/session', { headers: { cookie } });
+  assert.equal(session.status, 200, session.text);
+  const csrf = String(session.json.csrf_token);
+  return {
+    portal: session.json.portal,
+    call: (method, path, body) =>
+      call(server.url, method, path, {
+        body,
+        headers: { cookie, origin: server.url, 'x-signet-console-csrf': csrf },
+      }),
+  };
 }

@@ -61,7 +61,7 @@ for (const dialect of testDialects()) {
       const link = await issue('client-a');
       await issue('client-b');
       const now = new Date();
-      assert.deepEqual(await consumePortalLink(server.app.database.db, link.token, now), { clientId: 'client-a' });
+      assert.equal((await consumePortalLink(server.app.database.db, link.token, now))?.clientId, 'client-a');
       assert.equal(await consumePortalLink(server.app.database.db, link.token, now), undefined, 'used');
       const unknown = 'A'.repeat(43);
       assert.equal(await consumePortalLink(server.app.database.db, unknown, now), undefined, 'unknown');
@@ -81,9 +81,10 @@ for (const dialect of testDialects()) {
       );
       const early = await issue('client-expiry');
       const justBefore = new Date(early.expiresAt.getTime() - 1);
-      assert.deepEqual(await consumePortalLink(server.app.database.db, early.token, justBefore), {
-        clientId: 'client-expiry',
-      });
+      assert.equal(
+        (await consumePortalLink(server.app.database.db, early.token, justBefore))?.clientId,
+        'client-expiry',
+      );
     });
 
     test('20 concurrent uses of one link: exactly one succeeds', async () => {
@@ -93,7 +94,11 @@ for (const dialect of testDialects()) {
         Array.from({ length: 20 }, () => consumePortalLink(server.app.database.db, link.token, now)),
       );
       const successes = results.filter((r) => r !== undefined);
-      assert.deepEqual(successes, [{ clientId: 'client-race' }], JSON.stringify(results));
+      assert.deepEqual(
+        successes.map((s) => s.clientId),
+        ['client-race'],
+        JSON.stringify(results),
+      );
       assert.equal((await audit('portal_link.used', 'client-race')).length, 1);
     });
 

@@ -16,7 +16,7 @@ import { scopesAllowedFor, type ScopeRoles } from '../identity/roles.ts';
 import { registerResponseShaping, requestIdOf, type ProviderRoutes } from './response-shaping.ts';
 import { OIDC_SCOPE_CLAIMS, OIDC_SCOPE_DESCRIPTIONS, USERINFO_SCOPES, type ResourceDefinition } from './scopes.ts';
 import { registerJwtUserinfo } from '../tokens/userinfo.ts';
-import { registerConsoleTokens } from '../tokens/console-tokens.ts';
+import { consoleTokenClaims, registerConsoleTokens } from '../tokens/console-tokens.ts';
 
 export interface ProviderSettings {
   issuer: string;
@@ -106,6 +106,8 @@ export function createProvider(db: Kysely<Database>, keys: KeyMaterial, settings
     },
     // Each JWT access token leaves a record of its grant, for introspection (introspection.ts).
     formats: { customizers: { jwt: recordIssuedJwt(db) } },
+    // The portal's claims on the tokens Signet mints for its integrator portal (console-tokens.ts); none otherwise.
+    extraTokenClaims: async (_ctx, token) => consoleTokenClaims(token),
     features: {
       devInteractions: { enabled: false },
       // Off: the API does not enforce DPoP proofs, so a DPoP-bound token would be no safer than a bearer

@@ -5,6 +5,7 @@
 // algorithm), through the same rules as provider.ts; only the client authentication is skipped, because
 // the caller is Signet itself, after checking the link or the owner.
 import type Provider from 'oidc-provider';
+import { PORTAL_CLAIM } from '../../http/bearer/token-verifier.ts';
 import { USERINFO_SCOPES } from '../provider/scopes.ts';
 
 interface ConsoleTokenRules {
@@ -24,6 +25,26 @@ export function registerConsoleTokens(provider: Provider, tokenRules: ConsoleTok
 /** A refusal: the client is unknown, or a scope is one the client is not registered for. */
 export class ConsoleTokenError extends Error {}
 
+/**
+ * The claims a portal's token carries besides the client's (docs/guides/portal.md, "Customer portals"): the
+ * portal session, the link that opened it and the customer it is limited to. The resource API reads them
+ * (http/bearer/token-verifier.ts, PORTAL_CLAIM) to narrow what the token may do and to name the session in the
+ * audit trail.
+ */
+export interface PortalTokenClaims {
+  session_id: string;
+  link_id?: string;
+  customer_id?: string;
+}
+
+/** Claims for tokens minted here, looked up by provider.ts's extraTokenClaims while the token is saved. */
+const extraClaims = new WeakMap<object, Record<string, unknown>>();
+
+/** provider.ts `extraTokenClaims`: a console token's own claims; nothing for any token a client asked for. */
+export function consoleTokenClaims(token: object): Record<string, unknown> | undefined {
+  return extraClaims.get(token);
+}
+
 export interface ConsoleToken {
   accessToken: string;
   expiresIn: number;
@@ -38,6 +59,7 @@ export async function issueClientAccessToken(
   provider: Provider,
   clientId: string,
   scopes: readonly string[],
+  portal?: PortalTokenClaims,
 ): Promise<ConsoleToken> {
   const tokenRules = rules.get(provider);
   if (!tokenRules) throw new Error('the provider was not built by createProvider (provider.ts)');
@@ -61,6 +83,7 @@ export async function issueClientAccessToken(
     );
   const token = new provider.ClientCredentials({ client, scope: [...new Set(scopes)].join(' ') });
   token.resourceServer = new provider.ResourceServer(resource, info as never);
+  if (portal) extraClaims.set(token, { [PORTAL_CLAIM]: portal });
   const accessToken = await token.save();
   return { accessToken, expiresIn: token.expiration, scope: token.scope ?? '' };
 }

@@ -16,7 +16,13 @@ export function Layout({ session, nav, current, title, children }) {
       <div class="who">
         ${
           session.portal?.via === 'link'
-            ? html`<span>Integrator portal of <strong>${session.portal.client_name}</strong></span>`
+            ? html`<span
+                >Integrator portal of <strong>${session.portal.client_name}</strong>${
+                  session.portal.customer_id
+                    ? html`, for customer <code>${session.portal.customer_id}</code>`
+                    : ' (the whole client)'
+                }</span
+              >`
             : html`<span>Signed in as <strong>${session.name || session.email}</strong></span>`
         }
         <form method="post" action="/console/logout">

@@ -5,6 +5,7 @@ import { HomePage } from './pages/home.js';
 import { UsersPage } from './pages/users.js';
 import { ClientsPage } from './pages/clients.js';
 import { SessionsPage } from './pages/sessions.js';
+import { PortalsPage } from './pages/portals.js';
 import { KeysPage } from './pages/keys.js';
 import { WebhookEndpointsPage, WebhookEndpointPage as EndpointPage } from './pages/webhook-endpoints.js';
 import { AuditPage } from './pages/audit.js';
@@ -23,6 +24,7 @@ export const ROUTES = [
   { path: '/console/users', title: 'Users', component: UsersPage, role: 'admin' },
   { path: '/console/clients', title: 'Clients', component: ClientsPage, role: 'admin' },
   { path: '/console/sessions', title: 'Sessions and grants', component: SessionsPage, role: 'admin' },
+  { path: '/console/portals', title: 'Portals', component: PortalsPage, role: 'admin' },
   { path: '/console/keys', title: 'Signing keys', component: KeysPage, role: 'admin' },
   { path: '/console/webhook-endpoints', title: 'Webhook endpoints', component: WebhookEndpointsPage, role: 'admin' },
   { path: '/console/webhook-endpoints/:id', title: 'Endpoint', component: EndpointPage, role: 'admin', nav: false },

@@ -22,6 +22,22 @@ export interface Principal {
   isClient: boolean;
   /** Stable key for per-caller state (rate limits, idempotency keys). */
   callerKey: string;
+  /** The console's integrator portal acting as the client (the PORTAL_CLAIM claim); absent for any other token. */
+  portal?: PortalClaim;
+}
+
+/**
+ * A private claim (RFC 7519 §4.3) of the tokens Signet mints for its integrator portal
+ * (auth-server/tokens/console-tokens.ts, docs/guides/portal.md): the portal session acting, the link that opened
+ * it, and the customer it is limited to. It only narrows what the client's token may do (and names the session in
+ * the audit trail); a token without it is the client's own.
+ */
+export const PORTAL_CLAIM = 'signet_portal';
+
+export interface PortalClaim {
+  sessionId: string;
+  linkId?: string;
+  customerId?: string;
 }
 
 interface VerifierSettings {
@@ -142,7 +158,29 @@ function toPrincipal(payload: JWTPayload): Principal {
   if (typeof subject !== 'string' || subject === '') throw invalidToken('the "sub" claim is not acceptable');
   const scopes = new Set(typeof payload.scope === 'string' ? payload.scope.split(' ').filter(Boolean) : []);
   const isClient = clientId !== undefined && subject === clientId;
-  return { subject, clientId, scopes, isClient, callerKey: isClient ? `client:${clientId}` : `user:${subject}` };
+  const principal: Principal = {
+    subject,
+    clientId,
+    scopes,
+    isClient,
+    callerKey: isClient ? `client:${clientId}` : `user:${subject}`,
+  };
+  if (payload[PORTAL_CLAIM] !== undefined) principal.portal = portalClaim(payload[PORTAL_CLAIM]);
+  return principal;
+}
+
+/** A malformed portal claim refuses the token: read loosely, it could widen what a narrowed token may do. */
+function portalClaim(value: unknown): PortalClaim {
+  const claim = (value ?? {}) as Record<string, unknown>;
+  const text = (v: unknown) => typeof v === 'string' && v.length > 0 && v.length <= 128;
+  const optional = (v: unknown) => v === undefined || text(v);
+  if (typeof value !== 'object' || !text(claim.session_id) || !optional(claim.link_id) || !optional(claim.customer_id))
+    throw invalidToken(`the "${PORTAL_CLAIM}" claim is not acceptable`);
+  return {
+    sessionId: claim.session_id as string,
+    ...(claim.link_id !== undefined && { linkId: claim.link_id as string }),
+    ...(claim.customer_id !== undefined && { customerId: claim.customer_id as string }),
+  };
 }
 
 function keyResolver(settings: VerifierSettings): KeyResolver {

@@ -7,18 +7,18 @@ import { WEBHOOK_PROBLEMS } from './webhooks.errors.ts';
 import * as repo from '../store/deliveries.repository.ts';
 import type { DeliveryRecord, DeliveryState } from '../store/deliveries.repository.ts';
 import { findEndpoint, type EndpointRecord } from '../store/endpoints.repository.ts';
-import { getOwnedEndpoint } from './endpoints.service.ts';
+import { getOwnedEndpoint, ownsEndpoint, type EndpointOwner } from './endpoints.service.ts';
 import type { Outbox } from '../outbox/events.outbox.ts';
 
-/** A delivery of another client's endpoint answers 404, like the endpoint itself. */
+/** A delivery of another client's (or customer's) endpoint answers 404, like the endpoint itself. */
 async function getOwnedDelivery(
   db: Executor,
-  owner: string,
+  owner: EndpointOwner,
   id: string,
 ): Promise<{ delivery: DeliveryRecord; endpoint: EndpointRecord }> {
   const delivery = await repo.findDelivery(db, id);
   const endpoint = delivery && (await findEndpoint(db, delivery.endpointId));
-  if (!delivery || !endpoint || endpoint.owner !== owner)
+  if (!delivery || !endpoint || !ownsEndpoint(owner, endpoint))
     throw new Problem('notFound', `delivery ${id} does not exist`);
   return { delivery, endpoint };
 }
@@ -76,7 +76,13 @@ export async function recoverEndpoint(
 /** How an owner enables its endpoint (webhooks.schemas.ts, the 409's description). */
 const OWNER_ENABLE = 'with PATCH {"Enabled": true}';
 
-async function redeliver(db: Executor, outbox: Outbox, owner: string, id: string, now: Date): Promise<DeliveryRecord> {
+async function redeliver(
+  db: Executor,
+  outbox: Outbox,
+  owner: EndpointOwner,
+  id: string,
+  now: Date,
+): Promise<DeliveryRecord> {
   const { endpoint } = await getOwnedDelivery(db, owner, id);
   await requeueOne(db, outbox, id, endpoint, OWNER_ENABLE, now);
   return (await repo.findDelivery(db, id))!;
@@ -85,7 +91,7 @@ async function redeliver(db: Executor, outbox: Outbox, owner: string, id: string
 // Re-exported: the webhook routes read it from here.
 export { isStorableTime };
 
-async function recover(db: Executor, outbox: Outbox, owner: string, endpointId: string, since: Date, now: Date) {
+async function recover(db: Executor, outbox: Outbox, owner: EndpointOwner, endpointId: string, since: Date, now: Date) {
   const find = () => getOwnedEndpoint(db, owner, endpointId);
   return (await recoverEndpoint(db, outbox, find, since, OWNER_ENABLE, now)).requeued;
 }
@@ -99,7 +105,7 @@ export interface DeliveryPage {
 
 async function listDeliveries(
   db: Executor,
-  owner: string,
+  owner: EndpointOwner,
   page: DeliveryPage,
 ): Promise<{ items: DeliveryRecord[]; hasMore: boolean }> {
   await getOwnedEndpoint(db, owner, page.endpointId);
@@ -110,11 +116,11 @@ async function listDeliveries(
 /** The delivery log bound once to the database and the outbox; `now` stamps the request. */
 export function createDeliveriesService({ db, outbox }: { db: Executor; outbox: Outbox }) {
   return {
-    get: (owner: string, id: string) => getOwnedDelivery(db, owner, id),
+    get: (owner: EndpointOwner, id: string) => getOwnedDelivery(db, owner, id),
     attempts: (delivery: DeliveryRecord) => repo.listAttempts(db, delivery.id),
-    list: (owner: string, page: DeliveryPage) => listDeliveries(db, owner, page),
-    redeliver: (owner: string, id: string, now: Date) => redeliver(db, outbox, owner, id, now),
-    recover: (owner: string, endpointId: string, since: Date, now: Date) =>
+    list: (owner: EndpointOwner, page: DeliveryPage) => listDeliveries(db, owner, page),
+    redeliver: (owner: EndpointOwner, id: string, now: Date) => redeliver(db, outbox, owner, id, now),
+    recover: (owner: EndpointOwner, endpointId: string, since: Date, now: Date) =>
       recover(db, outbox, owner, endpointId, since, now),
   };
 }

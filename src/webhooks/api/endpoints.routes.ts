@@ -8,7 +8,12 @@ import { publicBaseUrl } from '../../http/admission/origin.ts';
 import { listPage } from '../../http/representation/pages.ts';
 import { Problem } from '../../http/problems/problems.ts';
 import { createDeliveriesService, isStorableTime } from './deliveries.service.ts';
-import { createEndpointsService, type ChangedBy, type EndpointContext } from './endpoints.service.ts';
+import {
+  createEndpointsService,
+  type ChangedBy,
+  type EndpointContext,
+  type EndpointOwner,
+} from './endpoints.service.ts';
 import { attemptView, deliveryUrl, deliveryView, endpointUrl, endpointView } from './webhooks.representation.ts';
 import * as schemas from './webhooks.schemas.ts';
 
@@ -37,14 +42,26 @@ export function ownerOf(request: FastifyRequest): string {
 }
 
 /**
+ * Whose endpoints the caller sees: the client's, or, for a customer-scoped portal's token (the portal claim,
+ * docs/guides/portal.md "Customer portals"), only that customer's.
+ */
+export function scopeOf(request: FastifyRequest): EndpointOwner {
+  const clientId = ownerOf(request);
+  const customerId = request.principal!.portal?.customerId;
+  return customerId === undefined ? { clientId } : { clientId, customerId };
+}
+
+/**
  * The audit actor of a change (docs/security.md, "The audit trail"): the owning client, with the request's id and
- * address.
+ * address, and the portal session (and its link) when the change came through one.
  */
 function changedBy(request: FastifyRequest): ChangedBy {
+  const portal = request.principal?.portal;
   return {
     actor: { type: 'client', id: ownerOf(request) },
     requestId: request.id,
     sourceAddress: request.clientOrigin.ip,
+    ...(portal && { portal }),
   };
 }
 
@@ -69,7 +86,7 @@ export async function endpointRoutes(fastify: FastifyInstance, options: Endpoint
     },
     async (request, reply) => {
       const now = new Date();
-      const { endpoint, secret } = await endpoints.create(ownerOf(request), request.body, now, changedBy(request));
+      const { endpoint, secret } = await endpoints.create(scopeOf(request), request.body, now, changedBy(request));
       const baseUrl = publicBaseUrl(request);
       return reply
         .code(201)
@@ -88,7 +105,7 @@ export async function endpointRoutes(fastify: FastifyInstance, options: Endpoint
     async (request) => {
       const baseUrl = publicBaseUrl(request);
       const now = new Date();
-      const owned = await endpoints.list(ownerOf(request));
+      const owned = await endpoints.list(scopeOf(request));
       return {
         Items: owned.map((e) => endpointView(e, baseUrl, now)),
         _links: { self: { href: `${baseUrl}/api/webhooks`, method: 'GET' } },
@@ -108,7 +125,7 @@ export async function endpointRoutes(fastify: FastifyInstance, options: Endpoint
       },
     },
     async (request) =>
-      endpointView(await endpoints.get(ownerOf(request), request.params.id), publicBaseUrl(request), new Date()),
+      endpointView(await endpoints.get(scopeOf(request), request.params.id), publicBaseUrl(request), new Date()),
   );
 
   app.patch(
@@ -126,7 +143,7 @@ export async function endpointRoutes(fastify: FastifyInstance, options: Endpoint
     async (request) => {
       const now = new Date();
       const endpoint = await endpoints.change(
-        ownerOf(request),
+        scopeOf(request),
         request.params.id,
         request.body,
         now,
@@ -148,13 +165,18 @@ export async function endpointRoutes(fastify: FastifyInstance, options: Endpoint
       },
     },
     async (request, reply) => {
-      await endpoints.remove(ownerOf(request), request.params.id, changedBy(request));
+      await endpoints.remove(scopeOf(request), request.params.id, changedBy(request));
       return reply.code(204).send(null);
     },
   );
 
   /** 202 with the queued delivery and its Location: where to watch it arrive. */
-  async function acceptedDelivery(request: FastifyRequest, reply: FastifyReply, owner: string, deliveryId: string) {
+  async function acceptedDelivery(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    owner: EndpointOwner,
+    deliveryId: string,
+  ) {
     const { delivery } = await deliveries.get(owner, deliveryId);
     const baseUrl = publicBaseUrl(request);
     return reply.code(202).header('location', deliveryUrl(baseUrl, delivery.id)).send(deliveryView(delivery, baseUrl));
@@ -172,7 +194,7 @@ export async function endpointRoutes(fastify: FastifyInstance, options: Endpoint
       },
     },
     async (request, reply) => {
-      const owner = ownerOf(request);
+      const owner = scopeOf(request);
       const recorded = await endpoints.ping(owner, request.params.id, new Date());
       return acceptedDelivery(request, reply, owner, recorded.deliveryIds[0]!);
     },
@@ -191,7 +213,7 @@ export async function endpointRoutes(fastify: FastifyInstance, options: Endpoint
       },
     },
     async (request, reply) => {
-      const owner = ownerOf(request);
+      const owner = scopeOf(request);
       const recorded = await endpoints.sendTestEvent(owner, request.params.id, request.body.Type, new Date());
       return acceptedDelivery(request, reply, owner, recorded.deliveryIds[0]!);
     },
@@ -212,7 +234,7 @@ export async function endpointRoutes(fastify: FastifyInstance, options: Endpoint
     async (request, reply) => {
       const chosen = request.body?.Secret;
       const { secret, previousExpiresAt } = await endpoints.rotateSecret(
-        ownerOf(request),
+        scopeOf(request),
         request.params.id,
         chosen,
         new Date(),
@@ -239,7 +261,7 @@ export async function endpointRoutes(fastify: FastifyInstance, options: Endpoint
     async (request, reply) =>
       reply.code(202).send({
         Requeued: await deliveries.recover(
-          ownerOf(request),
+          scopeOf(request),
           request.params.id,
           new Date(request.body.Since),
           new Date(),
@@ -263,7 +285,7 @@ export async function endpointRoutes(fastify: FastifyInstance, options: Endpoint
     async (request, reply) => {
       const { State, limit, cursor } = request.query;
       const before = cursor === undefined ? undefined : decodeDeliveryCursor(cursor);
-      const page = await deliveries.list(ownerOf(request), {
+      const page = await deliveries.list(scopeOf(request), {
         endpointId: request.params.id,
         state: State,
         before,
@@ -295,7 +317,7 @@ export async function endpointRoutes(fastify: FastifyInstance, options: Endpoint
       },
     },
     async (request) => {
-      const { delivery } = await deliveries.get(ownerOf(request), request.params.id);
+      const { delivery } = await deliveries.get(scopeOf(request), request.params.id);
       const attempts = await deliveries.attempts(delivery);
       return { ...deliveryView(delivery, publicBaseUrl(request)), Attempts: attempts.map(attemptView) };
     },
@@ -317,7 +339,7 @@ export async function endpointRoutes(fastify: FastifyInstance, options: Endpoint
         .code(202)
         .send(
           deliveryView(
-            await deliveries.redeliver(ownerOf(request), request.params.id, new Date()),
+            await deliveries.redeliver(scopeOf(request), request.params.id, new Date()),
             publicBaseUrl(request),
           ),
         ),

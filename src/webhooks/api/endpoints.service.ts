@@ -18,6 +18,11 @@ import { generateSecret, secretProblem, type SecretBox } from '../store/secrets.
 
 /** Stripe allows 16 endpoints per account; a client that needs more than this is doing something else. */
 export const MAX_ENDPOINTS_PER_OWNER = 50;
+/**
+ * Each of a client's customers has a quota of its own, apart from the client's (docs/guides/portal.md, "Customer
+ * portals"): one customer filling a shared quota would lock every other customer, and the client, out.
+ */
+export const MAX_ENDPOINTS_PER_CUSTOMER = 10;
 const MAX_URL_LENGTH = 2048;
 
 export interface EndpointContext {
@@ -28,8 +33,37 @@ export interface EndpointContext {
   secretOverlapMs: number;
 }
 
-/** Who made the change, for the audit trail (docs/security.md, "The audit trail"): the owning client, or an admin. */
-export type ChangedBy = Pick<AuditEntry, 'actor' | 'requestId' | 'sourceAddress'>;
+/**
+ * Whose endpoints a caller sees: a client's (all of them, its customers' included), or only those of one of its
+ * customers (a customer-scoped portal, docs/guides/portal.md). Anything outside is answered 404, as if absent.
+ */
+export interface EndpointOwner {
+  clientId: string;
+  customerId?: string;
+}
+
+/** The portal session (and the link that opened it) a change came through: named in the audit entry. */
+export interface PortalOrigin {
+  sessionId: string;
+  linkId?: string;
+  customerId?: string;
+}
+
+/**
+ * Who made the change, for the audit trail (docs/security.md, "The audit trail"): the owning client, or an admin;
+ * through a portal session, which the entry names.
+ */
+export type ChangedBy = Pick<AuditEntry, 'actor' | 'requestId' | 'sourceAddress'> & { portal?: PortalOrigin };
+
+/** The audit details that name the portal session, its link and its customer (none outside a portal). */
+export function portalDetails(portal: PortalOrigin | undefined): Record<string, string> {
+  if (!portal) return {};
+  return {
+    portal_session_id: portal.sessionId,
+    ...(portal.linkId && { portal_link_id: portal.linkId }),
+    ...(portal.customerId && { customer_id: portal.customerId }),
+  };
+}
 
 /** The audit entry of a change to an endpoint, on the executor of the change (same transaction). */
 export function recordEndpointAudit(
@@ -39,11 +73,17 @@ export function recordEndpointAudit(
   endpoint: EndpointRecord,
   details: AuditEntry['details'] = {},
 ): Promise<void> {
+  const { portal, ...who } = by;
   return recordAudit(executor, {
-    ...by,
+    ...who,
     action,
     target: { type: 'webhook_endpoint', id: endpoint.id },
-    details: { client_id: endpoint.owner, ...details },
+    details: {
+      client_id: endpoint.owner,
+      ...(endpoint.customerId !== null && { customer_id: endpoint.customerId }),
+      ...details,
+      ...portalDetails(portal),
+    },
   });
 }
 
@@ -87,7 +127,7 @@ function checkEvents(events: string[], errors: FieldError[]): string[] {
 async function createEndpoint(
   db: Db,
   ctx: EndpointContext,
-  owner: string,
+  owner: EndpointOwner,
   input: EndpointInput,
   now: Date,
   by: ChangedBy,
@@ -102,22 +142,27 @@ async function createEndpoint(
   const id = newId('whep');
   const secret = input.Secret ?? generateSecret();
   // Insert, then count with the new row, in one transaction that one owner's registrations take in
-  // turn: counting first outside of that, concurrent requests all counted 49 and all inserted.
+  // turn: counting first outside of that, concurrent requests all counted 49 and all inserted. A customer's
+  // endpoints count against the customer's quota, the client's own against the client's.
+  const customerId = owner.customerId ?? null;
+  const max = customerId === null ? MAX_ENDPOINTS_PER_OWNER : MAX_ENDPOINTS_PER_CUSTOMER;
   const endpoint = await db.transaction().execute(async (trx) => {
-    await takeOwnersTurn(trx, ctx.dialect, owner);
+    await takeOwnersTurn(trx, ctx.dialect, customerId === null ? owner.clientId : `${owner.clientId}\n${customerId}`);
     const inserted = await repo.insertEndpoint(trx, {
       id,
-      owner,
+      owner: owner.clientId,
+      customerId,
       url,
       description: input.Description ?? '',
       eventTypes,
       sealedSecret: ctx.box.seal(id, secret),
       now,
     });
-    if ((await repo.countEndpoints(trx, owner)) > MAX_ENDPOINTS_PER_OWNER) {
+    if ((await repo.countEndpoints(trx, owner.clientId, customerId)) > max) {
+      const who = customerId === null ? 'a client' : 'a customer';
       throw new Problem(
         WEBHOOK_PROBLEMS.limitReached,
-        `a client may register at most ${MAX_ENDPOINTS_PER_OWNER} endpoints; delete one first`,
+        `${who} may register at most ${max} endpoints; delete one first`,
       );
     }
     await recordEndpointAudit(trx, by, 'webhook_endpoint.created', inserted, {
@@ -142,10 +187,17 @@ async function takeOwnersTurn(trx: Executor, dialect: Dialect, owner: string): P
     await sql`select pg_advisory_xact_lock(${ENDPOINT_LIMIT_LOCK}, hashtext(${owner}))`.execute(trx);
 }
 
-/** Another client's endpoint answers 404: its existence is not revealed. */
-export async function getOwnedEndpoint(db: Executor, owner: string, id: string): Promise<EndpointRecord> {
+/** Whether `owner` sees this endpoint: its client's, and (for a customer) that customer's. */
+export function ownsEndpoint(owner: EndpointOwner, endpoint: EndpointRecord): boolean {
+  if (endpoint.owner !== owner.clientId) return false;
+  return owner.customerId === undefined || endpoint.customerId === owner.customerId;
+}
+
+/** Another client's (or another customer's) endpoint answers 404: its existence is not revealed. */
+export async function getOwnedEndpoint(db: Executor, owner: EndpointOwner, id: string): Promise<EndpointRecord> {
   const endpoint = await repo.findEndpoint(db, id);
-  if (!endpoint || endpoint.owner !== owner) throw new Problem('notFound', `webhook endpoint ${id} does not exist`);
+  if (!endpoint || !ownsEndpoint(owner, endpoint))
+    throw new Problem('notFound', `webhook endpoint ${id} does not exist`);
   return endpoint;
 }
 
@@ -159,7 +211,7 @@ interface EndpointPatch {
 async function changeEndpoint(
   db: Executor,
   ctx: EndpointContext,
-  owner: string,
+  owner: EndpointOwner,
   id: string,
   patch: EndpointPatch,
   now: Date,
@@ -199,7 +251,7 @@ async function changeEndpoint(
   return updated;
 }
 
-async function removeEndpoint(db: Executor, owner: string, id: string, by: ChangedBy): Promise<void> {
+async function removeEndpoint(db: Executor, owner: EndpointOwner, id: string, by: ChangedBy): Promise<void> {
   const endpoint = await getOwnedEndpoint(db, owner, id);
   await repo.deleteEndpoint(db, id);
   await recordEndpointAudit(db, by, 'webhook_endpoint.deleted', endpoint, { url: endpoint.url });
@@ -212,7 +264,7 @@ async function removeEndpoint(db: Executor, owner: string, id: string, by: Chang
 async function rotateSecret(
   db: Executor,
   ctx: EndpointContext,
-  owner: string,
+  owner: EndpointOwner,
   id: string,
   chosen: string | undefined,
   now: Date,
@@ -247,14 +299,21 @@ function overlapRunning(id: string, until: Date): Problem {
   );
 }
 
-async function ping(db: Executor, ctx: EndpointContext, owner: string, id: string, now: Date): Promise<RecordedEvent> {
+async function ping(
+  db: Executor,
+  ctx: EndpointContext,
+  owner: EndpointOwner,
+  id: string,
+  now: Date,
+): Promise<RecordedEvent> {
   const endpoint = await getOwnedEndpoint(db, owner, id);
   if (!endpoint.enabled) throw disabledProblem(id);
   return ctx.outbox.record(db, {
     type: 'webhook.ping',
     data: { EndpointId: id, Url: endpoint.url },
     occurredAt: now,
-    owner,
+    owner: owner.clientId,
+    customerId: endpoint.customerId ?? undefined,
     endpointIds: [id],
   });
 }
@@ -268,7 +327,7 @@ async function ping(db: Executor, ctx: EndpointContext, owner: string, id: strin
 async function sendTestEvent(
   db: Executor,
   ctx: EndpointContext,
-  owner: string,
+  owner: EndpointOwner,
   id: string,
   type: string,
   now: Date,
@@ -281,7 +340,8 @@ async function sendTestEvent(
     type,
     data: EVENT_DATA[type].example,
     occurredAt: now,
-    owner,
+    owner: owner.clientId,
+    customerId: endpoint.customerId ?? undefined,
     endpointIds: [id],
   });
 }
@@ -296,19 +356,19 @@ function disabledProblem(id: string): Problem {
 /** The endpoint rules bound once to the database and the webhook context; `now` stamps the request. */
 export function createEndpointsService({ db, context }: { db: Db; context: EndpointContext }) {
   return {
-    list: (owner: string) => repo.listEndpoints(db, owner),
-    get: (owner: string, id: string) => getOwnedEndpoint(db, owner, id),
-    create: (owner: string, input: EndpointInput, now: Date, by: ChangedBy) =>
+    list: (owner: EndpointOwner) => repo.listEndpoints(db, owner.clientId, owner.customerId),
+    get: (owner: EndpointOwner, id: string) => getOwnedEndpoint(db, owner, id),
+    create: (owner: EndpointOwner, input: EndpointInput, now: Date, by: ChangedBy) =>
       createEndpoint(db, context, owner, input, now, by),
-    change: (owner: string, id: string, patch: EndpointPatch, now: Date, by: ChangedBy) =>
+    change: (owner: EndpointOwner, id: string, patch: EndpointPatch, now: Date, by: ChangedBy) =>
       db.transaction().execute((trx) => changeEndpoint(trx, context, owner, id, patch, now, by)),
-    remove: (owner: string, id: string, by: ChangedBy) =>
+    remove: (owner: EndpointOwner, id: string, by: ChangedBy) =>
       db.transaction().execute((trx) => removeEndpoint(trx, owner, id, by)),
-    rotateSecret: (owner: string, id: string, chosen: string | undefined, now: Date, by: ChangedBy) =>
+    rotateSecret: (owner: EndpointOwner, id: string, chosen: string | undefined, now: Date, by: ChangedBy) =>
       db.transaction().execute((trx) => rotateSecret(trx, context, owner, id, chosen, now, by)),
-    ping: (owner: string, id: string, now: Date) =>
+    ping: (owner: EndpointOwner, id: string, now: Date) =>
       db.transaction().execute((trx) => ping(trx, context, owner, id, now)),
-    sendTestEvent: (owner: string, id: string, type: string, now: Date) =>
+    sendTestEvent: (owner: EndpointOwner, id: string, type: string, now: Date) =>
       db.transaction().execute((trx) => sendTestEvent(trx, context, owner, id, type, now)),
   };
 }

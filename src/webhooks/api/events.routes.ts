@@ -20,7 +20,8 @@ function readerOf(request: FastifyRequest): EventReader {
   const principal = request.principal!;
   // An end user reads the events of their own orders only: endpoint events belong to the client's endpoints.
   if (!principal.isClient) return { owner: undefined, customerId: principal.subject.toLowerCase() };
-  return { owner: ownerOf(request), customerId: undefined };
+  // A customer-scoped portal's token (docs/guides/portal.md, "Customer portals"): that customer's events only.
+  return { owner: ownerOf(request), customerId: principal.portal?.customerId };
 }
 
 function parsePosition(after: string | undefined): EventPosition {

@@ -47,6 +47,7 @@ export function endpointView(e: EndpointRecord, baseUrl: string, now: Date): Sta
     PreviousSecretExpiresAtUtc: iso(overlapEnds),
     CreatedAtUtc: e.createdAt.toISOString(),
     UpdatedAtUtc: e.updatedAt.toISOString(),
+    CustomerId: e.customerId,
     _links: links,
   };
 }

@@ -91,6 +91,10 @@ const endpointMembers = {
   }),
   CreatedAtUtc: Timestamp,
   UpdatedAtUtc: Timestamp,
+  CustomerId: Type.Union([Type.String(), Type.Null()], {
+    description:
+      "The client's customer the endpoint belongs to (made in that customer's portal, docs/guides/portal.md): it receives only events about that customer's orders. Null: the client's own endpoint.",
+  }),
   _links: Links,
 };
 export const Endpoint = Type.Object(endpointMembers);

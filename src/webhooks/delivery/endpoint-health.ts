@@ -64,5 +64,7 @@ async function disableEndpoint(
     },
     occurredAt: now,
     owner: endpoint.owner,
+    // A customer's endpoint: the notice reaches that customer's endpoints and the client's own, no other customer's.
+    customerId: endpoint.customerId ?? undefined,
   });
 }

@@ -20,7 +20,11 @@ export interface NewEvent {
   occurredAt: Date;
   /** Events about one client's own endpoints: only that client sees and receives them. */
   owner?: string;
-  /** Order events: the customer, so a user token can read the events of its own orders. */
+  /**
+   * Order events: the customer, so a user token can read the events of its own orders; events about an endpoint
+   * of one of a client's customers: that customer. An endpoint that belongs to a customer receives only events
+   * of that customer (docs/guides/portal.md, "Customer portals").
+   */
   customerId?: string;
   orderId?: number;
   /** Deliver only to these endpoints (a ping), rather than to every subscriber. */
@@ -136,27 +140,41 @@ const insertDelivery = compiledStatement<DeliveryRow, unknown>((db, param) =>
 
 /** With what sending needs, for a hand-off to the dispatcher in this process. */
 async function subscribedEndpoints(trx: Executor, event: NewEvent): Promise<FreshEndpoint[]> {
+  const customerId = event.customerId ?? null;
   if (event.owner === undefined && event.endpointIds === undefined) {
-    const { rows } = await subscribersOf(trx, { quotedType: quotedType(event.type) });
+    const { rows } = await subscribersOf(trx, { quotedType: quotedType(event.type), customerId });
     return rows;
   }
   let query = trx.selectFrom('webhook_endpoints').select(FRESH_ENDPOINT_COLUMNS).where('enabled', '=', 1);
   if (event.owner !== undefined) query = query.where('owner', '=', event.owner);
   // Addressed to given endpoints (a ping): they get it whatever types they subscribe to, as the caller asked.
   if (event.endpointIds !== undefined) query = query.where('id', 'in', event.endpointIds);
-  else query = query.where(subscribesTo(executorDialect(trx), event.type, 'webhook_endpoints'));
+  else
+    query = query
+      .where(subscribesTo(executorDialect(trx), event.type, 'webhook_endpoints'))
+      .where(forCustomer(sql.ref('webhook_endpoints.customer_id'), sql.val(customerId)));
   return query.execute();
+}
+
+/**
+ * An endpoint of one of a client's customers receives only events of that customer; the client's own endpoints
+ * (no customer) receive every event they subscribe to. `customer` null (an event of no customer) reaches only
+ * the latter.
+ */
+function forCustomer(column: RawBuilder<unknown>, customer: unknown): RawBuilder<boolean> {
+  return sql<boolean>`(${column} is null or ${column} = ${customer})`;
 }
 
 const FRESH_ENDPOINT_COLUMNS = ['id', 'url', 'secret', 'previous_secret', 'previous_secret_expires_at'] as const;
 
 /** Every event's usual case (no owner, no addressees): compiled once. */
-const subscribersOf = compiledStatement<{ quotedType: string }, FreshEndpoint>((db, param) =>
+const subscribersOf = compiledStatement<{ quotedType: string; customerId: string | null }, FreshEndpoint>((db, param) =>
   db
     .selectFrom('webhook_endpoints')
     .select(FRESH_ENDPOINT_COLUMNS)
     .where('enabled', '=', 1)
-    .where(subscribesToQuoted(executorDialect(db), param('quotedType'), 'webhook_endpoints')),
+    .where(subscribesToQuoted(executorDialect(db), param('quotedType'), 'webhook_endpoints'))
+    .where(forCustomer(sql.ref('webhook_endpoints.customer_id'), param('customerId'))),
 );
 
 // event_types is a JSON array of type names, which contain no quotes: the quoted name as a substring is exact.
@@ -219,6 +237,7 @@ const EVENT_STATEMENT = {
       'pending', 0, 0, ${at}::timestamptz, ${at}::timestamptz, ${at}::timestamptz
     from outbox_event e cross join webhook_endpoints w
     where w.enabled = 1 and ${subscribesToQuoted('postgres', param('event_quoted_type'), 'w')}
+      and ${forCustomer(sql.ref('w.customer_id'), sql`${param('event_customer_id')}::text`)}
     returning 1
   )`;
   },

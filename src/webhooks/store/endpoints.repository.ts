@@ -9,6 +9,8 @@ export type DisabledReason = 'manual' | 'admin' | 'gone' | 'failing';
 export interface EndpointRecord {
   id: string;
   owner: string;
+  /** The customer of `owner` it belongs to (a customer-scoped portal made it); null: the client's own. */
+  customerId: string | null;
   url: string;
   description: string;
   eventTypes: string[];
@@ -26,6 +28,7 @@ function toRecord(r: WebhookEndpointsTable): EndpointRecord {
   return {
     id: r.id,
     owner: r.owner,
+    customerId: r.customer_id ?? null,
     url: r.url,
     description: r.description,
     eventTypes: JSON.parse(r.event_types) as string[],
@@ -43,6 +46,7 @@ function toRecord(r: WebhookEndpointsTable): EndpointRecord {
 interface NewEndpoint {
   id: string;
   owner: string;
+  customerId: string | null;
   url: string;
   description: string;
   eventTypes: string[];
@@ -57,6 +61,7 @@ export async function insertEndpoint(db: Executor, e: NewEndpoint): Promise<Endp
     .values({
       id: e.id,
       owner: e.owner,
+      customer_id: e.customerId,
       url: e.url,
       description: e.description,
       event_types: JSON.stringify(e.eventTypes),
@@ -90,14 +95,11 @@ export async function latestSealedSecret(db: Executor): Promise<{ endpointId: st
   return row && { endpointId: row.id, sealed: row.secret };
 }
 
-export async function listEndpoints(db: Executor, owner: string): Promise<EndpointRecord[]> {
-  const rows = await db
-    .selectFrom('webhook_endpoints')
-    .selectAll()
-    .where('owner', '=', owner)
-    .orderBy('created_at')
-    .orderBy('id')
-    .execute();
+/** The client's endpoints, or only those of one of its customers (`customerId`). */
+export async function listEndpoints(db: Executor, owner: string, customerId?: string): Promise<EndpointRecord[]> {
+  let query = db.selectFrom('webhook_endpoints').selectAll().where('owner', '=', owner);
+  if (customerId !== undefined) query = query.where('customer_id', '=', customerId);
+  const rows = await query.orderBy('created_at').orderBy('id').execute();
   return rows.map(toRecord);
 }
 
@@ -127,11 +129,13 @@ export async function listAllEndpoints(
   return rows.map(toRecord);
 }
 
-export async function countEndpoints(db: Executor, owner: string): Promise<number> {
+/** The client's own endpoints (`customerId` null), or those of one of its customers. */
+export async function countEndpoints(db: Executor, owner: string, customerId: string | null): Promise<number> {
   const row = await db
     .selectFrom('webhook_endpoints')
     .select((eb) => eb.fn.countAll<number>().as('n'))
     .where('owner', '=', owner)
+    .where('customer_id', customerId === null ? 'is' : '=', customerId)
     .executeTakeFirstOrThrow();
   return Number(row.n);
 }

@@ -26,7 +26,11 @@ export interface EventRecord {
   position: EventPosition;
 }
 
-/** Who is reading: a client sees every order event and its own endpoint events; an end user, the events of their own orders. */
+/**
+ * Who is reading: a client sees every order event and its own endpoint events; an end user, the events of their
+ * own orders; a client's customer (a customer-scoped portal), the events of that customer's orders and of that
+ * customer's own endpoints.
+ */
 export interface EventReader {
   /** The client; undefined for an end user, who sees no endpoint events. */
   owner: string | undefined;
@@ -49,11 +53,11 @@ function baseQuery(db: Executor, dialect: Dialect) {
 
 function visibleTo(reader: EventReader) {
   return (eb: ExpressionBuilder<Database, 'webhook_events'>) => {
-    const orders =
-      reader.customerId === undefined
-        ? eb('owner', 'is', null)
-        : eb.and([eb('owner', 'is', null), eb('customer_id', '=', reader.customerId)]);
-    return reader.owner === undefined ? orders : eb.or([eb('owner', '=', reader.owner), orders]);
+    const { owner, customerId } = reader;
+    if (owner === undefined) return eb.and([eb('owner', 'is', null), eb('customer_id', '=', customerId ?? null)]);
+    if (customerId === undefined) return eb.or([eb('owner', '=', owner), eb('owner', 'is', null)]);
+    // The customer's order events, and the client's events about the customer's endpoints (test events, pings).
+    return eb.and([eb('customer_id', '=', customerId), eb.or([eb('owner', 'is', null), eb('owner', '=', owner)])]);
   };
 }
 
