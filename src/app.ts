@@ -19,7 +19,7 @@ import { registerMetricsListener, registerMetricsRoute, requestDurationObserver 
 import { countDatabaseErrors } from './http/problems/outage.ts';
 import { createMetrics, type Metrics } from './metrics/metrics.ts';
 import { deliveryBacklog } from './webhooks/store/backlog.repository.ts';
-import { ADMIN_FEATURE, ADMIN_ROLE, ADMIN_SCOPES } from './operator/admin.feature.ts';
+import { ADMIN_FEATURE, ADMIN_SCOPE_ROLES, ADMIN_SCOPES } from './operator/admin.feature.ts';
 import { registerAdmin } from './operator/plugin.ts';
 import { registerConsole } from './console/plugin.ts';
 import { startAuditRetention } from './audit/retention.ts';
@@ -33,6 +33,7 @@ import { registerRouteGuard } from './http/bearer/route-guard.ts';
 import { securityHeaders } from './http/admission/security-headers.ts';
 import { createDrain } from './http/ops/shutdown.ts';
 import { createTokenVerifier } from './http/bearer/token-verifier.ts';
+import { createAccountStates } from './auth-server/identity/account-states.ts';
 import { validatorCompiler } from './http/problems/validation.ts';
 import { ordersRoutes } from './orders/orders.routes.ts';
 import { registerWebhooks } from './webhooks/plugin.ts';
@@ -230,7 +231,14 @@ async function assembleApp(
   );
   // Every route registered from here on authenticates and counts its caller in one hook of its own.
   registerRouteGuard(app, verifier, limiter);
-  registerScopeCheck(app, verifier, { resourceMetadataUrl: resourceMetadataUrl(config.apiResource) });
+  // Tokens of our own users: their roles and disabled state now, not only when the token was issued.
+  const accounts = ownIssuer
+    ? createAccountStates({ db: database.db, scopeRoles: ADMIN_SCOPE_ROLES, ttlMs: config.accountCheckCacheMs })
+    : undefined;
+  registerScopeCheck(app, verifier, {
+    resourceMetadataUrl: resourceMetadataUrl(config.apiResource),
+    accountCheck: accounts?.check,
+  });
   // Before the routes it documents: @fastify/swagger sees only routes added after it (the resource metadata too).
   await registerOpenApi(app, composed);
   registerResourceMetadata(app, {
@@ -247,7 +255,13 @@ async function assembleApp(
   );
   const orderEvents = await registerWebhooks(app, config, database);
   exposeMetrics(app, config, metrics);
-  await registerAdmin(app, { config, database, authServer, apiScopes: Object.keys(API_SCOPES) });
+  await registerAdmin(app, {
+    config,
+    database,
+    authServer,
+    apiScopes: Object.keys(API_SCOPES),
+    onUserChange: accounts?.forget,
+  });
   // The console signs in through the built-in authorization server, whose tokens the API must trust
   // (docs/guides/portal.md).
   if (authServer && ownIssuer) await registerConsole(app, { config, database, scopes: consoleScopes() });
@@ -329,8 +343,8 @@ function registerAuthServerFor(
     issuer: config.oauthIssuer,
     resources: resourceDefinitions(config.apiResource),
     scopeDescriptions: API_SCOPES,
-    // The admin scopes go to users holding the admin role only (docs/security.md, "Roles").
-    scopeRoles: Object.fromEntries(Object.keys(ADMIN_SCOPES).map((scope) => [scope, ADMIN_ROLE])),
+    // The admin scopes go to users holding a role that allows them only (docs/security.md, "Roles").
+    scopeRoles: ADMIN_SCOPE_ROLES,
     accessTokenTtlSeconds: config.accessTokenTtlSeconds,
     accessTokenAlg: config.accessTokenAlg,
     refreshTokenTtlSeconds: config.refreshTokenTtlSeconds,

@@ -48,10 +48,14 @@ export function clearCookie(ctx: ConsoleContext, reply: FastifyReply, name: stri
   reply.clearCookie(name, ctx.cookies.options);
 }
 
-/** The roles the console shows, as the granted scopes prove them (the admin scopes need the admin role). */
+/**
+ * The roles the console shows, as the granted scopes prove them: admin:write needs the admin role, admin:read
+ * alone the auditor role (docs/security.md, "Roles").
+ */
 export function rolesOf(scope: string): string[] {
   const scopes = scope.split(' ');
-  return scopes.includes('admin:read') ? ['admin'] : [];
+  if (scopes.includes('admin:write')) return ['admin'];
+  return scopes.includes('admin:read') ? ['auditor'] : [];
 }
 
 /**

@@ -8,6 +8,7 @@
 import type { IncomingMessage } from 'node:http';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { Problem } from '../problems/problems.ts';
+import { checkAccount, type AccountCheck } from './account-check.ts';
 import type { Principal, TokenVerifier } from './token-verifier.ts';
 
 declare module 'fastify' {
@@ -77,21 +78,26 @@ export function authenticateAtHand(request: FastifyRequest, verifier: TokenVerif
 export function registerScopeCheck(
   app: FastifyInstance,
   verifier: TokenVerifier,
-  options: { resourceMetadataUrl: string },
+  options: { resourceMetadataUrl: string; accountCheck?: AccountCheck },
 ): void {
   const check = (request: FastifyRequest): Problem | undefined => {
     const scope = request.routeOptions.config.scope;
     const failure = scope ? scopeFailure(request, scope) : undefined;
     return failure && withResourceMetadata(failure, options.resourceMetadataUrl);
   };
+  // The user's current roles and disabled state (account-check.ts), then the route's scope.
+  const decide = (request: FastifyRequest, payload: unknown, done: (err: Error | null, payload?: never) => void) =>
+    checkAccount(request, options.accountCheck, (err) =>
+      err ? done(err) : done(check(request) ?? null, payload as never),
+    );
   app.addHook('preParsing', (request, _reply, payload, done) => {
     const token = request.deferredToken;
-    if (token === null) return done(check(request) ?? null, payload);
+    if (token === null) return decide(request, payload, done);
     request.deferredToken = null;
     verifier.verify(token).then(
       (principal) => {
         request.principal = principal;
-        done(check(request) ?? null, payload);
+        decide(request, payload, done);
       },
       (err: unknown) => {
         if (!(err instanceof Problem)) return done(err as Error);
