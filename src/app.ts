@@ -16,6 +16,7 @@ import { clientErrorHandler, frameworkErrors, hostCheck, registerConnectAnswer }
 import { registerNotFound } from './http/problems/not-found.ts';
 import { overloadGuard } from './http/admission/overload.ts';
 import { registerMetricsListener, registerMetricsRoute, requestDurationObserver } from './http/ops/metrics.ts';
+import { redactQuery } from './http/ops/request-log.ts';
 import { countDatabaseErrors } from './http/problems/outage.ts';
 import { createMetrics, type Metrics } from './metrics/metrics.ts';
 import { deliveryBacklog } from './webhooks/store/backlog.repository.ts';
@@ -120,7 +121,13 @@ const CORS_EXPOSED_HEADERS = [
   'Preference-Applied',
 ];
 
-export async function buildApp(config: Readonly<Config>, options: { logger?: boolean } = {}): Promise<FastifyInstance> {
+/** `logStream`: where the log lines go instead of stdout (tests read what the request log says). */
+export interface BuildOptions {
+  logger?: boolean;
+  logStream?: { write(line: string): void };
+}
+
+export async function buildApp(config: Readonly<Config>, options: BuildOptions = {}): Promise<FastifyInstance> {
   const database = openDatabase(config.databaseUrl, databaseOptions(config));
   try {
     return await assembleApp(config, database, options);
@@ -134,7 +141,7 @@ export async function buildApp(config: Readonly<Config>, options: { logger?: boo
 async function assembleApp(
   config: Readonly<Config>,
   database: DatabaseHandle,
-  options: { logger?: boolean },
+  options: BuildOptions,
 ): Promise<FastifyInstance> {
   await migrateToLatest(database);
   const composed = features(config);
@@ -148,6 +155,7 @@ async function assembleApp(
             level: config.logLevel,
             redact: ['req.headers.authorization', 'req.headers.cookie'],
             serializers: { req: serializeRequest },
+            ...(options.logStream && { stream: options.logStream }),
           },
     genReqId: requestIdGenerator(trust),
     requestIdHeader: false,
@@ -290,11 +298,14 @@ async function assembleApp(
   return app;
 }
 
-/** Fastify's request fields, with a portal link's one-time token masked: a log must not open a portal. */
+/**
+ * Fastify's request fields, with a portal link's one-time token masked (a log must not open a portal) and
+ * the values of OAuth codes, tokens and state taken out of the query (http/ops/request-log.ts).
+ */
 function serializeRequest(req: FastifyRequest) {
   return {
     method: req.method,
-    url: maskPortalLink(req.url),
+    url: redactQuery(maskPortalLink(req.url)),
     version: typeof req.headers['accept-version'] === 'string' ? req.headers['accept-version'] : undefined,
     host: req.host,
     remoteAddress: req.ip,

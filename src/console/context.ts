@@ -72,19 +72,32 @@ export function requireCsrf(expected: string, presented: unknown, where: 'header
   );
 }
 
+const RETURN_BASE = 'http://return-to.invalid';
+
 /**
  * A page path under /console to come back to after sign-in; anything else is /console (no open redirect).
- * Never a portal link: signing in must not open (or show the token of) a portal as a side effect.
+ * Never a portal link: signing in must not open (or show the token of) a portal as a side effect. The
+ * value is resolved as a browser will resolve it (WHATWG URL: dot segments removed, `%2e` counted as a
+ * dot) before it is checked, so `/console/x/../portal-links/…` and `/console/../oauth/…` are refused;
+ * what is kept is the normalised path and query.
  */
 export function safeReturnTo(value: unknown): string {
   if (typeof value !== 'string' || !/^\/console(\/[A-Za-z0-9._~!$&'()*+,;=:@%/?-]*)?$/.test(value)) return '/console';
   if (value.includes('//') || value.includes('\\')) return '/console';
+  let url: URL;
   let path: string;
   try {
-    path = decodeURIComponent(value.split('?')[0]!);
+    url = new URL(value, RETURN_BASE);
+    path = decodeURIComponent(url.pathname);
   } catch {
     return '/console';
   }
+  if (url.origin !== RETURN_BASE || !(url.pathname === '/console' || url.pathname.startsWith('/console/')))
+    return '/console';
+  // Encoded slashes or dots (`%2F..`) that a later reader might still take for segments: refused too.
+  const segments = path.split('/');
+  if (segments.includes('..') || segments.includes('.') || path.includes('//') || path.includes('\\'))
+    return '/console';
   if (path === '/console/portal-links' || path.startsWith('/console/portal-links/')) return '/console';
-  return value;
+  return `${url.pathname}${url.search}`;
 }
