@@ -41,6 +41,10 @@ export async function authRoutes(app: FastifyInstance, ctx: ConsoleContext): Pro
       nonce: login.nonce,
       code_challenge: createHash('sha256').update(verifier).digest('base64url'),
       code_challenge_method: 'S256',
+      // OIDC Core §3.1.2.1 max_age: a Signet session whose password was entered longer ago than the idle
+      // timeout signs no one in to the console without asking again, so the timeout cannot be undone by
+      // the Signet session behind it (docs/security.md, "Console sessions").
+      max_age: String(ctx.idleTimeoutSeconds),
     });
     return reply.header('cache-control', 'no-store').redirect(`${ctx.oauth.issuerPath}/authorize?${query}`, 302);
   });

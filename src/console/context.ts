@@ -13,6 +13,8 @@ export interface ConsoleContext {
   /** The issuer's origin (`http://127.0.0.1:3000`): the console's own. */
   origin: string;
   scopes: readonly string[];
+  /** CONSOLE_IDLE_TIMEOUT_SECONDS: sessions end unused this long; sign-in asks for a password entered within it. */
+  idleTimeoutSeconds: number;
   cookies: { session: string; login: string; portal: string; options: CookieSerializeOptions };
   /** The integrator portal's sessions (portal-sessions.ts) and the client tokens they hold. */
   portals: PortalStore;
