@@ -4,7 +4,9 @@
 // first (none loaded yet, or an unknown `kid`) is verified in preParsing instead, after the rate limiter
 // has counted the request by client address: traffic cannot turn into outbound fetches before being
 // limited. Each route states the scope it needs in `config.scope`, enforced in preParsing too (before
-// the body), for every route: a scoped route the guard did not see gets 401, never a pass.
+// the body), for every route: a scoped route the guard did not see gets 401, never a pass. Before the
+// scope, a user's token is held against how the user stands now (account-check.ts): their current roles
+// and disabled state, not only those the token was issued under.
 import type { IncomingMessage } from 'node:http';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { Problem } from '../problems/problems.ts';
@@ -86,18 +88,16 @@ export function registerScopeCheck(
     return failure && withResourceMetadata(failure, options.resourceMetadataUrl);
   };
   // The user's current roles and disabled state (account-check.ts), then the route's scope.
-  const decide = (request: FastifyRequest, payload: unknown, done: (err: Error | null, payload?: never) => void) =>
-    checkAccount(request, options.accountCheck, (err) =>
-      err ? done(err) : done(check(request) ?? null, payload as never),
-    );
+  const decide = (request: FastifyRequest, finish: (failure: Error | null) => void): void =>
+    checkAccount(request, options.accountCheck, (err) => finish(err ?? check(request) ?? null));
   app.addHook('preParsing', (request, _reply, payload, done) => {
     const token = request.deferredToken;
-    if (token === null) return decide(request, payload, done);
+    if (token === null) return decide(request, (failure) => done(failure, payload));
     request.deferredToken = null;
     verifier.verify(token).then(
       (principal) => {
         request.principal = principal;
-        decide(request, payload, done);
+        decide(request, (failure) => done(failure, payload));
       },
       (err: unknown) => {
         if (!(err instanceof Problem)) return done(err as Error);
