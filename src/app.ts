@@ -16,10 +16,11 @@ import { clientErrorHandler, frameworkErrors, hostCheck, registerConnectAnswer }
 import { registerNotFound } from './http/problems/not-found.ts';
 import { overloadGuard } from './http/admission/overload.ts';
 import { registerMetricsListener, registerMetricsRoute, requestDurationObserver } from './http/ops/metrics.ts';
+import { redactQuery } from './http/ops/request-log.ts';
 import { countDatabaseErrors } from './http/problems/outage.ts';
 import { createMetrics, type Metrics } from './metrics/metrics.ts';
 import { deliveryBacklog } from './webhooks/store/backlog.repository.ts';
-import { ADMIN_FEATURE, ADMIN_ROLE, ADMIN_SCOPES } from './operator/admin.feature.ts';
+import { ADMIN_FEATURE, ADMIN_SCOPE_ROLES, ADMIN_SCOPES } from './operator/admin.feature.ts';
 import { registerAdmin } from './operator/plugin.ts';
 import { registerConsole } from './console/plugin.ts';
 import { startAuditRetention } from './audit/retention.ts';
@@ -33,6 +34,7 @@ import { registerRouteGuard } from './http/bearer/route-guard.ts';
 import { securityHeaders } from './http/admission/security-headers.ts';
 import { createDrain } from './http/ops/shutdown.ts';
 import { createTokenVerifier } from './http/bearer/token-verifier.ts';
+import { createAccountStates } from './auth-server/identity/account-states.ts';
 import { validatorCompiler } from './http/problems/validation.ts';
 import { ordersRoutes } from './orders/orders.routes.ts';
 import { registerWebhooks } from './webhooks/plugin.ts';
@@ -119,7 +121,13 @@ const CORS_EXPOSED_HEADERS = [
   'Preference-Applied',
 ];
 
-export async function buildApp(config: Readonly<Config>, options: { logger?: boolean } = {}): Promise<FastifyInstance> {
+/** `logStream`: where the log lines go instead of stdout (tests read what the request log says). */
+export interface BuildOptions {
+  logger?: boolean;
+  logStream?: { write(line: string): void };
+}
+
+export async function buildApp(config: Readonly<Config>, options: BuildOptions = {}): Promise<FastifyInstance> {
   const database = openDatabase(config.databaseUrl, databaseOptions(config));
   try {
     return await assembleApp(config, database, options);
@@ -133,7 +141,7 @@ export async function buildApp(config: Readonly<Config>, options: { logger?: boo
 async function assembleApp(
   config: Readonly<Config>,
   database: DatabaseHandle,
-  options: { logger?: boolean },
+  options: BuildOptions,
 ): Promise<FastifyInstance> {
   await migrateToLatest(database);
   const composed = features(config);
@@ -147,6 +155,7 @@ async function assembleApp(
             level: config.logLevel,
             redact: ['req.headers.authorization', 'req.headers.cookie'],
             serializers: { req: serializeRequest },
+            ...(options.logStream && { stream: options.logStream }),
           },
     genReqId: requestIdGenerator(trust),
     requestIdHeader: false,
@@ -230,7 +239,14 @@ async function assembleApp(
   );
   // Every route registered from here on authenticates and counts its caller in one hook of its own.
   registerRouteGuard(app, verifier, limiter);
-  registerScopeCheck(app, verifier, { resourceMetadataUrl: resourceMetadataUrl(config.apiResource) });
+  // Tokens of our own users: their roles and disabled state now, not only when the token was issued.
+  const accounts = ownIssuer
+    ? createAccountStates({ db: database.db, scopeRoles: ADMIN_SCOPE_ROLES, ttlMs: config.accountCheckCacheMs })
+    : undefined;
+  registerScopeCheck(app, verifier, {
+    resourceMetadataUrl: resourceMetadataUrl(config.apiResource),
+    accountCheck: accounts?.check,
+  });
   // Before the routes it documents: @fastify/swagger sees only routes added after it (the resource metadata too).
   await registerOpenApi(app, composed);
   registerResourceMetadata(app, {
@@ -247,7 +263,13 @@ async function assembleApp(
   );
   const orderEvents = await registerWebhooks(app, config, database);
   exposeMetrics(app, config, metrics);
-  await registerAdmin(app, { config, database, authServer, apiScopes: Object.keys(API_SCOPES) });
+  await registerAdmin(app, {
+    config,
+    database,
+    authServer,
+    apiScopes: Object.keys(API_SCOPES),
+    onUserChange: accounts?.forget,
+  });
   // The console signs in through the built-in authorization server, whose tokens the API must trust
   // (docs/guides/portal.md).
   if (authServer && ownIssuer) await registerConsole(app, { config, database, scopes: consoleScopes() });
@@ -276,11 +298,14 @@ async function assembleApp(
   return app;
 }
 
-/** Fastify's request fields, with a portal link's one-time token masked: a log must not open a portal. */
+/**
+ * Fastify's request fields, with a portal link's one-time token masked (a log must not open a portal) and
+ * the values of OAuth codes, tokens and state taken out of the query (http/ops/request-log.ts).
+ */
 function serializeRequest(req: FastifyRequest) {
   return {
     method: req.method,
-    url: maskPortalLink(req.url),
+    url: redactQuery(maskPortalLink(req.url)),
     version: typeof req.headers['accept-version'] === 'string' ? req.headers['accept-version'] : undefined,
     host: req.host,
     remoteAddress: req.ip,
@@ -329,8 +354,8 @@ function registerAuthServerFor(
     issuer: config.oauthIssuer,
     resources: resourceDefinitions(config.apiResource),
     scopeDescriptions: API_SCOPES,
-    // The admin scopes go to users holding the admin role only (docs/security.md, "Roles").
-    scopeRoles: Object.fromEntries(Object.keys(ADMIN_SCOPES).map((scope) => [scope, ADMIN_ROLE])),
+    // The admin scopes go to users holding a role that allows them only (docs/security.md, "Roles").
+    scopeRoles: ADMIN_SCOPE_ROLES,
     accessTokenTtlSeconds: config.accessTokenTtlSeconds,
     accessTokenAlg: config.accessTokenAlg,
     refreshTokenTtlSeconds: config.refreshTokenTtlSeconds,

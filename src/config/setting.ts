@@ -38,6 +38,9 @@ export interface Config {
   accessTokenAlg: 'ES256' | 'EdDSA' | 'RS256' | 'PS256';
   refreshTokenTtlSeconds: number;
   sessionTtlSeconds: number;
+  /** How long a user's roles and disabled state are reused for their token's requests (http/bearer/account-check.ts). */
+  accountCheckCacheMs: number;
+  consoleIdleTimeoutSeconds: number;
   keyEncryptionKey: Buffer | undefined;
   loginMaxFailures: number;
   corsOrigins: string[];

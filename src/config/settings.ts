@@ -183,6 +183,21 @@ export const SETTINGS = [
     doc: 'Lifetime of a login session at the authorization server (14 days).',
     parse: parsers.integer(300, 365 * 86400),
   }),
+  // Live rights and console sessions (docs/security.md, "Security model").
+  setting({
+    key: 'accountCheckCacheMs',
+    env: 'ACCOUNT_CHECK_CACHE',
+    default: '5s',
+    doc: "How long a user's roles and disabled state, read for a request made with their token, are reused (0–30s; `0` reads them every request). A change made through this instance applies at once; one made elsewhere (another instance, the CLI) within this long.",
+    parse: parsers.duration(0, 30_000),
+  }),
+  setting({
+    key: 'consoleIdleTimeoutSeconds',
+    env: 'CONSOLE_IDLE_TIMEOUT_SECONDS',
+    default: '1800',
+    doc: 'A console session unused this long ends (30 min), besides its absolute lifetime (`REFRESH_TOKEN_TTL_SECONDS`).',
+    parse: parsers.integer(60, 86400),
+  }),
   setting({
     key: 'keyEncryptionKey',
     env: 'KEY_ENCRYPTION_KEY',

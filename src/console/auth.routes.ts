@@ -6,7 +6,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { Problem } from '../http/problems/problems.ts';
 import { CONSOLE_CLIENT_ID } from './client.ts';
 import { clearCookie, currentSession, requireCsrf, rolesOf, safeReturnTo, type ConsoleContext } from './context.ts';
-import { exchangeCode, idTokenClaims, revokeToken, TokenRequestError } from './oauth.ts';
+import { endSignetSession, exchangeCode, idTokenClaims, revokeToken, TokenRequestError } from './oauth.ts';
 import { portalClosedPage, sendHtml, signedOutPage, signingOutPage, signInFailedPage } from './pages.ts';
 import { currentPortal, endPortal, portalView } from './portal.ts';
 import { safeEqual } from './sessions.ts';
@@ -41,6 +41,10 @@ export async function authRoutes(app: FastifyInstance, ctx: ConsoleContext): Pro
       nonce: login.nonce,
       code_challenge: createHash('sha256').update(verifier).digest('base64url'),
       code_challenge_method: 'S256',
+      // OIDC Core §3.1.2.1 max_age: a Signet session whose password was entered longer ago than the idle
+      // timeout signs no one in to the console without asking again, so the timeout cannot be undone by
+      // the Signet session behind it (docs/security.md, "Console sessions").
+      max_age: String(ctx.idleTimeoutSeconds),
     });
     return reply.header('cache-control', 'no-store').redirect(`${ctx.oauth.issuerPath}/authorize?${query}`, 302);
   });
@@ -129,12 +133,25 @@ export async function authRoutes(app: FastifyInstance, ctx: ConsoleContext): Pro
     if (session) {
       await ctx.store.remove(session);
       await ctx.portals.removeFor(session.idHash);
+      // The Signet session too, here and now (oauth.ts endSignetSession): no page has to be shown or
+      // confirmed, so closing the tab cannot leave a session that signs the browser straight back in.
+      const signet = await endSignetSession(app, ctx.oauth, {
+        idToken: session.tokens.id,
+        cookie: request.headers.cookie,
+      }).catch((err: unknown) => {
+        request.log.warn({ err }, 'console sign-out: the Signet session could not be ended here');
+        return { ended: false, setCookie: [] };
+      });
+      for (const line of signet.setCookie) reply.header('set-cookie', line);
       // RFC 7009 §2.2: revocation is best effort here; the session row, the only holder, is already gone.
       if (session.tokens.refresh)
         await revokeToken(app, ctx.oauth, session.tokens.refresh).catch((err: unknown) =>
           request.log.warn({ err }, 'console sign-out: the refresh token could not be revoked'),
         );
+      if (signet.ended) return reply.header('cache-control', 'no-store').redirect('/console/signed-out', 303);
     }
+    // No Signet session could be ended here (no console session, or no session cookie): the browser goes to
+    // Signet's end_session endpoint itself (RP-Initiated Logout), which asks before it ends one.
     const page = signingOutPage(
       `${ctx.oauth.issuerPath}/session/end`,
       CONSOLE_CLIENT_ID,

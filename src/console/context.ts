@@ -13,6 +13,8 @@ export interface ConsoleContext {
   /** The issuer's origin (`http://127.0.0.1:3000`): the console's own. */
   origin: string;
   scopes: readonly string[];
+  /** CONSOLE_IDLE_TIMEOUT_SECONDS: sessions end unused this long; sign-in asks for a password entered within it. */
+  idleTimeoutSeconds: number;
   cookies: { session: string; login: string; portal: string; options: CookieSerializeOptions };
   /** The integrator portal's sessions (portal-sessions.ts) and the client tokens they hold. */
   portals: PortalStore;
@@ -48,10 +50,14 @@ export function clearCookie(ctx: ConsoleContext, reply: FastifyReply, name: stri
   reply.clearCookie(name, ctx.cookies.options);
 }
 
-/** The roles the console shows, as the granted scopes prove them (the admin scopes need the admin role). */
+/**
+ * The roles the console shows, as the granted scopes prove them: admin:write needs the admin role, admin:read
+ * alone the auditor role (docs/security.md, "Roles").
+ */
 export function rolesOf(scope: string): string[] {
   const scopes = scope.split(' ');
-  return scopes.includes('admin:read') ? ['admin'] : [];
+  if (scopes.includes('admin:write')) return ['admin'];
+  return scopes.includes('admin:read') ? ['auditor'] : [];
 }
 
 /**
@@ -68,19 +74,32 @@ export function requireCsrf(expected: string, presented: unknown, where: 'header
   );
 }
 
+const RETURN_BASE = 'http://return-to.invalid';
+
 /**
  * A page path under /console to come back to after sign-in; anything else is /console (no open redirect).
- * Never a portal link: signing in must not open (or show the token of) a portal as a side effect.
+ * Never a portal link: signing in must not open (or show the token of) a portal as a side effect. The
+ * value is resolved as a browser will resolve it (WHATWG URL: dot segments removed, `%2e` counted as a
+ * dot) before it is checked, so `/console/x/../portal-links/…` and `/console/../oauth/…` are refused;
+ * what is kept is the normalised path and query.
  */
 export function safeReturnTo(value: unknown): string {
   if (typeof value !== 'string' || !/^\/console(\/[A-Za-z0-9._~!$&'()*+,;=:@%/?-]*)?$/.test(value)) return '/console';
   if (value.includes('//') || value.includes('\\')) return '/console';
+  let url: URL;
   let path: string;
   try {
-    path = decodeURIComponent(value.split('?')[0]!);
+    url = new URL(value, RETURN_BASE);
+    path = decodeURIComponent(url.pathname);
   } catch {
     return '/console';
   }
+  if (url.origin !== RETURN_BASE || !(url.pathname === '/console' || url.pathname.startsWith('/console/')))
+    return '/console';
+  // Encoded slashes or dots (`%2F..`) that a later reader might still take for segments: refused too.
+  const segments = path.split('/');
+  if (segments.includes('..') || segments.includes('.') || path.includes('//') || path.includes('\\'))
+    return '/console';
   if (path === '/console/portal-links' || path.startsWith('/console/portal-links/')) return '/console';
-  return value;
+  return `${url.pathname}${url.search}`;
 }

@@ -92,6 +92,65 @@ export async function revokeToken(app: FastifyInstance, where: OAuthEndpoints, r
 }
 
 /**
+ * Ends the browser's Signet session at the authorization server, server-side, as its confirmation page
+ * would (RP-Initiated Logout 1.0 §2, oidc-provider's end_session and its confirm step): the browser's own
+ * cookies (`cookie`, its Cookie header) name the session, the console's ID token is the hint (§2: with a
+ * valid hint the OP need not ask). The session and every grant in it are gone before the console answers,
+ * so a browser that never shows or confirms a page is signed out of Signet all the same. In process, so
+ * the hint never travels in a browser's URL; the request log keeps no hint (http/ops/request-log.ts).
+ * Returns the provider's Set-Cookie lines (its session cookie cleared) and whether a session was ended.
+ */
+export async function endSignetSession(
+  app: FastifyInstance,
+  where: OAuthEndpoints,
+  input: { idToken: string | undefined; cookie: string | undefined },
+): Promise<{ ended: boolean; setCookie: string[] }> {
+  if (!input.cookie) return { ended: false, setCookie: [] }; // no session cookie: nothing to end here
+  const query = new URLSearchParams({ client_id: CONSOLE_CLIENT_ID });
+  if (input.idToken) query.set('id_token_hint', input.idToken);
+  const start = await app.inject({
+    method: 'GET',
+    url: `${where.issuerPath}/session/end?${query}`,
+    headers: { host: where.host, cookie: input.cookie },
+  });
+  // The confirmation form's one-time secret, bound to the session (oidc-provider's xsrf check).
+  const xsrf = /name="xsrf" value="([^"]+)"/.exec(start.body)?.[1];
+  if (start.statusCode !== 200 || !xsrf) return { ended: false, setCookie: [] };
+  const confirm = await app.inject({
+    method: 'POST',
+    url: `${where.issuerPath}/session/end/confirm`,
+    headers: {
+      host: where.host,
+      cookie: withCookies(input.cookie, setCookiesOf(start.headers['set-cookie'])),
+      'content-type': 'application/x-www-form-urlencoded',
+    },
+    payload: new URLSearchParams({ xsrf, logout: 'yes' }).toString(),
+  });
+  const ended = confirm.statusCode >= 300 && confirm.statusCode < 400;
+  return { ended, setCookie: ended ? setCookiesOf(confirm.headers['set-cookie']) : [] };
+}
+
+function setCookiesOf(header: string | string[] | undefined): string[] {
+  if (header === undefined) return [];
+  return Array.isArray(header) ? header : [header];
+}
+
+/** A Cookie header with the values a response set replacing those of the same name. */
+function withCookies(cookie: string, setCookie: string[]): string {
+  const jar = new Map<string, string>();
+  for (const pair of cookie.split(/; */)) {
+    const eq = pair.indexOf('=');
+    if (eq > 0) jar.set(pair.slice(0, eq), pair.slice(eq + 1));
+  }
+  for (const line of setCookie) {
+    const pair = line.split(';')[0]!;
+    const eq = pair.indexOf('=');
+    if (eq > 0) jar.set(pair.slice(0, eq), pair.slice(eq + 1));
+  }
+  return [...jar].map(([name, value]) => `${name}=${value}`).join('; ');
+}
+
+/**
  * The ID token's claims. Its signature is not checked: it came straight from our own token endpoint in
  * process, which OIDC Core §3.1.3.7 (6) allows in place of the signature check; nonce and audience are.
  */

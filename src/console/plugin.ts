@@ -58,7 +58,13 @@ export async function registerConsole(app: FastifyInstance, deps: ConsoleDepende
   // registerConsole runs only with the built-in authorization server (app.ts): it mints the portal's tokens.
   const tokens = portalTokens(app.authServer!);
   const ctx: ConsoleContext = {
-    store: createSessionStore({ db: database.db, key, lifetimeSeconds: config.refreshTokenTtlSeconds }),
+    store: createSessionStore({
+      db: database.db,
+      key,
+      lifetimeSeconds: config.refreshTokenTtlSeconds,
+      idleTimeoutSeconds: config.consoleIdleTimeoutSeconds,
+    }),
+    idleTimeoutSeconds: config.consoleIdleTimeoutSeconds,
     oauth: { issuerPath: issuer.pathname.replace(/\/$/, ''), host: issuer.host },
     origin,
     scopes: deps.scopes,
@@ -71,7 +77,9 @@ export async function registerConsole(app: FastifyInstance, deps: ConsoleDepende
   await app.register(portalAdminRoutes, { db: database.db, portals: ctx.portals });
   await app.register(async (scope) => consoleScope(scope, ctx, database.db));
   const purge = setInterval(() => {
-    deleteExpiredSessions(database.db, new Date()).catch((err) =>
+    const now = new Date();
+    const idleSince = new Date(now.getTime() - config.consoleIdleTimeoutSeconds * 1000);
+    deleteExpiredSessions(database.db, now, idleSince).catch((err) =>
       app.log.warn({ err }, 'console session purge failed'),
     );
     deleteExpiredPortalSessions(database.db, new Date()).catch((err) =>

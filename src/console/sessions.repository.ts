@@ -14,6 +14,8 @@ export interface SessionRow {
   accessExpiresAt: Date;
   createdAt: Date;
   expiresAt: Date;
+  /** When the session was last used (migration 0015), for the idle timeout. */
+  lastSeenAt: Date;
 }
 
 function fromRow(row: ConsoleSessionsTable): SessionRow {
@@ -27,6 +29,7 @@ function fromRow(row: ConsoleSessionsTable): SessionRow {
     accessExpiresAt: fromDbTime(row.access_expires_at),
     createdAt: fromDbTime(row.created_at),
     expiresAt: fromDbTime(row.expires_at),
+    lastSeenAt: fromDbTime(row.last_seen_at ?? row.created_at),
   };
 }
 
@@ -43,20 +46,41 @@ export async function insertSession(db: Executor, row: SessionRow): Promise<void
       access_expires_at: toDbTime(row.accessExpiresAt),
       created_at: toDbTime(row.createdAt),
       expires_at: toDbTime(row.expiresAt),
+      last_seen_at: toDbTime(row.lastSeenAt),
     })
     .execute();
 }
 
-/** The live session with this hash, or undefined (none, or expired). */
+/** The session with this hash within its absolute lifetime, or undefined (none, or expired); idle or not. */
 export async function findSession(db: Executor, idHash: string, now: Date): Promise<SessionRow | undefined> {
   const row = await db
     .selectFrom('console_sessions')
-    .select(['id_hash', 'user_id', 'name', 'email', 'scope', 'tokens', 'access_expires_at', 'created_at', 'expires_at'])
+    .select([
+      'id_hash',
+      'user_id',
+      'name',
+      'email',
+      'scope',
+      'tokens',
+      'access_expires_at',
+      'created_at',
+      'expires_at',
+      'last_seen_at',
+    ])
     .where('id_hash', '=', idHash)
     .executeTakeFirst();
   if (!row) return undefined;
   const session = fromRow(row);
   return session.expiresAt > now ? session : undefined;
+}
+
+/** Records a use of the session (sessions.ts writes it at most once a minute or so, not per request). */
+export async function touchSession(db: Executor, idHash: string, now: Date): Promise<void> {
+  await db
+    .updateTable('console_sessions')
+    .set({ last_seen_at: toDbTime(now) })
+    .where('id_hash', '=', idHash)
+    .execute();
 }
 
 /**
@@ -82,7 +106,18 @@ export async function deleteSession(db: Executor, idHash: string): Promise<void>
   await db.deleteFrom('console_sessions').where('id_hash', '=', idHash).execute();
 }
 
-/** Sessions past their lifetime: removed now and then so the table does not grow without bound. */
-export async function deleteExpiredSessions(db: Executor, now: Date): Promise<void> {
-  await db.deleteFrom('console_sessions').where('expires_at', '<=', toDbTime(now)).execute();
+/**
+ * Sessions past their lifetime or unused since `idleSince`: removed now and then so the table does not
+ * grow without bound (an idle one is never found again: sessions.ts).
+ */
+export async function deleteExpiredSessions(db: Executor, now: Date, idleSince: Date): Promise<void> {
+  await db
+    .deleteFrom('console_sessions')
+    .where((eb) =>
+      eb.or([
+        eb('expires_at', '<=', toDbTime(now)),
+        eb(eb.fn.coalesce('last_seen_at', 'created_at'), '<=', toDbTime(idleSince)),
+      ]),
+    )
+    .execute();
 }

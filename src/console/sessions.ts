@@ -6,7 +6,14 @@ import { createHash, createHmac, hkdfSync, randomBytes, timingSafeEqual } from '
 import type { Db } from '../db/executor.ts';
 import { seal, unseal } from '../db/sealed.ts';
 import type { TokenSet } from './oauth.ts';
-import { deleteSession, findSession, insertSession, replaceTokens, type SessionRow } from './sessions.repository.ts';
+import {
+  deleteSession,
+  findSession,
+  insertSession,
+  replaceTokens,
+  touchSession,
+  type SessionRow,
+} from './sessions.repository.ts';
 
 interface StoredTokens {
   access: string;
@@ -41,8 +48,16 @@ export function safeEqual(a: string, b: string): boolean {
   return x.length === y.length && timingSafeEqual(x, y);
 }
 
-export function createSessionStore(deps: { db: Db; key: Buffer; lifetimeSeconds: number }) {
+/**
+ * `lifetimeSeconds`: the absolute lifetime from sign-in; `idleTimeoutSeconds`: a session unused this long
+ * ends (CONSOLE_IDLE_TIMEOUT_SECONDS, docs/security.md, "Console sessions"). A use is written at most once
+ * per `touchMs` (a minute, or a tenth of the timeout when that is shorter), not on every request, so the
+ * timeout is exact to within that.
+ */
+export function createSessionStore(deps: { db: Db; key: Buffer; lifetimeSeconds: number; idleTimeoutSeconds: number }) {
   const { db, key } = deps;
+  const idleMs = deps.idleTimeoutSeconds * 1000;
+  const touchMs = Math.min(60_000, idleMs / 10);
 
   function open(row: SessionRow, id: string): ConsoleSession {
     const tokens = JSON.parse(unseal(row.sealedTokens, key, row.idHash)) as StoredTokens;
@@ -71,14 +86,23 @@ export function createSessionStore(deps: { db: Db; key: Buffer; lifetimeSeconds:
         accessExpiresAt: set.expiresAt,
         createdAt: now,
         expiresAt: new Date(now.getTime() + deps.lifetimeSeconds * 1000),
+        lastSeenAt: now,
       });
       return id;
     },
 
+    /** The live session: within its lifetime and used within the idle timeout (a use is recorded). */
     async find(id: string | undefined, now: Date): Promise<ConsoleSession | undefined> {
       if (!id) return undefined;
       const row = await findSession(db, hashId(id), now);
-      return row && open(row, id);
+      if (!row) return undefined;
+      const unused = now.getTime() - row.lastSeenAt.getTime();
+      if (unused >= idleMs) {
+        await deleteSession(db, row.idHash); // idle: ended for good, whatever comes next
+        return undefined;
+      }
+      if (unused >= touchMs) await touchSession(db, row.idHash, now);
+      return open(row, id);
     },
 
     /** Stores rotated tokens; false when another request replaced them first (then read the row again). */

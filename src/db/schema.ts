@@ -191,6 +191,8 @@ export interface ConsoleSessionsTable {
   access_expires_at: DbTime;
   created_at: DbTime;
   expires_at: DbTime;
+  /** Migration 0015: when the session was last used (null: its creation), for the idle timeout. */
+  last_seen_at: DbTime | null;
 }
 
 /** The integrator portal's sessions (migration 0012); `token` is sealed, `id_hash` is SHA-256 of the cookie. */

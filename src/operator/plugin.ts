@@ -18,6 +18,8 @@ interface AdminDependencies {
   authServer: ProviderHolder | undefined;
   /** Every API scope (app.ts API_SCOPES): what a client may be registered for. */
   apiScopes?: readonly string[];
+  /** A user's roles, state or password changed: the API's live check of accounts forgets them (app.ts). */
+  onUserChange?: (userId: string) => void;
 }
 
 /** Each feature's admin routes, then what spans features: the overview and the caller's own clients. */
@@ -28,6 +30,7 @@ export async function registerAdmin(app: FastifyInstance, deps: AdminDependencie
     db,
     authServer: deps.authServer,
     apiScopes: deps.apiScopes ?? [],
+    onUserChange: deps.onUserChange,
   });
   // registerWebhooks decorates the app with its context (the outbox) before the admin API is registered.
   await app.register(webhooksAdminRoutes, { db, outbox: app.webhooks.context.outbox });

@@ -62,10 +62,16 @@ export async function freePort(): Promise<number> {
 
 let counter = 0;
 
+/** `logLines`: the app logs (at LOG_LEVEL, info unless env says) into this array, one parsed line each. */
+export interface AuthServerOptions {
+  logLines?: Record<string, unknown>[];
+}
+
 export async function startAuthServer(
   dialect: TestDialect,
   env: Record<string, string> = {},
   existing?: { databaseUrl: string; port: number },
+  options: AuthServerOptions = {},
 ): Promise<AuthTestServer> {
   const database = existing ? undefined : await createMigratedTestDatabase(dialect);
   const databaseUrl = existing?.databaseUrl ?? database!.url;
@@ -77,13 +83,17 @@ export async function startAuthServer(
     const config = loadConfig({
       PORT: String(port),
       DATABASE_URL: databaseUrl,
-      LOG_LEVEL: 'silent',
+      LOG_LEVEL: options.logLines ? 'info' : 'silent',
       RATE_LIMIT_MAX: '100000',
       WEBHOOK_SECRET_KEY: TEST_WEBHOOK_SECRET_KEY,
       ...NO_OVERLOAD_GUARD,
       ...env,
     });
-    app = await buildApp(config, { logger: false });
+    const lines = options.logLines;
+    app = await buildApp(
+      config,
+      lines ? { logStream: { write: (line) => void lines.push(JSON.parse(line)) } } : { logger: false },
+    );
     conformance = checkResponsesAgainstDocument(app);
     // reusePort is passed through to net.Server.listen (Fastify forwards its listen options).
     await app.listen({ host: '127.0.0.1', port, reusePort: reservation !== undefined } as FastifyListenOptions);

@@ -42,6 +42,8 @@ export interface FlowOptions {
   jar?: CookieJar;
   /** Deny instead of allow on the consent page. */
   deny?: boolean;
+  /** A redirect on our own origin that ends the flow too (a client served from the same origin, the console). */
+  stopAt?: (target: URL) => boolean;
 }
 
 const MAX_STEPS = 12;
@@ -64,7 +66,7 @@ export async function runAuthorizationFlow(options: FlowOptions): Promise<FlowRe
     const location = response.headers.get('location');
     if (location) {
       const target = new URL(location, next.url);
-      if (!target.href.startsWith(options.base)) return { callback: target, pages, jar };
+      if (!target.href.startsWith(options.base) || options.stopAt?.(target)) return { callback: target, pages, jar };
       next = { url: target.href };
       continue;
     }

@@ -18,11 +18,13 @@ interface AuthServerAdminOptions {
   authServer: ProviderHolder | undefined;
   /** Every API scope (app.ts API_SCOPES): what a client may be registered for. */
   apiScopes: readonly string[];
+  /** A user's roles, state or password changed: the API's live check of accounts forgets them (app.ts). */
+  onUserChange?: (userId: string) => void;
 }
 
 export async function authServerAdminRoutes(app: FastifyInstance, options: AuthServerAdminOptions): Promise<void> {
   const { config, db, authServer, apiScopes } = options;
-  await app.register(userRoutes, { db });
+  await app.register(userRoutes, { db, onUserChange: options.onUserChange });
   await app.register(clientRoutes, { db, apiScopes, registrationEndpoint: registrationEndpoint(options) });
   await app.register(grantRoutes, { db });
   await app.register(keyRoutes, { db, config, authServer });

@@ -18,6 +18,8 @@ import * as schemas from './users.schemas.ts';
 
 interface UserRouteOptions {
   db: Db;
+  /** A user's roles, state or password changed (users.service.ts): the API's live check forgets them. */
+  onUserChange?: (userId: string) => void;
 }
 
 const TAGS = ['admin'];
@@ -42,7 +44,7 @@ function afterOf(cursor: string | undefined): { createdAt: string; id: string } 
 
 export async function userRoutes(fastify: FastifyInstance, options: UserRouteOptions): Promise<void> {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
-  const users = createUsersService({ db: options.db });
+  const users = createUsersService({ db: options.db, onChange: options.onUserChange });
 
   app.get(
     '/api/admin/users',

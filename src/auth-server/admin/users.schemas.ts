@@ -23,7 +23,7 @@ const Email = Type.String({ minLength: 3, maxLength: 254, description: 'Stored l
 const Name = Type.String({ minLength: 1, maxLength: 200 });
 const Roles = Type.Array(Type.Union(USER_ROLES.map((role) => Type.Literal(role))), {
   maxItems: USER_ROLES.length * 2,
-  description: `Roles: ${USER_ROLES.join(', ')}. \`admin\` lets the user's tokens carry admin:read and admin:write (docs/security.md, "Roles").`,
+  description: `Roles: ${USER_ROLES.join(', ')}. \`admin\` lets the user's tokens carry admin:read and admin:write, \`auditor\` admin:read only (docs/security.md, "Roles").`,
 });
 // Lengths are checked by the service, whose message never echoes the value.
 const Password = Type.String({ maxLength: 1024, description: 'Never stored, logged or shown: only its hash is kept.' });

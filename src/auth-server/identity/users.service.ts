@@ -26,7 +26,7 @@ import {
 export type { User } from './users.repository.ts';
 
 /** The roles a user can hold (docs/security.md, "Roles"); each is granted the scopes that require it. */
-export const USER_ROLES = ['admin'] as const;
+export const USER_ROLES = ['admin', 'auditor'] as const;
 
 export const USER_PROBLEMS = {
   emailTaken: problemType('email-taken', 409, 'A user with this e-mail address already exists'),
@@ -50,8 +50,22 @@ interface UserChanges {
 
 const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
 
-export function createUsersService(deps: { db: Db }) {
+export interface UsersServiceDeps {
+  db: Db;
+  /**
+   * Called once a change to the user's roles, state, password or existence has committed: the API's live
+   * check (account-states.ts) forgets what it cached about them.
+   */
+  onChange?: (userId: string) => void;
+}
+
+export function createUsersService(deps: UsersServiceDeps) {
   const { db } = deps;
+  /** After the commit: a reader that saw the old row before it may not cache it (account-states.ts). */
+  const changed = (user: User): User => {
+    deps.onChange?.(user.id);
+    return user;
+  };
 
   async function existing(executor: Executor, idOrEmail: string): Promise<User> {
     const user = await findUser(executor, idOrEmail);
@@ -97,7 +111,7 @@ export function createUsersService(deps: { db: Db }) {
       if (changes.email !== undefined) checkEmail(changes.email);
       if (changes.name !== undefined) checkName(changes.name);
       const roles = changes.roles === undefined ? undefined : checkRoles(changes.roles);
-      return db.transaction().execute(async (trx) => {
+      const result = await db.transaction().execute(async (trx) => {
         await lockUser(trx, idOrEmail);
         const before = await existing(trx, idOrEmail);
         expected?.(before);
@@ -119,6 +133,7 @@ export function createUsersService(deps: { db: Db }) {
         }
         return after;
       });
+      return changed(result);
     },
 
     async setRoles(idOrEmail: string, roles: readonly string[], by: ChangedBy): Promise<User> {
@@ -128,7 +143,7 @@ export function createUsersService(deps: { db: Db }) {
     /** The password is hashed (passwords.ts) and never logged, audited or echoed. */
     async setPassword(idOrEmail: string, password: string, by: ChangedBy): Promise<User> {
       checkPassword(password);
-      return db.transaction().execute(async (trx) => {
+      const result = await db.transaction().execute(async (trx) => {
         const user = await existing(trx, idOrEmail);
         await setPasswordHash(trx, user.id, password);
         // A reset is what an admin does after a takeover: whoever signed in with the old password loses
@@ -137,37 +152,41 @@ export function createUsersService(deps: { db: Db }) {
         await record(trx, by, 'user.password_set', user, { sessions_ended: true });
         return user;
       });
+      return changed(result);
     },
 
     /** Refuses sign-in from now on, and ends every session and grant at once. Disabling twice changes nothing more. */
     async disable(idOrEmail: string, by: ChangedBy, now = new Date()): Promise<User> {
-      return db.transaction().execute(async (trx) => {
+      const result = await db.transaction().execute(async (trx) => {
         const user = await existing(trx, idOrEmail);
         if (user.disabledAt === null) await updateUserRow(trx, user.id, { disabledAt: now });
         const revoked = await revokeAccount(trx, user.id);
         await record(trx, by, 'user.disabled', user, { revoked_rows: revoked });
         return existing(trx, user.id);
       });
+      return changed(result);
     },
 
     async enable(idOrEmail: string, by: ChangedBy): Promise<User> {
-      return db.transaction().execute(async (trx) => {
+      const result = await db.transaction().execute(async (trx) => {
         const user = await existing(trx, idOrEmail);
         if (user.disabledAt !== null) await updateUserRow(trx, user.id, { disabledAt: null });
         await record(trx, by, 'user.enabled', user);
         return existing(trx, user.id);
       });
+      return changed(result);
     },
 
     /** The user and every session, grant and token issued for them. */
     async remove(idOrEmail: string, by: ChangedBy): Promise<User> {
-      return db.transaction().execute(async (trx) => {
+      const result = await db.transaction().execute(async (trx) => {
         const user = await existing(trx, idOrEmail);
         await revokeAccount(trx, user.id);
         await deleteUserRow(trx, user.id);
         await record(trx, by, 'user.deleted', user, { email: user.email });
         return user;
       });
+      return changed(result);
     },
   };
   return service;

@@ -67,6 +67,8 @@ export function allowed(route, session) {
   if (route.area === 'portal-entry') return true;
   if (session.portal) return route.area === 'portal';
   if (route.area === 'portal') return false;
+  // The operator pages read what admin:read allows: an auditor sees them too, and the API refuses its writes.
+  if (route.role === 'admin') return session.roles.includes('admin') || session.roles.includes('auditor');
   return !route.role || session.roles.includes(route.role);
 }
 

@@ -4,10 +4,13 @@
 // first (none loaded yet, or an unknown `kid`) is verified in preParsing instead, after the rate limiter
 // has counted the request by client address: traffic cannot turn into outbound fetches before being
 // limited. Each route states the scope it needs in `config.scope`, enforced in preParsing too (before
-// the body), for every route: a scoped route the guard did not see gets 401, never a pass.
+// the body), for every route: a scoped route the guard did not see gets 401, never a pass. Before the
+// scope, a user's token is held against how the user stands now (account-check.ts): their current roles
+// and disabled state, not only those the token was issued under.
 import type { IncomingMessage } from 'node:http';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { Problem } from '../problems/problems.ts';
+import { checkAccount, type AccountCheck } from './account-check.ts';
 import type { Principal, TokenVerifier } from './token-verifier.ts';
 
 declare module 'fastify' {
@@ -77,21 +80,24 @@ export function authenticateAtHand(request: FastifyRequest, verifier: TokenVerif
 export function registerScopeCheck(
   app: FastifyInstance,
   verifier: TokenVerifier,
-  options: { resourceMetadataUrl: string },
+  options: { resourceMetadataUrl: string; accountCheck?: AccountCheck },
 ): void {
   const check = (request: FastifyRequest): Problem | undefined => {
     const scope = request.routeOptions.config.scope;
     const failure = scope ? scopeFailure(request, scope) : undefined;
     return failure && withResourceMetadata(failure, options.resourceMetadataUrl);
   };
+  // The user's current roles and disabled state (account-check.ts), then the route's scope.
+  const decide = (request: FastifyRequest, finish: (failure: Error | null) => void): void =>
+    checkAccount(request, options.accountCheck, (err) => finish(err ?? check(request) ?? null));
   app.addHook('preParsing', (request, _reply, payload, done) => {
     const token = request.deferredToken;
-    if (token === null) return done(check(request) ?? null, payload);
+    if (token === null) return decide(request, (failure) => done(failure, payload));
     request.deferredToken = null;
     verifier.verify(token).then(
       (principal) => {
         request.principal = principal;
-        done(check(request) ?? null, payload);
+        decide(request, (failure) => done(failure, payload));
       },
       (err: unknown) => {
         if (!(err instanceof Problem)) return done(err as Error);

@@ -8,7 +8,7 @@ import { ErrorBox, Loading } from '../components.js';
  * on demand: other users never download the charts and uPlot (about 45 KB compressed).
  */
 export function OverviewSlot({ session }) {
-  const admin = session.roles.includes('admin');
+  const admin = session.roles.includes('admin') || session.roles.includes('auditor');
   const [loaded, setLoaded] = useState({});
   useEffect(() => {
     if (admin)
@@ -33,7 +33,7 @@ function PagesForYou({ nav }) {
 }
 
 export function HomePage({ session, nav }) {
-  const admin = session.roles.includes('admin');
+  const admin = session.roles.includes('admin') || session.roles.includes('auditor');
   return html`<p>Welcome, ${session.name || session.email}.</p>
     ${
       admin

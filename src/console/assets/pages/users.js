@@ -4,8 +4,13 @@ import { html, useState } from '../html.js';
 import { api, apiFetch, enc } from '../api.js';
 import { ConfirmDialog, DataTable, ErrorBox, Field, fieldErrors, Notice, useConfirm } from '../components.js';
 
+/** The roles the form's boxes name (docs/security.md, "Roles"). */
+function rolesOf(form) {
+  return [...(form.admin ? ['admin'] : []), ...(form.auditor ? ['auditor'] : [])];
+}
+
 function CreateUser({ onCreated }) {
-  const [form, setForm] = useState({ Email: '', Name: '', Password: '', admin: false });
+  const [form, setForm] = useState({ Email: '', Name: '', Password: '', admin: false, auditor: false });
   const [error, setError] = useState(null);
   const [busy, setBusy] = useState(false);
   const set = (name) => (value) => setForm({ ...form, [name]: value });
@@ -14,12 +19,12 @@ function CreateUser({ onCreated }) {
     setError(null);
     setBusy(true); // a double click must not create the user twice
     try {
-      const { Email, Name, Password, admin } = form;
+      const { Email, Name, Password } = form;
       const user = await api('/admin/users', {
         method: 'POST',
-        body: { Email, Name, Password, Roles: admin ? ['admin'] : [] },
+        body: { Email, Name, Password, Roles: rolesOf(form) },
       });
-      setForm({ Email: '', Name: '', Password: '', admin: false });
+      setForm({ Email: '', Name: '', Password: '', admin: false, auditor: false });
       onCreated(user);
     } catch (err) {
       setError(err);
@@ -51,6 +56,12 @@ function CreateUser({ onCreated }) {
         autocomplete="new-password"
       />
       <${Field} label="Administrator (admin role)" type="checkbox" value=${form.admin} onInput=${set('admin')} />
+      <${Field}
+        label="Auditor (auditor role: reads only)"
+        type="checkbox"
+        value=${form.auditor}
+        onInput=${set('auditor')}
+      />
       <${ErrorBox} error=${error} />
       <button type="submit" disabled=${busy}>Create user</button>
     </form>
@@ -58,7 +69,12 @@ function CreateUser({ onCreated }) {
 }
 
 function EditUser({ user, onChanged, onClose }) {
-  const [form, setForm] = useState({ Email: user.Email, Name: user.Name, admin: user.Roles.includes('admin') });
+  const [form, setForm] = useState({
+    Email: user.Email,
+    Name: user.Name,
+    admin: user.Roles.includes('admin'),
+    auditor: user.Roles.includes('auditor'),
+  });
   const [password, setPassword] = useState('');
   const [error, setError] = useState(null);
   const [notice, setNotice] = useState('');
@@ -77,7 +93,7 @@ function EditUser({ user, onChanged, onClose }) {
   };
   const save = (event) => {
     event.preventDefault();
-    const body = { Email: form.Email, Name: form.Name, Roles: form.admin ? ['admin'] : [] };
+    const body = { Email: form.Email, Name: form.Name, Roles: rolesOf(form) };
     run(() => api(base, { method: 'PATCH', body }), 'Changes saved.');
   };
   const setNewPassword = (event) => {
@@ -120,6 +136,12 @@ function EditUser({ user, onChanged, onClose }) {
       <${Field} label="E-mail" type="email" value=${form.Email} onInput=${(v) => setForm({ ...form, Email: v })} error=${errors.Email} required />
       <${Field} label="Name" value=${form.Name} onInput=${(v) => setForm({ ...form, Name: v })} error=${errors.Name} required />
       <${Field} label="Administrator (admin role)" type="checkbox" value=${form.admin} onInput=${(v) => setForm({ ...form, admin: v })} />
+      <${Field}
+        label="Auditor (auditor role: reads only)"
+        type="checkbox"
+        value=${form.auditor}
+        onInput=${(v) => setForm({ ...form, auditor: v })}
+      />
       <button type="submit">Save changes</button>
     </form>
     <form onSubmit=${setNewPassword}>
