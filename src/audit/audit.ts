@@ -15,6 +15,7 @@ export const AUDIT_ACTIONS = [
   'client.secret_rotated',
   'client.registered', // RFC 7591 dynamic registration
   'registration_token.issued',
+  'registration_token.revoked',
   'user.created',
   'user.updated',
   'user.role_changed',

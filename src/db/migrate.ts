@@ -16,6 +16,7 @@ import { tokenStatsMigration } from './migrations/0010-token-stats.ts';
 import { adminDeliveryIndexesMigration } from './migrations/0011-admin-delivery-indexes.ts';
 import { portalSessionsMigration } from './migrations/0012-portal-sessions.ts';
 import { eventFeedCustomerIndexMigration } from './migrations/0013-event-feed-customer-index.ts';
+import { registrationTokensMigration } from './migrations/0016-registration-tokens.ts';
 
 function migrationsFor(handle: DatabaseHandle): Record<string, Migration> {
   return {
@@ -32,6 +33,7 @@ function migrationsFor(handle: DatabaseHandle): Record<string, Migration> {
     '0011-admin-delivery-indexes': adminDeliveryIndexesMigration(),
     '0012-portal-sessions': portalSessionsMigration(handle.dialect),
     '0013-event-feed-customer-index': eventFeedCustomerIndexMigration(handle.dialect),
+    '0016-registration-tokens': registrationTokensMigration(handle.dialect),
   };
 }
 

@@ -207,6 +207,20 @@ export interface TokenStatsTable {
   count: number | string; // bigint on PostgreSQL: pg returns it as text
 }
 
+/** Initial access tokens for dynamic registration (migration 0016); `token_hash` is the token's SHA-256. */
+export interface RegistrationTokensTable {
+  id: string;
+  token_hash: string;
+  scope: string;
+  max_uses: number;
+  use_count: number;
+  description: string | null;
+  created_by: string;
+  created_at: DbTime;
+  expires_at: DbTime;
+  revoked_at: DbTime | null;
+}
+
 export interface Database {
   orders: OrdersTable;
   order_status_changes: OrderStatusChangesTable;
@@ -225,4 +239,5 @@ export interface Database {
   console_sessions: ConsoleSessionsTable;
   console_portal_sessions: ConsolePortalSessionsTable;
   webhook_portal_links: WebhookPortalLinksTable;
+  registration_tokens: RegistrationTokensTable;
 }

@@ -6,6 +6,7 @@ import type { Config } from '../../config/config.ts';
 import type { Db } from '../../db/executor.ts';
 import type { ProviderHolder } from '../provider/provider-holder.ts';
 import { REGISTRATION_ROUTE } from '../provider/provider.ts';
+import { registrationPolicyOf } from '../clients/registration-policy.ts';
 import { clientRoutes } from './clients.routes.ts';
 import { grantRoutes } from './grants.routes.ts';
 import { keyRoutes } from './keys.routes.ts';
@@ -18,12 +19,19 @@ export interface AuthServerAdminOptions {
   authServer: ProviderHolder | undefined;
   /** Every API scope (app.ts API_SCOPES): what a client may be registered for. */
   apiScopes: readonly string[];
+  /** The scopes never given to a self-registered client (the admin scopes). */
+  privilegedScopes: readonly string[];
 }
 
 export async function authServerAdminRoutes(app: FastifyInstance, options: AuthServerAdminOptions): Promise<void> {
   const { config, db, authServer, apiScopes } = options;
   await app.register(userRoutes, { db });
-  await app.register(clientRoutes, { db, apiScopes, registrationEndpoint: registrationEndpoint(options) });
+  await app.register(clientRoutes, {
+    db,
+    apiScopes,
+    registrationEndpoint: registrationEndpoint(options),
+    registrationPolicy: registrationPolicyOf(config, apiScopes, options.privilegedScopes),
+  });
   await app.register(grantRoutes, { db });
   await app.register(keyRoutes, { db, config, authServer });
 }
