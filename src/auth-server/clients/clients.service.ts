@@ -196,7 +196,9 @@ const UNRESERVED = /^[A-Za-z0-9\-._~]$/;
  * the one the client is told (RFC 7591 §3.2.1) and nothing in it differs from what a browser would send.
  */
 export function checkRedirectUri(uri: string, field: ClientField, index: number): string {
-  const refuse = (why: string) => new ClientRuleError(field, (n) => `${n} ${JSON.stringify(uri)} ${why}`, index);
+  // Quoted when it holds what would blur the message (spaces, control characters).
+  const shown = URI_CHARACTERS.test(uri) ? uri : JSON.stringify(uri);
+  const refuse = (why: string) => new ClientRuleError(field, (n) => `${n} ${shown} ${why}`, index);
   // PostgreSQL refuses U+0000 in text.
   if (hasControlCharacter(uri)) throw refuse('must not contain control characters');
   if (!URI_CHARACTERS.test(uri))
