@@ -17,6 +17,7 @@ import { adminDeliveryIndexesMigration } from './migrations/0011-admin-delivery-
 import { portalSessionsMigration } from './migrations/0012-portal-sessions.ts';
 import { eventFeedCustomerIndexMigration } from './migrations/0013-event-feed-customer-index.ts';
 import { registrationTokensMigration } from './migrations/0016-registration-tokens.ts';
+import { auditChainMigration } from './migrations/0017-audit-chain.ts';
 
 function migrationsFor(handle: DatabaseHandle): Record<string, Migration> {
   return {
@@ -34,6 +35,7 @@ function migrationsFor(handle: DatabaseHandle): Record<string, Migration> {
     '0012-portal-sessions': portalSessionsMigration(handle.dialect),
     '0013-event-feed-customer-index': eventFeedCustomerIndexMigration(handle.dialect),
     '0016-registration-tokens': registrationTokensMigration(handle.dialect),
+    '0017-audit-chain': auditChainMigration(),
   };
 }
 

@@ -59,6 +59,9 @@ export interface AuditLogTable {
   source_address: string | null;
   /** JSON object of plain facts (names, counts, scopes); never a secret, password or token. */
   details: string;
+  /** The chain (migration 0017, audit-chain.ts): the previous entry's hash, and this entry's. */
+  prev_hash: string | null;
+  hash: string | null;
 }
 
 export interface OAuthClientsTable {
