@@ -66,7 +66,7 @@ export const REGISTRATION_SETTINGS = [
     key: 'oauthRateLimitFailures',
     env: 'OAUTH_RATE_LIMIT_FAILURES',
     default: '20',
-    doc: 'Failed requests per window to the same endpoints (wrong client credentials, an unknown or used registration token, any 4xx answer), per address and per client; past it every request of that address or client is refused with 429 until the window ends.',
+    doc: 'Failed requests per window to the same endpoints, per address (any 4xx answer) and per client (a failed authentication: a wrong secret, an unknown or used registration token); past it every request of that address or client is refused with 429 until the window ends.',
     parse: parsers.integer(1, 1_000_000),
   }),
   setting({

@@ -116,6 +116,29 @@ describe('endpoint limits with the default settings', () => {
     assertLimited(sameAddress, 'any client from the guessing address');
   });
 
+  test('refusals other than a failed authentication limit the address, never the client', async () => {
+    const app = await server.createClient();
+    const statuses: number[] = [];
+    for (let i = 0; i < 21; i += 1) {
+      const answer = await post(
+        `${server.issuer}/token`,
+        '127.0.0.7',
+        { 'content-type': FORM, authorization: basic(app.clientId, app.clientSecret!) },
+        new URLSearchParams({
+          grant_type: 'authorization_code',
+          code: `expired-${i}`,
+          code_verifier: 'x'.repeat(43),
+          redirect_uri: app.redirectUri,
+        }).toString(),
+      );
+      statuses.push(answer.status);
+      if (i < 20) assert.equal(answer.json.error, 'invalid_grant', answer.text);
+      else assertLimited(answer, 'the address, past 20 refusals');
+    }
+    const elsewhere = await clientCredentials(server, '127.0.0.8', app.clientId, app.clientSecret!);
+    assert.equal(elsewhere.status, 200, `the client itself is not limited: ${elsewhere.text}`);
+  });
+
   test('/oauth/introspect is limited the same way (client_secret_post names the client in the form)', async () => {
     const statuses: number[] = [];
     for (let i = 0; i < 25; i += 1) {

@@ -2,7 +2,7 @@
 // /introspect (client authentication, RFC 6749 §2.3) and /reg (an initial or registration access token,
 // RFC 7591 §3, RFC 7592 §3). Each request is counted per address and per caller: the client_id it names
 // (HTTP Basic or the form's client_id), or the token it presents (by a prefix of its SHA-256, never the
-// value). A failed answer (any 4xx) counts much more strictly than a success (attempt-limit.ts), so
+// value). A failed answer counts much more strictly than a success (attempt-limit.ts), so
 // guessing a client secret or a registration token stops after a few tries, while a busy client is not
 // slowed. Refusals are 429 with Retry-After (RFC 6585 §4) in the endpoint's own error shape (RFC 6749 §5.2):
 // `temporarily_unavailable`, as the service answers an outage there (response-shaping.ts), since RFC 6749
@@ -31,11 +31,16 @@ export function registerEndpointLimits(provider: Provider, limiter: EndpointLimi
     if (ctx.method === 'OPTIONS' || !(isRegistration || (ctx.method === 'POST' && forms.has(route)))) return next();
     const oidcCtx = ctx as KoaContextWithOIDC;
     const caller = isRegistration ? bearerKey(oidcCtx) : await clientKey(oidcCtx);
-    const keys = [`ip:${ctx.ip}`, ...(caller ? [caller] : [])];
+    const address = `ip:${ctx.ip}`;
+    const keys = caller ? [address, caller] : [address];
     const verdict = await limiter.admit(keys);
     if (!verdict.allowed) return answerLimited(oidcCtx, verdict);
     await next();
-    if (ctx.status >= 400 && ctx.status < 500 && ctx.status !== 429) await limiter.fail(keys);
+    // A failed authentication (401: a wrong secret, an unknown token) counts against the address and the
+    // caller; any other refusal (an expired code, a bad scope) only against the address, so a client's
+    // own mistakes, or a shared client's (the console's) users, never lock that client out.
+    if (ctx.status === 401) await limiter.fail(keys);
+    else if (ctx.status >= 400 && ctx.status < 500 && ctx.status !== 429) await limiter.fail([address]);
   });
 }
 
