@@ -29,6 +29,8 @@ import { registerOpenApi } from './http/representation/openapi.ts';
 import { registerOrigin, requestIdGenerator, requestIdHeader } from './http/admission/origin.ts';
 import { compileTrust } from './http/admission/forwarded.ts';
 import { createRateLimiter } from './http/rate-limit/rate-limit.ts';
+import { createAttemptLimiter, type AttemptLimiter } from './http/rate-limit/attempt-limit.ts';
+import { registrationPolicyOf } from './auth-server/clients/registration-policy.ts';
 import { registerAdmission, registerResponseHooks, type AdmissionStep } from './http/admission/request-pipeline.ts';
 import { registerRouteGuard } from './http/bearer/route-guard.ts';
 import { securityHeaders } from './http/admission/security-headers.ts';
@@ -201,7 +203,23 @@ async function assembleApp(
     await registerCors(app, config);
     if (overload) registerAdmission(app, [overload]);
   }
-  const authServer = config.authServerEnabled ? await registerAuthServerFor(app, config, database) : undefined;
+  // Before the authorization server: its endpoint limits count in the same Redis as the API's.
+  const redis = config.redisUrl ? createRedis(config.redisUrl, config.redisTimeoutMs) : undefined;
+  redis?.on('error', (err) => app.log.warn({ err }, 'redis connection error'));
+  if (redis) await firstConnection(redis);
+  const endpointLimiter = createAttemptLimiter(
+    {
+      max: config.oauthRateLimitMax,
+      failures: config.oauthRateLimitFailures,
+      windowMs: config.oauthRateLimitWindowMs,
+      redis,
+    },
+    app.log,
+    () => metrics.rateLimitRefusals.inc(),
+  );
+  const authServer = config.authServerEnabled
+    ? await registerAuthServerFor(app, config, database, endpointLimiter)
+    : undefined;
   // The API trusts its issuer by issuer + JWKS like any resource server; when that issuer is the
   // built-in one, the published keys are read in process rather than fetched over HTTP from ourselves.
   const ownIssuer = authServer && config.authIssuer === config.oauthIssuer;
@@ -229,9 +247,6 @@ async function assembleApp(
       },
     },
   });
-  const redis = config.redisUrl ? createRedis(config.redisUrl, config.redisTimeoutMs) : undefined;
-  redis?.on('error', (err) => app.log.warn({ err }, 'redis connection error'));
-  if (redis) await firstConnection(redis);
   const limiter = createRateLimiter(
     { max: config.rateLimitMax, windowSeconds: config.rateLimitWindowSeconds, redis },
     app.log,
@@ -348,6 +363,7 @@ function registerAuthServerFor(
   app: FastifyInstance,
   config: Readonly<Config>,
   database: DatabaseHandle,
+  endpointLimiter: AttemptLimiter,
 ): Promise<ProviderHolder> {
   return registerAuthServer(app, {
     db: database.db,
@@ -364,6 +380,8 @@ function registerAuthServerFor(
     keyEncryptionKey: config.keyEncryptionKey,
     loginMaxFailures: config.loginMaxFailures,
     dynamicRegistration: config.dynamicRegistration,
+    registrationPolicy: registrationPolicyOf(config, Object.keys(API_SCOPES), Object.keys(ADMIN_SCOPES)),
+    endpointLimiter,
   });
 }
 

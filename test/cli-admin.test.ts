@@ -239,39 +239,74 @@ for (const dialect of testDialects())
       assert.equal(listed.find((c) => c.client_id === client.client_id)?.scope, 'openid profile email orders:read');
     });
 
-    test('client registration-token prints an initial access token once, only with DYNAMIC_REGISTRATION=true', async () => {
+    test('client registration-token issues a token once, lists and revokes it; never with an admin scope', async () => {
       const off = run(['client', 'registration-token', '--json']);
       assert.equal(off.status, 2, outcome(off));
       assert.match(off.stderr, /DYNAMIC_REGISTRATION/);
       const runOn = cli(() => ({ DATABASE_URL: database.url, DYNAMIC_REGISTRATION: 'true' }));
-      const issued = jsonOf<{ registration_token: string; expires_at: string; scope: string }>(
+      const issued = jsonOf<{
+        registration_token: string;
+        id: string;
+        expires_at: string;
+        scope: string;
+        max_uses: number;
+      }>(
         runOn(['client', 'registration-token', '--expires-in', '2h', '--scope', 'orders:read', '--json']),
         'client registration-token',
       );
       assert.match(issued.registration_token, /^[A-Za-z0-9_-]{43}$/);
+      assert.match(issued.id, /^rt_[0-9a-f]{24}$/);
       assert.equal(issued.scope, 'orders:read');
+      assert.equal(issued.max_uses, 1, 'one use unless --max-uses says otherwise');
       const lifetime = Date.parse(issued.expires_at) - Date.now();
       assert.ok(lifetime > 3_500_000 && lifetime <= 7_200_000, issued.expires_at);
       const unknown = runOn(['client', 'registration-token', '--scope', 'nonsense']);
       assert.equal(unknown.status, 2, outcome(unknown));
-      assert.match(unknown.stderr, /unknown scope nonsense/);
+      assert.match(unknown.stderr, /nonsense is not a scope the registration policy allows/);
+      for (const scope of ['admin:read', 'admin:write']) {
+        const admin = runOn(['client', 'registration-token', '--scope', `orders:read ${scope}`]);
+        assert.equal(admin.status, 2, outcome(admin));
+        assert.match(admin.stderr, new RegExp(`${scope} is never given to a self-registered client`));
+      }
       const badDuration = runOn(['client', 'registration-token', '--expires-in', 'soon']);
       assert.equal(badDuration.status, 2, outcome(badDuration));
+      const badUses = runOn(['client', 'registration-token', '--max-uses', '0']);
+      assert.equal(badUses.status, 2, outcome(badUses));
+
+      const listed = jsonOf<{ id: string; status: string; use_count: number }[]>(
+        runOn(['client', 'registration-token', 'list', '--json']),
+        'client registration-token list',
+      );
+      assert.deepEqual(
+        listed.map((t) => [t.id, t.status, t.use_count]),
+        [[issued.id, 'active', 0]],
+      );
+      assert.ok(!JSON.stringify(listed).includes(issued.registration_token), 'the list never shows the token');
+      const revoked = jsonOf<{ status: string; revoked_at: string }>(
+        runOn(['client', 'registration-token', 'revoke', issued.id, '--json']),
+        'client registration-token revoke',
+      );
+      assert.equal(revoked.status, 'revoked');
+      assert.match(runOn(['client', 'registration-token', 'list']).stdout, new RegExp(`${issued.id}\\s+revoked`));
+      const missing = runOn(['client', 'registration-token', 'revoke', 'rt_000000000000000000000000']);
+      assert.equal(missing.status, 1, outcome(missing));
       const handle = openDatabase(database.url);
       try {
         const entries = await handle.db
           .selectFrom('audit_log')
           .selectAll()
-          .where('action', '=', 'registration_token.issued')
+          .where('action', 'in', ['registration_token.issued', 'registration_token.revoked'])
+          .orderBy('occurred_at')
           .execute();
-        assert.equal(entries.length, 1, 'one token issued, one entry');
-        assert.equal(entries[0]!.actor_type, 'cli');
+        assert.deepEqual(
+          entries.map((e) => [e.action, e.actor_type, e.target_id]),
+          [
+            ['registration_token.issued', 'cli', issued.id],
+            ['registration_token.revoked', 'cli', issued.id],
+          ],
+        );
         assert.ok(!JSON.stringify(entries).includes(issued.registration_token), 'the token is not in the trail');
-        const stored = await handle.db
-          .selectFrom('oidc_payloads')
-          .selectAll()
-          .where('model', '=', 'InitialAccessToken')
-          .execute();
+        const stored = await handle.db.selectFrom('registration_tokens').selectAll().execute();
         assert.ok(!JSON.stringify(stored).includes(issued.registration_token), 'only its hash is stored');
       } finally {
         await handle.db.destroy();

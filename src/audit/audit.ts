@@ -6,6 +6,7 @@ import { randomBytes } from 'node:crypto';
 import { userInfo } from 'node:os';
 import type { Executor } from '../db/executor.ts';
 import { toDbTime } from '../db/codecs.ts';
+import { chainHead, entryHash } from './audit-chain.ts';
 
 /** Every action the trail records. Adding one: here, and a row in the audit table of docs/security.md. */
 export const AUDIT_ACTIONS = [
@@ -15,6 +16,7 @@ export const AUDIT_ACTIONS = [
   'client.secret_rotated',
   'client.registered', // RFC 7591 dynamic registration
   'registration_token.issued',
+  'registration_token.revoked',
   'user.created',
   'user.updated',
   'user.role_changed',
@@ -78,21 +80,31 @@ export function cliActor(): AuditActor {
 /** Signet itself (the automatic disable of a failing webhook endpoint, retention). */
 export const SYSTEM_ACTOR: AuditActor = { type: 'system', id: 'signet' };
 
+/**
+ * Appends the entry, chained to the one before it (audit-chain.ts). Inside the caller's transaction, so
+ * the entry commits or rolls back with its change; in a transaction of its own when given the database.
+ */
 export async function recordAudit(executor: Executor, entry: AuditEntry): Promise<void> {
+  if (!executor.isTransaction) {
+    await executor.transaction().execute((trx) => recordAudit(trx, entry));
+    return;
+  }
+  const row = {
+    id: `aud_${randomBytes(12).toString('hex')}`,
+    occurred_at: toDbTime(entry.at ?? new Date()),
+    actor_type: entry.actor.type,
+    actor_id: entry.actor.id,
+    action: entry.action,
+    target_type: entry.target?.type ?? null,
+    target_id: entry.target?.id ?? null,
+    outcome: entry.outcome ?? 'success',
+    request_id: entry.requestId ?? null,
+    source_address: entry.sourceAddress ?? null,
+    details: JSON.stringify(entry.details ?? {}),
+  };
+  const prevHash = await chainHead(executor);
   await executor
     .insertInto('audit_log')
-    .values({
-      id: `aud_${randomBytes(12).toString('hex')}`,
-      occurred_at: toDbTime(entry.at ?? new Date()),
-      actor_type: entry.actor.type,
-      actor_id: entry.actor.id,
-      action: entry.action,
-      target_type: entry.target?.type ?? null,
-      target_id: entry.target?.id ?? null,
-      outcome: entry.outcome ?? 'success',
-      request_id: entry.requestId ?? null,
-      source_address: entry.sourceAddress ?? null,
-      details: JSON.stringify(entry.details ?? {}),
-    })
+    .values({ ...row, prev_hash: prevHash, hash: entryHash(row, prevHash) })
     .execute();
 }

@@ -1,13 +1,16 @@
 // `signet audit`: the audit trail, newest first, with the filters of GET /api/admin/audit (one query,
 // src/audit/audit.repository.ts). `--json` prints an array in snake_case, like the other commands.
+// `signet audit verify` walks the hash chain (src/audit/audit-chain.ts) like GET /api/admin/audit/verify.
 import { parseArgs } from 'node:util';
 import { AUDIT_ACTIONS } from '../audit/audit.ts';
 import { listAudit, type AuditRecord } from '../audit/audit.repository.ts';
+import { verifyAuditChain, type ChainVerdict } from '../audit/audit-chain.ts';
 import { output, UsageError, withDatabase } from './admin.ts';
 
 const AUDIT_USAGE = `usage:
   signet audit [--actor <id>] [--action <action>] [--target <id>] [--since <RFC 3339>] [--until <RFC 3339>]
-               [--limit <n, default 100>] [--json]      the audit trail, newest first`;
+               [--limit <n, default 100>] [--json]      the audit trail, newest first
+  signet audit verify [--json]                           checks the hash chain; exit 1 naming the first broken entry`;
 
 const MAX_LIMIT = 10_000;
 
@@ -50,7 +53,38 @@ function auditLine(entry: AuditRecord): string {
   return `${entry.occurredAt.toISOString()} ${entry.action}${target} by ${entry.actor.type}:${entry.actor.id}${from} (${entry.outcome})`;
 }
 
+/** The --json shape of a verification, as GET /api/admin/audit/verify answers it. */
+export function verdictJson(verdict: ChainVerdict) {
+  return {
+    intact: verdict.intact,
+    checked: verdict.checked,
+    first_id: verdict.firstId,
+    last_id: verdict.lastId,
+    broken: verdict.broken ? { id: verdict.broken.id, seq: verdict.broken.seq, reason: verdict.broken.reason } : null,
+  };
+}
+
+const REASONS = {
+  altered: 'its content no longer matches its hash (the entry was changed)',
+  unlinked: 'it does not link to the entry before it (an entry before it was deleted or inserted)',
+  unhashed: 'it carries no hash (written around Signet)',
+};
+
+async function verifyCommand(args: string[]): Promise<number> {
+  const { values } = parseArgs({ args, options: { json: { type: 'boolean', default: false } } });
+  const verdict = await withDatabase(({ db }) => verifyAuditChain(db));
+  output(
+    values.json,
+    verdictJson(verdict),
+    verdict.broken
+      ? `the audit trail is broken at entry ${verdict.broken.id} (seq ${verdict.broken.seq}): ${REASONS[verdict.broken.reason]}; ${verdict.checked} entries before it verified`
+      : `the audit trail is intact: ${verdict.checked} entries verified${verdict.firstId ? ` from ${verdict.firstId} to ${verdict.lastId}` : ''}`,
+  );
+  return verdict.intact ? 0 : 1;
+}
+
 export async function auditCommand(args: string[]): Promise<number> {
+  if (args[0] === 'verify') return verifyCommand(args.slice(1));
   const { values } = parseArgs({
     args,
     options: {

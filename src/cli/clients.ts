@@ -1,4 +1,4 @@
-// `signet client create|list|delete|rotate-secret|registration-token`: the same clients service as the
+// `signet client create|list|delete|rotate-secret|registration-token [list|revoke]`: the same clients service as the
 // admin API (src/auth-server/clients/clients.service.ts), with the CLI's OS user as the audit actor.
 import { endPortalsOfClient } from '../console/portal-revocation.ts';
 import { parseArgs } from 'node:util';
@@ -17,8 +17,16 @@ import {
   type ClientsService,
   type OwnerChange,
 } from '../auth-server/clients/clients.service.ts';
-import { issueRegistrationToken, parseDuration } from '../auth-server/clients/registration-tokens.ts';
+import {
+  issueRegistrationToken,
+  listRegistrationTokens,
+  parseDuration,
+  revokeRegistrationToken,
+  type RegistrationTokenRecord,
+} from '../auth-server/clients/registration-tokens.ts';
+import { registrationPolicyOf } from '../auth-server/clients/registration-policy.ts';
 import { API_SCOPES } from '../app.ts';
+import { ADMIN_SCOPES } from '../operator/admin.feature.ts';
 import { Problem } from '../http/problems/problems.ts';
 import { listOption, output, UsageError, withDatabase } from './admin.ts';
 
@@ -30,8 +38,11 @@ export const CLIENT_USAGE = `usage:
   signet client list [--json]
   signet client delete <client_id> [--json]
   signet client rotate-secret <client_id> [--json]
-  signet client registration-token [--expires-in 1d] [--scope "orders:read"] [--json]
-                       an initial access token for dynamic registration (DYNAMIC_REGISTRATION=true)`;
+  signet client registration-token [--expires-in 1d] [--scope "orders:read"] [--max-uses 1]
+                       [--description <text>] [--json]
+                       an initial access token for dynamic registration (DYNAMIC_REGISTRATION=true)
+  signet client registration-token list [--json]
+  signet client registration-token revoke <rt_…> [--json]`;
 
 /** The option that sets each member, so a refusal names what to change on the command line. */
 const OPTION_FOR: Record<ClientField, string> = {
@@ -74,6 +85,8 @@ export async function clientCommand(args: string[]): Promise<number> {
       'resource-server': { type: 'boolean' },
       owner: { type: 'string' },
       'expires-in': { type: 'string' },
+      'max-uses': { type: 'string' },
+      description: { type: 'string' },
       json: { type: 'boolean' },
     },
   });
@@ -139,7 +152,10 @@ export async function clientCommand(args: string[]): Promise<number> {
         return 0;
       }
       case 'registration-token':
-        return await registrationToken(values['expires-in'], values.scope, json);
+        if (target === 'list') return await listTokens(json);
+        if (target === 'revoke') return await revokeToken(positionals[2], json);
+        if (target !== undefined) throw new UsageError(CLIENT_USAGE);
+        return await registrationToken(values, json);
       default:
         throw new UsageError(CLIENT_USAGE);
     }
@@ -153,9 +169,15 @@ export async function clientCommand(args: string[]): Promise<number> {
 }
 
 /** An initial access token (RFC 7591 §3): shown once, stored as a hash, limited in time and scopes. */
-async function registrationToken(expiresIn: string | undefined, scope: string[] | undefined, json: boolean) {
-  const expiresInSeconds = parseDuration(expiresIn ?? '1d');
+async function registrationToken(
+  options: { 'expires-in'?: string; scope?: string[]; 'max-uses'?: string; description?: string },
+  json: boolean,
+) {
+  const expiresInSeconds = parseDuration(options['expires-in'] ?? '1d');
   if (expiresInSeconds === undefined) throw new UsageError('--expires-in takes a duration such as 30m, 12h or 7d');
+  const maxUses = options['max-uses'] === undefined ? 1 : Number(options['max-uses']);
+  if (!/^\d{1,9}$/.test(options['max-uses'] ?? '1'))
+    throw new UsageError('--max-uses takes a whole number (default 1)');
   const issued = await withDatabase(({ db }, config) => {
     if (!config.dynamicRegistration)
       throw new UsageError(
@@ -163,16 +185,24 @@ async function registrationToken(expiresIn: string | undefined, scope: string[] 
       );
     return issueRegistrationToken(
       db,
-      { expiresInSeconds, scopes: listOption(scope), apiScopes: Object.keys(API_SCOPES) },
+      {
+        expiresInSeconds,
+        scopes: listOption(options.scope),
+        maxUses,
+        description: options.description,
+        policy: registrationPolicyOf(config, Object.keys(API_SCOPES), Object.keys(ADMIN_SCOPES)),
+      },
       { actor: cliActor() },
     );
   }).catch(fromService);
   output(
     json,
-    { registration_token: issued.token, expires_at: issued.expiresAt, scope: issued.scopes.join(' ') },
+    { ...tokenJson(issued), registration_token: issued.token },
     [
       `registration_token: ${issued.token}`,
+      `id: ${issued.id}`,
       `expires_at: ${issued.expiresAt}`,
+      `max_uses: ${issued.maxUses}`,
       `scope: ${issued.scopes.join(' ') || '(sign-in only)'}`,
       '',
       'Give it to the developer registering the client (Authorization: Bearer at the registration endpoint).',
@@ -180,6 +210,57 @@ async function registrationToken(expiresIn: string | undefined, scope: string[] 
     ].join('\n'),
   );
   return 0;
+}
+
+/** Every registration token, newest first, with its state; never the token itself. */
+async function listTokens(json: boolean) {
+  const tokens: RegistrationTokenRecord[] = [];
+  await withDatabase(async ({ db }) => {
+    let after: { createdAt: string; id: string } | undefined;
+    for (;;) {
+      const page = await listRegistrationTokens(db, { limit: 100, after });
+      tokens.push(...page.tokens);
+      const last = page.tokens.at(-1);
+      if (!page.more || !last) return;
+      after = { createdAt: last.createdAt, id: last.id };
+    }
+  });
+  output(
+    json,
+    tokens.map(tokenJson),
+    tokens
+      .map(
+        (t) =>
+          `${t.id}  ${t.status.padEnd(8)}  ${t.useCount}/${t.maxUses} used  expires ${t.expiresAt}  [${t.scopes.join(' ')}]${t.description ? `  ${t.description}` : ''}`,
+      )
+      .join('\n') || 'no registration tokens',
+  );
+  return 0;
+}
+
+async function revokeToken(id: string | undefined, json: boolean) {
+  if (!id) throw new UsageError('name the token: signet client registration-token revoke <rt_…>');
+  const token = await withDatabase(({ db }) => revokeRegistrationToken(db, id, { actor: cliActor() })).catch(
+    fromService,
+  );
+  output(json, tokenJson(token), `revoked ${token.id}: no client can be registered with it any more`);
+  return 0;
+}
+
+/** The admin API's names (GET /api/admin/registration-tokens). */
+function tokenJson(t: RegistrationTokenRecord): Record<string, unknown> {
+  return {
+    id: t.id,
+    scope: t.scopes.join(' '),
+    max_uses: t.maxUses,
+    use_count: t.useCount,
+    status: t.status,
+    description: t.description,
+    created_by: t.createdBy,
+    created_at: t.createdAt,
+    expires_at: t.expiresAt,
+    revoked_at: t.revokedAt,
+  };
 }
 
 /** OAuth's own field names (RFC 7591 §2) for scripts. */

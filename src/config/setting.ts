@@ -74,6 +74,14 @@ export interface Config {
   metricsListener: 'main' | 'off' | number;
   /** RFC 7591 dynamic client registration, gated by initial access tokens; off unless turned on. */
   dynamicRegistration: boolean;
+  /** The registration policy (registration-settings.ts); undefined scopes: every API scope but the admin ones. */
+  registrationScopes: string[] | undefined;
+  registrationGrantTypes: ('authorization_code' | 'refresh_token' | 'client_credentials')[];
+  registrationRedirectHosts: string[] | undefined;
+  /** The authorization server's endpoint rate limits (registration-settings.ts). */
+  oauthRateLimitMax: number;
+  oauthRateLimitFailures: number;
+  oauthRateLimitWindowMs: number;
 }
 
 export type Env = Record<string, string | undefined>;

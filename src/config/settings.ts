@@ -3,6 +3,7 @@
 import { parsers } from './parsers.ts';
 import { ALLOWED_JWS_ALGORITHMS, LOG_LEVELS, setting } from './setting.ts';
 import { WEBHOOK_SETTINGS } from './webhook-settings.ts';
+import { REGISTRATION_SETTINGS } from './registration-settings.ts';
 
 export { ALLOWED_JWS_ALGORITHMS, LOG_LEVELS, type Config, type Env, type LogLevel } from './setting.ts';
 
@@ -311,4 +312,5 @@ export const SETTINGS = [
     doc: 'RFC 7591 dynamic client registration at `/oauth/reg`, for holders of an initial access token an admin issued.',
     parse: parsers.boolean,
   }),
+  ...REGISTRATION_SETTINGS,
 ] as const;

@@ -18,6 +18,8 @@ import { portalSessionsMigration } from './migrations/0012-portal-sessions.ts';
 import { eventFeedCustomerIndexMigration } from './migrations/0013-event-feed-customer-index.ts';
 import { portalCustomersMigration } from './migrations/0014-portal-customers.ts';
 import { consoleSessionIdleMigration } from './migrations/0015-console-session-idle.ts';
+import { registrationTokensMigration } from './migrations/0016-registration-tokens.ts';
+import { auditChainMigration } from './migrations/0017-audit-chain.ts';
 
 function migrationsFor(handle: DatabaseHandle): Record<string, Migration> {
   return {
@@ -36,6 +38,8 @@ function migrationsFor(handle: DatabaseHandle): Record<string, Migration> {
     '0013-event-feed-customer-index': eventFeedCustomerIndexMigration(handle.dialect),
     '0014-portal-customers': portalCustomersMigration(handle.dialect),
     '0015-console-session-idle': consoleSessionIdleMigration(handle.dialect),
+    '0016-registration-tokens': registrationTokensMigration(handle.dialect),
+    '0017-audit-chain': auditChainMigration(),
   };
 }
 

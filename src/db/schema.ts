@@ -59,6 +59,9 @@ export interface AuditLogTable {
   source_address: string | null;
   /** JSON object of plain facts (names, counts, scopes); never a secret, password or token. */
   details: string;
+  /** The chain (migration 0017, audit-chain.ts): the previous entry's hash, and this entry's. */
+  prev_hash: string | null;
+  hash: string | null;
 }
 
 export interface OAuthClientsTable {
@@ -220,6 +223,20 @@ interface TokenStatsTable {
   count: number | string; // bigint on PostgreSQL: pg returns it as text
 }
 
+/** Initial access tokens for dynamic registration (migration 0016); `token_hash` is the token's SHA-256. */
+export interface RegistrationTokensTable {
+  id: string;
+  token_hash: string;
+  scope: string;
+  max_uses: number;
+  use_count: number;
+  description: string | null;
+  created_by: string;
+  created_at: DbTime;
+  expires_at: DbTime;
+  revoked_at: DbTime | null;
+}
+
 export interface Database {
   orders: OrdersTable;
   order_status_changes: OrderStatusChangesTable;
@@ -238,4 +255,5 @@ export interface Database {
   console_sessions: ConsoleSessionsTable;
   console_portal_sessions: ConsolePortalSessionsTable;
   webhook_portal_links: WebhookPortalLinksTable;
+  registration_tokens: RegistrationTokensTable;
 }

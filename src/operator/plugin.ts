@@ -10,6 +10,7 @@ import { auditRoutes } from '../audit/admin/audit.routes.ts';
 import { webhooksAdminRoutes } from '../webhooks/admin/plugin.ts';
 import { statsRoutes } from './stats.routes.ts';
 import { meRoutes } from './me.routes.ts';
+import { ADMIN_SCOPES } from './admin.feature.ts';
 
 interface AdminDependencies {
   config: Readonly<Config>;
@@ -31,6 +32,8 @@ export async function registerAdmin(app: FastifyInstance, deps: AdminDependencie
     authServer: deps.authServer,
     apiScopes: deps.apiScopes ?? [],
     onUserChange: deps.onUserChange,
+    // Never given to a self-registered client, nor allowed by a registration token (registration-policy.ts).
+    privilegedScopes: Object.keys(ADMIN_SCOPES),
   });
   // registerWebhooks decorates the app with its context (the outbox) before the admin API is registered.
   await app.register(webhooksAdminRoutes, { db, outbox: app.webhooks.context.outbox });

@@ -85,6 +85,9 @@ export async function startAuthServer(
       DATABASE_URL: databaseUrl,
       LOG_LEVEL: options.logLines ? 'info' : 'silent',
       RATE_LIMIT_MAX: '100000',
+      // The authorization server's endpoint limits are tested on their own (test/auth-server/endpoint-limits.test.ts).
+      OAUTH_RATE_LIMIT_MAX: '100000',
+      OAUTH_RATE_LIMIT_FAILURES: '100000',
       WEBHOOK_SECRET_KEY: TEST_WEBHOOK_SECRET_KEY,
       ...NO_OVERLOAD_GUARD,
       ...env,

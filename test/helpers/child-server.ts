@@ -51,6 +51,8 @@ export async function startChildServer(options: ChildServerOptions = {}): Promis
     API_RESOURCE: TEST_RESOURCE,
     AUTH_JWKS_FILE: issuer.jwksFile,
     RATE_LIMIT_MAX: '1000000',
+    OAUTH_RATE_LIMIT_MAX: '1000000',
+    OAUTH_RATE_LIMIT_FAILURES: '1000000',
     ...options.env,
   };
   const child = options.openFileLimit

@@ -69,6 +69,9 @@ export async function startServer(
     API_RESOURCE: TEST_RESOURCE,
     AUTH_JWKS_FILE: tokens.jwksFile,
     RATE_LIMIT_MAX: '100000',
+    // The authorization server's endpoint limits are tested on their own (test/auth-server/endpoint-limits.test.ts).
+    OAUTH_RATE_LIMIT_MAX: '100000',
+    OAUTH_RATE_LIMIT_FAILURES: '100000',
     LOG_LEVEL: 'silent',
     WEBHOOK_SECRET_KEY: TEST_WEBHOOK_SECRET_KEY,
     ...NO_OVERLOAD_GUARD,

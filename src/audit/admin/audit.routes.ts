@@ -1,5 +1,6 @@
 // GET /api/admin/audit (docs/security.md, "The audit trail"): the trail newest first, filtered by actor, action,
 // target and time range, in cursor pages. `signet audit` reads the same query (src/audit/audit.repository.ts).
+// GET /api/admin/audit/verify walks the hash chain like `signet audit verify` (src/audit/audit-chain.ts).
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { Db } from '../../db/executor.ts';
@@ -9,7 +10,8 @@ import { publicBaseUrl } from '../../http/admission/origin.ts';
 import { listPage } from '../../http/representation/pages.ts';
 import { Problem } from '../../http/problems/problems.ts';
 import { isStorableTime } from '../../db/codecs.ts';
-import { AuditListQuery, AuditListResponses } from './audit.schemas.ts';
+import { AuditListQuery, AuditListResponses, AuditVerifyResponses } from './audit.schemas.ts';
+import { verifyAuditChain } from '../audit-chain.ts';
 
 const TAGS = ['admin'];
 
@@ -85,6 +87,29 @@ export async function auditRoutes(fastify: FastifyInstance, options: { db: Db })
       // private: the trail is for this admin's eyes; no-cache: a new entry can appear at any moment.
       reply.header('cache-control', 'private, no-cache');
       return listPage(request, reply, publicBaseUrl(request), entries.map(auditView), next);
+    },
+  );
+
+  app.get(
+    '/api/admin/audit/verify',
+    {
+      config: { scope: 'admin:read' },
+      schema: {
+        tags: TAGS,
+        summary: 'Verify the audit trail’s hash chain; names the first entry where it breaks',
+        response: AuditVerifyResponses,
+      },
+    },
+    async (_request, reply) => {
+      const verdict = await verifyAuditChain(db);
+      reply.header('cache-control', 'no-store');
+      return {
+        Intact: verdict.intact,
+        Checked: verdict.checked,
+        FirstId: verdict.firstId,
+        LastId: verdict.lastId,
+        Broken: verdict.broken ? { Id: verdict.broken.id, Reason: verdict.broken.reason } : null,
+      };
     },
   );
 }

@@ -61,3 +61,24 @@ export const AuditListQuery = Type.Object({
 });
 
 export const AuditListResponses = { 200: AuditList };
+
+export const AuditVerification = Type.Object({
+  Intact: Type.Boolean({ description: 'Every link of the hash chain holds.' }),
+  Checked: Type.Integer({ description: 'Entries verified (before the broken one, if any).' }),
+  FirstId: Type.Union([Type.String(), Type.Null()], {
+    description: 'The oldest entry: older ones may have been purged by retention (AUDIT_RETENTION).',
+  }),
+  LastId: Type.Union([Type.String(), Type.Null()]),
+  Broken: Type.Union([
+    Type.Object({
+      Id: Type.String({ description: 'The first entry where the chain breaks.' }),
+      Reason: Type.String({
+        enum: ['altered', 'unlinked', 'unhashed'],
+        description:
+          '`altered`: its content no longer matches its hash; `unlinked`: it does not link to the entry before it (one was deleted or inserted); `unhashed`: it has no hash.',
+      }),
+    }),
+    Type.Null(),
+  ]),
+});
+export const AuditVerifyResponses = { 200: AuditVerification };

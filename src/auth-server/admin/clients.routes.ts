@@ -1,6 +1,7 @@
-// /api/admin/clients and /api/admin/registration-tokens (docs/guides/admin-api.md, Clients): HTTP only,
-// one call of the clients service the CLI uses (src/auth-server/clients/clients.service.ts) per handler; the
-// caller is the audit actor (context.ts). Reading needs admin:read, changing admin:write.
+// /api/admin/clients and /api/admin/registration-tokens (docs/guides/admin-api.md, Clients, Registration
+// tokens): HTTP only, one call of the clients service the CLI uses (src/auth-server/clients/clients.service.ts,
+// registration-tokens.ts) per handler; the caller is the audit actor (context.ts). Reading needs admin:read,
+// changing admin:write.
 import { createHash } from 'node:crypto';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
@@ -12,7 +13,14 @@ import {
   type ClientRecord,
   type OwnerChange,
 } from '../clients/clients.service.ts';
-import { issueRegistrationToken } from '../clients/registration-tokens.ts';
+import {
+  findRegistrationToken,
+  issueRegistrationToken,
+  listRegistrationTokens,
+  revokeRegistrationToken,
+  type RegistrationTokenRecord,
+} from '../clients/registration-tokens.ts';
+import type { RegistrationPolicy } from '../clients/registration-policy.ts';
 import type { Db } from '../../db/executor.ts';
 import { evaluatePreconditions } from '../../http/representation/conditional.ts';
 import { requireDecimalLimit } from '../../http/representation/cursor.ts';
@@ -29,6 +37,8 @@ interface ClientRouteOptions {
   apiScopes: readonly string[];
   /** The RFC 7591 registration endpoint when DYNAMIC_REGISTRATION is on; undefined when off. */
   registrationEndpoint: string | undefined;
+  /** What a registration token may allow (registration-policy.ts). */
+  registrationPolicy: RegistrationPolicy;
 }
 
 const TAGS = ['admin'];
@@ -211,19 +221,109 @@ export async function clientRoutes(fastify: FastifyInstance, options: ClientRout
         {
           expiresInSeconds: request.body.expires_in ?? 86_400,
           scopes: scopeList(request.body.scope) ?? [],
-          apiScopes: options.apiScopes,
+          maxUses: request.body.max_uses,
+          description: request.body.description,
+          policy: options.registrationPolicy,
         },
         auditContext(request),
       ).catch(asProblem);
-      reply.code(201).header('cache-control', 'no-store');
+      const baseUrl = publicBaseUrl(request);
+      reply.code(201).header('cache-control', 'no-store').header('location', registrationTokenUrl(baseUrl, issued.id));
       return {
+        ...registrationTokenView(issued, baseUrl),
         registration_token: issued.token,
-        expires_at: issued.expiresAt,
-        scope: issued.scopes.join(' '),
         registration_endpoint: endpoint,
       };
     },
   );
+
+  app.get(
+    '/api/admin/registration-tokens',
+    {
+      config: read,
+      preValidation: requireDecimalLimit,
+      schema: {
+        tags: TAGS,
+        summary: 'List registration tokens, newest first (never the tokens themselves)',
+        querystring: schemas.RegistrationTokenListQuery,
+        response: schemas.RegistrationTokenListResponses,
+      },
+    },
+    async (request, reply) => {
+      const { limit, cursor } = request.query;
+      const page = await listRegistrationTokens(options.db, { limit, after: clientCursorOf(cursor) });
+      const baseUrl = publicBaseUrl(request);
+      const last = page.tokens.at(-1);
+      reply.header('cache-control', 'no-store');
+      return listPage(
+        request,
+        reply,
+        baseUrl,
+        page.tokens.map((token) => registrationTokenView(token, baseUrl)),
+        page.more && last ? { parameter: 'cursor', cursor: { c: last.createdAt, i: last.id } } : undefined,
+      );
+    },
+  );
+
+  app.get(
+    '/api/admin/registration-tokens/:id',
+    {
+      config: read,
+      schema: {
+        tags: TAGS,
+        summary: 'Read a registration token: its scopes, uses and state (never the token)',
+        params: schemas.RegistrationTokenIdParams,
+        response: schemas.RegistrationTokenReadResponses,
+      },
+    },
+    async (request, reply) => {
+      const token = await findRegistrationToken(options.db, request.params.id);
+      if (!token) throw new Problem('notFound', `no registration token ${request.params.id}`);
+      reply.header('cache-control', 'no-store');
+      return registrationTokenView(token, publicBaseUrl(request));
+    },
+  );
+
+  app.delete(
+    '/api/admin/registration-tokens/:id',
+    {
+      config: write,
+      schema: {
+        tags: TAGS,
+        summary: 'Revoke a registration token at once (the clients it registered stay)',
+        params: schemas.RegistrationTokenIdParams,
+        response: schemas.RegistrationTokenRevokeResponses,
+      },
+    },
+    async (request, reply) => {
+      await revokeRegistrationToken(options.db, request.params.id, auditContext(request));
+      return reply.code(204).send(null);
+    },
+  );
+}
+
+function registrationTokenUrl(baseUrl: string, id: string): string {
+  return `${baseUrl}/api/admin/registration-tokens/${id}`;
+}
+
+/** A registration token without its value, which only the answer of its issue shows. */
+function registrationTokenView(t: RegistrationTokenRecord, baseUrl: string) {
+  return {
+    id: t.id,
+    scope: t.scopes.join(' '),
+    max_uses: t.maxUses,
+    use_count: t.useCount,
+    status: t.status,
+    description: t.description,
+    created_by: t.createdBy,
+    created_at: t.createdAt,
+    expires_at: t.expiresAt,
+    revoked_at: t.revokedAt,
+    _links: {
+      self: { href: registrationTokenUrl(baseUrl, t.id), method: 'GET' },
+      revoke: { href: registrationTokenUrl(baseUrl, t.id), method: 'DELETE' },
+    },
+  };
 }
 
 function clientUrl(baseUrl: string, clientId: string): string {

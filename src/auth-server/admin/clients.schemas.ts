@@ -5,7 +5,7 @@ import Type from 'typebox';
 import { NO_CONTROL_CHARACTERS_PATTERN } from '../../http/problems/validation.ts';
 import type { Static } from 'typebox';
 import { GRANT_TYPES } from '../clients/clients.repository.ts';
-import { MAX_REGISTRATION_TOKEN_SECONDS } from '../clients/registration-tokens.ts';
+import { MAX_REGISTRATION_TOKEN_SECONDS, MAX_REGISTRATION_TOKEN_USES } from '../clients/registration-tokens.ts';
 import { problemResponse } from '../../http/representation/openapi.ts';
 
 const Timestamp = Type.String({ format: 'date-time', description: 'UTC, RFC 3339.' });
@@ -121,13 +121,29 @@ export const RegistrationTokenBody = Type.Object(
         minimum: 60,
         maximum: MAX_REGISTRATION_TOKEN_SECONDS,
         default: 86_400,
-        description: 'Seconds until the token expires.',
+        description: 'Seconds until the token expires (default one day, at most 90 days).',
       }),
     ),
     scope: Type.Optional(
       Type.String({
         maxLength: 2000,
-        description: 'Space-separated API scopes a client registered with the token may have (default: none).',
+        description:
+          'Space-separated API scopes a client registered with the token may have (default: none), within the registration policy (REGISTRATION_SCOPES); an admin scope is a 422.',
+      }),
+    ),
+    max_uses: Type.Optional(
+      Type.Integer({
+        minimum: 1,
+        maximum: MAX_REGISTRATION_TOKEN_USES,
+        default: 1,
+        description: 'How many clients the token may register (default 1).',
+      }),
+    ),
+    description: Type.Optional(
+      Type.String({
+        maxLength: 200,
+        pattern: NO_CONTROL_CHARACTERS_PATTERN,
+        description: 'What the token is for, shown in the list.',
       }),
     ),
   },
@@ -135,12 +151,36 @@ export const RegistrationTokenBody = Type.Object(
 );
 export type RegistrationTokenBody = Static<typeof RegistrationTokenBody>;
 
-const RegistrationToken = Type.Object({
+export const RegistrationTokenIdParams = Type.Object({
+  id: Type.String({ pattern: '^rt_[0-9a-f]{24}$', description: 'The token’s id (`rt_…`), never the token.' }),
+});
+
+export const RegistrationTokenListQuery = Type.Object({
+  limit: Type.Integer({ minimum: 1, maximum: 100, default: 20 }),
+  cursor: Type.Optional(Type.String({ maxLength: 512 })),
+});
+
+const registrationTokenMembers = {
+  id: Type.String({ description: 'Names the token in the list, the audit trail and DELETE; not the token.' }),
+  scope: Type.String(),
+  max_uses: Type.Integer(),
+  use_count: Type.Integer({ description: 'Clients registered with it so far.' }),
+  status: Type.String({ enum: ['active', 'used_up', 'expired', 'revoked'] }),
+  description: Type.Union([Type.String(), Type.Null()]),
+  created_by: Type.String({ description: 'The audit actor who issued it, `type:id`.' }),
+  created_at: Timestamp,
+  expires_at: Timestamp,
+  revoked_at: Type.Union([Timestamp, Type.Null()]),
+  _links: Links,
+};
+
+export const RegistrationTokenView = Type.Object(registrationTokenMembers);
+
+export const RegistrationToken = Type.Object({
+  ...registrationTokenMembers,
   registration_token: Type.String({
     description: 'The initial access token (RFC 7591 §3), shown this once; only its hash is stored.',
   }),
-  expires_at: Timestamp,
-  scope: Type.String(),
   registration_endpoint: Type.String({ format: 'uri' }),
 });
 
@@ -160,10 +200,19 @@ export const RotateSecretResponses = {
   409: problemResponse('A public client has no secret (`public-client`).'),
 };
 export const DeleteClientResponses = { 204: NO_CONTENT };
+const REGISTRATION_OFF = problemResponse(
+  'Dynamic registration is off (DYNAMIC_REGISTRATION) or there is no built-in authorization server.',
+);
 export const RegistrationTokenResponses = {
   201: RegistrationToken,
-  404: problemResponse(
-    'Dynamic registration is off (DYNAMIC_REGISTRATION) or there is no built-in authorization server.',
-  ),
-  422: problemResponse('An unknown scope.'),
+  404: REGISTRATION_OFF,
+  422: problemResponse('A scope the registration policy does not allow (an admin scope never is), or a bad value.'),
+};
+export const RegistrationTokenListResponses = {
+  200: Type.Object({ Items: Type.Array(RegistrationTokenView), _links: Links }),
+};
+export const RegistrationTokenReadResponses = { 200: RegistrationTokenView, 404: problemResponse('No such token.') };
+export const RegistrationTokenRevokeResponses = {
+  204: { type: 'null', description: 'Revoked: no client can be registered with it any more.' },
+  404: problemResponse('No such token.'),
 };

@@ -6,6 +6,7 @@ import type { Config } from '../../config/config.ts';
 import type { Db } from '../../db/executor.ts';
 import type { ProviderHolder } from '../provider/provider-holder.ts';
 import { REGISTRATION_ROUTE } from '../provider/provider.ts';
+import { registrationPolicyOf } from '../clients/registration-policy.ts';
 import { clientRoutes } from './clients.routes.ts';
 import { grantRoutes } from './grants.routes.ts';
 import { keyRoutes } from './keys.routes.ts';
@@ -20,12 +21,19 @@ interface AuthServerAdminOptions {
   apiScopes: readonly string[];
   /** A user's roles, state or password changed: the API's live check of accounts forgets them (app.ts). */
   onUserChange?: (userId: string) => void;
+  /** The scopes never given to a self-registered client (the admin scopes). */
+  privilegedScopes: readonly string[];
 }
 
 export async function authServerAdminRoutes(app: FastifyInstance, options: AuthServerAdminOptions): Promise<void> {
   const { config, db, authServer, apiScopes } = options;
   await app.register(userRoutes, { db, onUserChange: options.onUserChange });
-  await app.register(clientRoutes, { db, apiScopes, registrationEndpoint: registrationEndpoint(options) });
+  await app.register(clientRoutes, {
+    db,
+    apiScopes,
+    registrationEndpoint: registrationEndpoint(options),
+    registrationPolicy: registrationPolicyOf(config, apiScopes, options.privilegedScopes),
+  });
   await app.register(grantRoutes, { db });
   await app.register(keyRoutes, { db, config, authServer });
 }

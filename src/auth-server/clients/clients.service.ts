@@ -149,7 +149,7 @@ function checkRedirectUris(client: NewClient, grants: ReadonlySet<GrantType>): v
     throw new ClientRuleError('redirect_uris', (n) => `authorization_code needs at least one ${n}`);
   if (!grants.has('authorization_code') && client.redirectUris.length > 0)
     throw new ClientRuleError('redirect_uris', (n) => `${n} only applies to clients with the authorization_code grant`);
-  client.redirectUris.forEach((uri, i) => checkRedirectUri(uri, 'redirect_uris', i));
+  client.redirectUris = client.redirectUris.map((uri, i) => checkRedirectUri(uri, 'redirect_uris', i));
   // RP-Initiated Logout 1.0 §3.1: the same rules as redirect URIs; only a client that signs users in has a session to
   // end.
   const postLogout = client.postLogoutRedirectUris ?? [];
@@ -158,7 +158,7 @@ function checkRedirectUris(client: NewClient, grants: ReadonlySet<GrantType>): v
       'post_logout_redirect_uris',
       (n) => `${n} only applies to clients with the authorization_code grant`,
     );
-  postLogout.forEach((uri, i) => checkRedirectUri(uri, 'post_logout_redirect_uris', i));
+  client.postLogoutRedirectUris = postLogout.map((uri, i) => checkRedirectUri(uri, 'post_logout_redirect_uris', i));
 }
 
 /**
@@ -183,18 +183,40 @@ function checkScope(scope: string, grants: ReadonlySet<GrantType>, apiScopes: re
   );
 }
 
-/** Exact-match redirect URIs (RFC 9700 §2.1): absolute, no fragment, https unless loopback (RFC 8252 §7.3). */
-function checkRedirectUri(uri: string, field: ClientField, index: number): void {
-  // The URL parser would percent-encode them, but the URI is stored and compared as sent (PostgreSQL refuses U+0000).
-  if (hasControlCharacter(uri))
-    throw new ClientRuleError(field, (n) => `${n} ${JSON.stringify(uri)} must not contain control characters`, index);
+/** RFC 3986 §2: the characters a URI may hold (unreserved, reserved, and `%` of a percent-encoding). */
+const URI_CHARACTERS = /^[A-Za-z0-9\-._~:/?#[\]@!$&'()*+,;=%]*$/;
+const BROKEN_PERCENT_ENCODING = /%(?![0-9A-Fa-f]{2})/;
+const UNRESERVED = /^[A-Za-z0-9\-._~]$/;
+
+/**
+ * Exact-match redirect URIs (RFC 9700 §2.1): absolute, no fragment, https unless loopback (RFC 8252 §7.3),
+ * only the characters RFC 3986 allows, no user information. Returns the URI as stored and compared:
+ * normalised as RFC 3986 §6.2.2 describes (scheme and host in lower case, no default port, dot segments
+ * removed, percent-encodings in upper case and unreserved characters decoded), so the stored form is
+ * the one the client is told (RFC 7591 §3.2.1) and nothing in it differs from what a browser would send.
+ */
+export function checkRedirectUri(uri: string, field: ClientField, index: number): string {
+  // Quoted when it holds what would blur the message (spaces, control characters).
+  const shown = URI_CHARACTERS.test(uri) ? uri : JSON.stringify(uri);
+  const refuse = (why: string) => new ClientRuleError(field, (n) => `${n} ${shown} ${why}`, index);
+  // PostgreSQL refuses U+0000 in text.
+  if (hasControlCharacter(uri)) throw refuse('must not contain control characters');
+  if (!URI_CHARACTERS.test(uri))
+    throw refuse('may hold only the characters of RFC 3986 §2: percent-encode spaces, <, >, quotes and non-ASCII');
+  if (BROKEN_PERCENT_ENCODING.test(uri)) throw refuse('has a % that does not start a percent-encoding (%XX)');
   const url = URL.parse(uri);
-  if (!url) throw new ClientRuleError(field, (n) => `${n} ${uri} is not an absolute URL`, index);
-  if (url.hash)
-    throw new ClientRuleError(field, (n) => `${n} ${uri} must not contain a fragment (RFC 6749 §3.1.2)`, index);
+  if (!url) throw refuse('is not an absolute URL');
+  if (url.hash || uri.includes('#')) throw refuse('must not contain a fragment (RFC 6749 §3.1.2)');
+  // RFC 3986 §3.2.1: "user:password" in a URI is deprecated; a redirect URI has no use for credentials.
+  if (url.username || url.password || /^[a-z][a-z0-9+.-]*:\/\/[^/?#]*@/i.test(uri))
+    throw refuse('must not carry user information (user:password@)');
   const loopback = ['localhost', '127.0.0.1', '[::1]'].includes(url.hostname);
   if (url.protocol !== 'https:' && !(url.protocol === 'http:' && loopback))
-    throw new ClientRuleError(field, (n) => `${n} ${uri} must use https (http only for localhost/127.0.0.1)`, index);
+    throw refuse('must use https (http only for localhost/127.0.0.1)');
+  return url.href.replace(/%([0-9A-Fa-f]{2})/g, (_match, hex: string) => {
+    const character = String.fromCharCode(Number.parseInt(hex, 16));
+    return UNRESERVED.test(character) ? character : `%${hex.toUpperCase()}`;
+  });
 }
 
 /** The facts an audit entry may hold about a client: never its secret. */
@@ -293,8 +315,13 @@ export function createClientsService(deps: { db: Db; apiScopes: readonly string[
         expected?.(before);
         const changes = definedOnly({ ...rest, ownerId: await ownerIdOf(trx, { owner }) });
         const merged = { ...before, ...changes };
-        validateNewClient({ ...merged, name: merged.name.trim() }, apiScopes);
-        await updateClientRow(trx, clientId, { ...changes, name: merged.name.trim() });
+        const valid = validateNewClient({ ...merged, name: merged.name.trim() }, apiScopes);
+        // The URIs as normalised by the rules (checkRedirectUri), when they are among the changes.
+        const uris = {
+          redirectUris: changes.redirectUris && valid.redirectUris,
+          postLogoutRedirectUris: changes.postLogoutRedirectUris && valid.postLogoutRedirectUris,
+        };
+        await updateClientRow(trx, clientId, { ...changes, ...definedOnly(uris), name: merged.name.trim() });
         const after = await existing(trx, clientId);
         const changed = changedFields(before, after);
         // An owner change names both addresses: who could manage the client's webhooks, and who can now.

@@ -2,8 +2,10 @@
 // features, on only with DYNAMIC_REGISTRATION=true (docs/guides/admin-api.md). A registered
 // client is an ordinary row of oauth_clients (ClientAdapter, oidc-adapter.ts), with its secret hashed, and
 // it obeys the rules of clients made with the CLI or the admin API (clients.service.ts): the policies below
-// apply them before oidc-provider stores anything, and limit the API scopes to those the initial access
-// token allows (registration-tokens.ts). PKCE is required of every client anyway (provider.ts).
+// apply them before oidc-provider stores anything, then the registration policy (registration-policy.ts:
+// scopes, grant types, redirect hosts; never an admin scope), and limit the API scopes to those the initial
+// access token allows (registration-tokens.ts); a registration that passed them all spends one use of the
+// token. PKCE is required of every client anyway (provider.ts).
 import { errors, type Configuration, type KoaContextWithOIDC } from 'oidc-provider';
 import { recordAudit, type AuditEntry } from '../../audit/audit.ts';
 import type { Db } from '../../db/executor.ts';
@@ -21,11 +23,15 @@ import {
 } from './clients.repository.ts';
 import { ClientRuleError, validateNewClient } from './clients.service.ts';
 import type { ClientStore } from '../provider/oidc-adapter.ts';
-import { CLIENT_RULES_POLICY, SCOPE_POLICY_PREFIX } from './registration-tokens.ts';
+import { redirectHostAllowed, type RegistrationPolicy } from './registration-policy.ts';
+import { CLIENT_RULES_POLICY, consumeRegistrationToken, SCOPE_POLICY_PREFIX } from './registration-tokens.ts';
 import { requestIdOf } from '../provider/response-shaping.ts';
 
 type Metadata = Record<string, unknown>;
-type ChangedBy = Pick<AuditEntry, 'actor' | 'requestId' | 'sourceAddress'>;
+type ChangedBy = Pick<AuditEntry, 'actor' | 'requestId' | 'sourceAddress'> & {
+  /** The registration token (`rt_…`) a new client was registered with. */
+  registrationTokenId?: string;
+};
 
 /** The members of a registration response oidc-provider adds itself; everything else is ours. */
 const PROVIDER_MEMBERS = ['client_id', 'client_id_issued_at', 'client_secret', 'client_secret_expires_at'];
@@ -76,6 +82,8 @@ function clientFromMetadata(metadata: Metadata): NewClient {
 export function registrationFeatures(
   apiScopes: readonly string[],
   ledger: RegistrationLedger,
+  policy: RegistrationPolicy,
+  db: Db,
 ): Pick<NonNullable<Configuration['features']>, 'registration' | 'registrationManagement'> {
   const allowed = new WeakMap<object, Set<string>>();
   const allowedIn = (ctx: object): Set<string> => {
@@ -100,7 +108,7 @@ export function registrationFeatures(
       policies: {
         ...scopePolicies,
         [CLIENT_RULES_POLICY]: (ctx: KoaContextWithOIDC, properties: Metadata) =>
-          applyClientRules(ctx, properties, apiScopes, allowedIn(ctx), ledger),
+          applyClientRules(ctx, properties, { apiScopes, allowed: allowedIn(ctx), ledger, policy, db }),
       },
     },
     // RFC 7592: the registered client reads, updates and deletes itself with its registration access token.
@@ -108,13 +116,17 @@ export function registrationFeatures(
   };
 }
 
-function applyClientRules(
-  ctx: KoaContextWithOIDC,
-  properties: Metadata,
-  apiScopes: readonly string[],
-  allowed: ReadonlySet<string>,
-  ledger: RegistrationLedger,
-): void {
+interface RulesContext {
+  apiScopes: readonly string[];
+  /** The API scopes the registration token allows. */
+  allowed: ReadonlySet<string>;
+  ledger: RegistrationLedger;
+  policy: RegistrationPolicy;
+  db: Db;
+}
+
+async function applyClientRules(ctx: KoaContextWithOIDC, properties: Metadata, rules: RulesContext): Promise<void> {
+  const { apiScopes, allowed, ledger, policy } = rules;
   const method = properties.token_endpoint_auth_method ?? 'client_secret_basic';
   if (method !== 'client_secret_basic' && method !== 'none')
     throw new errors.InvalidClientMetadata('token_endpoint_auth_method must be client_secret_basic or none');
@@ -135,9 +147,8 @@ function applyClientRules(
         Object.assign(new errors.InvalidRedirectUri(), { error_description: message })
       : new errors.InvalidClientMetadata(message);
   }
-  const refused = client.scopes.filter((scope) => apiScopes.includes(scope) && !allowed.has(scope));
-  if (refused.length > 0)
-    throw new errors.InvalidClientMetadata(`the initial access token does not allow the scope ${refused.join(' ')}`);
+  applyPolicy(client, policy, allowed, apiScopes);
+  const registrationTokenId = existing ? undefined : await spendToken(ctx, rules.db);
   // RFC 7591 §3.2.1: the response states the metadata as registered, which is exactly what is stored;
   // members Signet does not keep are dropped rather than echoed as if they applied.
   const clientId = String(properties.client_id);
@@ -148,7 +159,53 @@ function applyClientRules(
     actor: { type: 'client', id: clientId },
     requestId: requestIdOf(ctx),
     sourceAddress: ctx.ip,
+    ...(registrationTokenId ? { registrationTokenId } : {}),
   });
+}
+
+/** The registration policy, then the token's own scopes (RFC 7591 §3.2.2: invalid_client_metadata, invalid_redirect_uri). */
+function applyPolicy(
+  client: NewClient,
+  policy: RegistrationPolicy,
+  allowed: ReadonlySet<string>,
+  apiScopes: readonly string[],
+): void {
+  const grants = client.grantTypes.filter((grant) => !policy.grantTypes.includes(grant));
+  if (grants.length > 0)
+    throw new errors.InvalidClientMetadata(
+      `the registration policy does not allow the grant type ${grants.join(' ')}: use ${policy.grantTypes.join(', ')}`,
+    );
+  const apiScopesAsked = client.scopes.filter((scope) => apiScopes.includes(scope));
+  const privileged = apiScopesAsked.filter((scope) => policy.privilegedScopes.includes(scope));
+  if (privileged.length > 0)
+    throw new errors.InvalidClientMetadata(
+      `${privileged.join(' ')} is never given to a self-registered client: ask an administrator`,
+    );
+  const outside = apiScopesAsked.filter((scope) => !policy.scopes.includes(scope));
+  if (outside.length > 0)
+    throw new errors.InvalidClientMetadata(`the registration policy does not allow the scope ${outside.join(' ')}`);
+  const refused = apiScopesAsked.filter((scope) => !allowed.has(scope));
+  if (refused.length > 0)
+    throw new errors.InvalidClientMetadata(`the initial access token does not allow the scope ${refused.join(' ')}`);
+  for (const uri of [...client.redirectUris, ...(client.postLogoutRedirectUris ?? [])]) {
+    const host = new URL(uri).hostname;
+    if (!redirectHostAllowed(policy, host))
+      throw Object.assign(new errors.InvalidRedirectUri(), {
+        error_description: `the registration policy does not allow redirects to ${host}: use ${policy.redirectHosts.join(', ')}`,
+      });
+  }
+}
+
+/**
+ * A new registration spends one use of its initial access token, atomically (registration-tokens.ts): of
+ * two concurrent registrations with a one-use token, one gets the client, the other 401 invalid_token.
+ */
+async function spendToken(ctx: KoaContextWithOIDC, db: Db): Promise<string | undefined> {
+  const token = ctx.oidc.entities.InitialAccessToken?.jti;
+  if (!token) return undefined;
+  const id = await consumeRegistrationToken(db, token);
+  if (!id) throw new errors.InvalidToken('the initial access token is used up, revoked or expired');
+  return id;
 }
 
 function sameList(a: readonly string[], b: readonly string[]): boolean {
@@ -167,7 +224,7 @@ async function storeRegisteredClient(
   ledger: RegistrationLedger,
 ): Promise<void> {
   const client = clientFromMetadata({ ...metadata, client_id: clientId });
-  const by = ledger.take(clientId);
+  const { registrationTokenId, ...by } = ledger.take(clientId);
   await db.transaction().execute(async (trx) => {
     const before = await findClient(trx, clientId);
     if (!before) {
@@ -177,7 +234,12 @@ async function storeRegisteredClient(
         ...by,
         action: 'client.registered',
         target: { type: 'client', id: clientId },
-        details: { client_name: client.name, grant_types: client.grantTypes, scope: client.scopes.join(' ') },
+        details: {
+          client_name: client.name,
+          grant_types: client.grantTypes,
+          scope: client.scopes.join(' '),
+          ...(registrationTokenId ? { registration_token: registrationTokenId } : {}),
+        },
       });
       return;
     }

@@ -11,6 +11,9 @@ import { publicJwks, type KeyMaterial } from '../tokens/keys.ts';
 import { ClientAdapter, KyselyAdapter } from './oidc-adapter.ts';
 import { pageHeaders, renderErrorPage, renderLogoutPage, renderLoggedOutPage } from '../interactions/pages.ts';
 import { registrationFeatures, registrationStore, RegistrationLedger } from '../clients/registration.ts';
+import type { RegistrationPolicy } from '../clients/registration-policy.ts';
+import { RegistrationTokenAdapter } from '../clients/registration-tokens.ts';
+import { registerEndpointLimits, type EndpointLimiter } from './endpoint-limits.ts';
 import { registerRequestShaping } from './request-shaping.ts';
 import { scopesAllowedFor, type ScopeRoles } from '../identity/roles.ts';
 import { registerResponseShaping, requestIdOf, type ProviderRoutes } from './response-shaping.ts';
@@ -30,6 +33,10 @@ export interface ProviderSettings {
   scopeRoles?: ScopeRoles;
   /** RFC 7591/7592 with an initial access token (DYNAMIC_REGISTRATION; registration.ts). Off by default. */
   dynamicRegistration?: boolean;
+  /** What a self-registered client may be (registration-policy.ts); required with dynamicRegistration. */
+  registrationPolicy?: RegistrationPolicy;
+  /** Rate limits of /token, /introspect and /reg (endpoint-limits.ts); none when undefined. */
+  endpointLimiter?: EndpointLimiter;
 }
 
 const ROUTES: ProviderRoutes = {
@@ -58,7 +65,12 @@ export function createProvider(db: Kysely<Database>, keys: KeyMaterial, settings
   const ledger = new RegistrationLedger();
   const clientStore = settings.dynamicRegistration ? registrationStore(db, ledger) : undefined;
   const configuration: Configuration = {
-    adapter: (name: string) => (name === 'Client' ? new ClientAdapter(db, clientStore) : new KyselyAdapter(db, name)),
+    adapter: (name: string) =>
+      name === 'Client'
+        ? new ClientAdapter(db, clientStore)
+        : name === 'InitialAccessToken'
+          ? new RegistrationTokenAdapter(db)
+          : new KyselyAdapter(db, name),
     findAccount: (_ctx, sub) => findAccount(db, sub),
     jwks: keys.jwks as Configuration['jwks'],
     cookies: {
@@ -116,7 +128,9 @@ export function createProvider(db: Kysely<Database>, keys: KeyMaterial, settings
       pushedAuthorizationRequests: { enabled: false },
       clientCredentials: { enabled: true },
       // Off unless DYNAMIC_REGISTRATION=true: then an admin's initial access token is required (RFC 7591 §3).
-      ...(settings.dynamicRegistration ? registrationFeatures([...apiScopes], ledger) : {}),
+      ...(settings.dynamicRegistration
+        ? registrationFeatures([...apiScopes], ledger, requiredPolicy(settings.registrationPolicy), db)
+        : {}),
       // RFC 7009 §2.1: a client revokes only tokens issued to it.
       revocation: {
         enabled: true,
@@ -196,6 +210,13 @@ export function createProvider(db: Kysely<Database>, keys: KeyMaterial, settings
   hashPresentedClientSecrets(provider);
   // Outermost first: the response shaping sees every answer, the request shaping's own included.
   registerResponseShaping(provider, { routes: ROUTES, issuer: settings.issuer });
+  // Inside the response shaping (a 429 is an OAuth error like any other), before anything reads the request.
+  if (settings.endpointLimiter)
+    registerEndpointLimits(provider, settings.endpointLimiter, {
+      token: ROUTES.token,
+      introspection: ROUTES.introspection,
+      registration: REGISTRATION_ROUTE,
+    });
   registerRequestShaping(provider, { resources: settings.resources, apiScopes, db });
   registerJwtUserinfo(provider, {
     issuer: settings.issuer,
@@ -212,6 +233,11 @@ export function createProvider(db: Kysely<Database>, keys: KeyMaterial, settings
     resourceServerInfo: (uri, clientScope) => resourceServerInfo(uri, clientScope, undefined),
   });
   return provider;
+}
+
+function requiredPolicy(policy: RegistrationPolicy | undefined): RegistrationPolicy {
+  if (!policy) throw new Error('dynamic registration needs a registration policy (registration-policy.ts)');
+  return policy;
 }
 
 /**

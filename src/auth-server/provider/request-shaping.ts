@@ -160,7 +160,7 @@ function requestPath(ctx: KoaContextWithOIDC): string {
 }
 
 async function shapeTokenRequest(ctx: KoaContextWithOIDC, settings: ShapingSettings): Promise<void> {
-  const raw = await readBody(ctx);
+  const raw = await readFormOnce(ctx);
   if (raw === undefined)
     return answerTokenError(ctx, 413, 'invalid_request', `the request body is larger than ${FORM_LIMIT_BYTES} bytes`);
   const body = parseForm(raw.toString('utf8'));
@@ -263,7 +263,8 @@ async function expandScope(
   return { scope: [...new Set([...kept, ...granted])].join(' '), resource: defaults[0]?.uri };
 }
 
-function basicClientId(authorization: string): string | undefined {
+/** The client_id of HTTP Basic client authentication (RFC 6749 §2.3.1), when that is what was sent. */
+export function basicClientId(authorization: string): string | undefined {
   const match = /^Basic ([A-Za-z0-9+/]+=*)$/i.exec(authorization);
   if (!match?.[1]) return undefined;
   const decoded = Buffer.from(match[1], 'base64').toString('utf8');
@@ -274,6 +275,21 @@ function basicClientId(authorization: string): string | undefined {
   } catch {
     return undefined;
   }
+}
+
+const FORMS = new WeakMap<object, Buffer | undefined>();
+
+/**
+ * The request's form body, read once: the endpoint limits (endpoint-limits.ts) read it for the client_id
+ * before the token shaping above rewrites it; each step replays what it read for the next, and
+ * oidc-provider reads the last replay. Undefined when it is larger than the limit.
+ */
+export async function readFormOnce(ctx: KoaContextWithOIDC): Promise<Buffer | undefined> {
+  if (FORMS.has(ctx)) return FORMS.get(ctx);
+  const raw = await readBody(ctx);
+  FORMS.set(ctx, raw);
+  if (raw) replayBody(ctx, raw);
+  return raw;
 }
 
 /** The body's bytes, or undefined when it is larger than the limit. */

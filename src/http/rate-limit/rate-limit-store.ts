@@ -16,6 +16,8 @@ type Callback = (error: Error | null, result?: Count) => void;
 /** @fastify/rate-limit's store contract (its Redis and local stores implement it). */
 export interface Store {
   incr(key: string, callback: Callback, timeWindow: number, max: number): void;
+  /** The count without changing it (the endpoint limits' failure counters, attempt-limit.ts). */
+  read(key: string, callback: Callback, timeWindow: number, max: number): void;
 }
 
 // The plugin's own two stores (its package has no exports map, so these files are reachable): the same
@@ -70,6 +72,24 @@ class FallbackStore implements Store {
         if (!error && result) return callback(null, result);
         this.#markDown(error);
         this.#local.incr(key, callback, timeWindow, max);
+      },
+      timeWindow,
+      max,
+    );
+  }
+
+  read(key: string, callback: Callback, timeWindow: number, max: number): void {
+    if (!this.#available) {
+      this.#probe();
+      this.#local.read(key, callback, timeWindow, max);
+      return;
+    }
+    this.#shared.read(
+      key,
+      (error, result) => {
+        if (!error && result) return callback(null, result);
+        this.#markDown(error);
+        this.#local.read(key, callback, timeWindow, max);
       },
       timeWindow,
       max,

@@ -1,5 +1,6 @@
 // Clients (docs/guides/portal.md): list, create (the secret shown once), edit (owner included), rotate the secret,
-// delete, through /api/admin/clients. Destructive actions ask first.
+// delete, through /api/admin/clients; and the registration tokens (registration-tokens.js). Destructive actions
+// ask first.
 import { html, useState } from '../html.js';
 import { api, apiFetch, enc } from '../api.js';
 import {
@@ -12,6 +13,7 @@ import {
   SecretOnce,
   useConfirm,
 } from '../components.js';
+import { RegistrationTokens } from './registration-tokens.js';
 
 const GRANTS = ['authorization_code', 'refresh_token', 'client_credentials'];
 const lines = (text) =>
@@ -263,5 +265,6 @@ export function ClientsPage() {
       setNotice(`Client ${c.client_name} created.`);
       if (c.client_secret) setSecret({ name: c.client_name, value: c.client_secret });
       reload();
-    }} />`;
+    }} />
+    <${RegistrationTokens} />`;
 }
