@@ -43,12 +43,13 @@ export const AUDIT_ACTIONS = [
   'grant.revoked',
   'session.ended',
   'refresh_token.reuse_detected',
+  'admin.request_denied', // a 401 or 403 of /api/admin/…, rate limited (src/operator/denied-requests.ts)
 ] as const;
 type AuditAction = (typeof AUDIT_ACTIONS)[number];
 
-export type ActorType = 'user' | 'client' | 'cli' | 'system';
+export type ActorType = 'user' | 'client' | 'cli' | 'system' | 'anonymous';
 
-/** Who acted: a user (`sub`), a client (`client_id`), the CLI (with the OS user), or Signet itself. */
+/** Who acted: a user (`sub`), a client (`client_id`), the CLI (with the OS user), Signet itself, or a caller without a valid token (its address). */
 export interface AuditActor {
   type: ActorType;
   id: string;

@@ -49,7 +49,7 @@ export interface AuditLogTable {
   seq: Generated<number>;
   id: string;
   occurred_at: DbTime;
-  actor_type: 'user' | 'client' | 'cli' | 'system';
+  actor_type: 'user' | 'client' | 'cli' | 'system' | 'anonymous';
   actor_id: string;
   action: string;
   target_type: string | null;

@@ -10,6 +10,7 @@ import { auditRoutes } from '../audit/admin/audit.routes.ts';
 import { webhooksAdminRoutes } from '../webhooks/admin/plugin.ts';
 import { statsRoutes } from './stats.routes.ts';
 import { meRoutes } from './me.routes.ts';
+import { recordDeniedAdminRequests } from './denied-requests.ts';
 import { ADMIN_SCOPES } from './admin.feature.ts';
 
 interface AdminDependencies {
@@ -26,6 +27,8 @@ interface AdminDependencies {
 /** Each feature's admin routes, then what spans features: the overview and the caller's own clients. */
 export async function registerAdmin(app: FastifyInstance, deps: AdminDependencies): Promise<void> {
   const { db, dialect } = deps.database;
+  // First, so that its hook covers every admin route registered after it (the console's included).
+  recordDeniedAdminRequests(app, { db });
   await app.register(authServerAdminRoutes, {
     config: deps.config,
     db,

@@ -11,10 +11,16 @@ export const AuditEntry = Type.Object({
   Id: Type.String({ description: 'Entry id (`aud_…`).' }),
   OccurredAtUtc: Timestamp,
   Actor: Type.Object({
-    Type: Type.Union([Type.Literal('user'), Type.Literal('client'), Type.Literal('cli'), Type.Literal('system')]),
+    Type: Type.Union([
+      Type.Literal('user'),
+      Type.Literal('client'),
+      Type.Literal('cli'),
+      Type.Literal('system'),
+      Type.Literal('anonymous'),
+    ]),
     Id: Type.String({
       description:
-        'user: the `sub` (`unknown` for a sign-in attempt on an account that does not exist); client: the `client_id`; cli: the OS user; system: `signet`.',
+        'user: the `sub` (`unknown` for a sign-in attempt on an account that does not exist); client: the `client_id`; cli: the OS user; system: `signet`; anonymous (a refused admin request without a valid token): its address.',
     }),
   }),
   Action: Type.String({ description: `One of: ${AUDIT_ACTIONS.map((a) => `\`${a}\``).join(', ')}.` }),
