@@ -3,6 +3,7 @@
 import { fromDbTime, toDbTime } from '../db/codecs.ts';
 import type { Executor } from '../db/executor.ts';
 import type { ConsolePortalSessionsTable } from '../db/schema.ts';
+import { pastPosition } from '../db/keyset.ts';
 
 export type PortalVia = 'link' | 'owner';
 
@@ -126,13 +127,7 @@ export async function listPortalSessions(
     .where('id', 'is not', null);
   if (options.clientId !== undefined) query = query.where('client_id', '=', options.clientId);
   const before = options.before;
-  if (before)
-    query = query.where((eb) =>
-      eb.or([
-        eb('created_at', '<', toDbTime(before.createdAt)),
-        eb.and([eb('created_at', '=', toDbTime(before.createdAt)), eb('id', '<', before.id)]),
-      ]),
-    );
+  if (before) query = query.where(pastPosition('<', before));
   const rows = await query
     .orderBy('created_at', 'desc')
     .orderBy('id', 'desc')

@@ -17,6 +17,7 @@ import { ClientRuleError } from './clients.service.ts';
 import { hashTokenId } from '../provider/oidc-adapter.ts';
 import type { AdapterPayload } from 'oidc-provider';
 import type { RegistrationPolicy } from './registration-policy.ts';
+import { pastPosition } from '../../db/keyset.ts';
 
 /** The policy every registration runs last: Signet's client rules (registration.ts). */
 export const CLIENT_RULES_POLICY = 'signet:client-rules';
@@ -147,10 +148,7 @@ export async function listRegistrationTokens(
   let select = db.selectFrom('registration_tokens').selectAll();
   const after = query.after;
   if (after) {
-    const at = toDbTime(new Date(after.createdAt));
-    select = select.where((eb) =>
-      eb.or([eb('created_at', '<', at), eb.and([eb('created_at', '=', at), eb('id', '<', after.id)])]),
-    );
+    select = select.where(pastPosition('<', { createdAt: new Date(after.createdAt), id: after.id }));
   }
   const rows = await select
     .orderBy('created_at', 'desc')

@@ -8,6 +8,7 @@ import type { Executor } from '../../db/executor.ts';
 import type { UsersTable } from '../../db/schema.ts';
 import { isUuid } from '../../http/problems/validation.ts';
 import { hashPassword } from './passwords.ts';
+import { pastPosition } from '../../db/keyset.ts';
 
 export interface User {
   id: string;
@@ -113,10 +114,7 @@ export async function listUsersPage(db: Executor, query: UserPageQuery): Promise
   }
   const after = query.after;
   if (after) {
-    const at = toDbTime(new Date(after.createdAt));
-    select = select.where((eb) =>
-      eb.or([eb('created_at', '>', at), eb.and([eb('created_at', '=', at), eb('id', '>', after.id)])]),
-    );
+    select = select.where(pastPosition('>', { createdAt: new Date(after.createdAt), id: after.id }));
   }
   const rows = await select
     .orderBy('created_at')

@@ -268,7 +268,8 @@ const UTF8_CHARSETS = new Set(['utf-8', 'utf8']);
 
 /** The charset parameter of a Content-Type, lower-cased and unquoted (RFC 9110 §5.6.6), if there is one. */
 function charsetOf(contentType: string | undefined): string | undefined {
-  if (contentType === undefined) return undefined;
+  // Nearly every request says plain `application/json`: no parameter, nothing to parse.
+  if (contentType === undefined || !contentType.includes(';')) return undefined;
   try {
     return parseContentType(contentType).parameters.charset?.toLowerCase();
   } catch {

@@ -2,6 +2,7 @@
 import type { Executor } from '../../db/executor.ts';
 import { fromDbTime, toDbTime } from '../../db/codecs.ts';
 import type { WebhookEndpointsTable } from '../../db/schema.ts';
+import { pastPosition } from '../../db/keyset.ts';
 
 /** manual: by its owner; admin: by a Signet administrator; gone, failing: by the dispatcher. */
 export type DisabledReason = 'manual' | 'admin' | 'gone' | 'failing';
@@ -114,13 +115,7 @@ export async function listAllEndpoints(
   let query = db.selectFrom('webhook_endpoints').selectAll();
   if (options.owner !== undefined) query = query.where('owner', '=', options.owner);
   const after = options.after;
-  if (after)
-    query = query.where((eb) =>
-      eb.or([
-        eb('created_at', '>', toDbTime(after.createdAt)),
-        eb.and([eb('created_at', '=', toDbTime(after.createdAt)), eb('id', '>', after.id)]),
-      ]),
-    );
+  if (after) query = query.where(pastPosition('>', after));
   const rows = await query
     .orderBy('created_at')
     .orderBy('id')

@@ -4,6 +4,7 @@
 import { fromDbTime, toDbTime } from '../../db/codecs.ts';
 import type { Executor } from '../../db/executor.ts';
 import type { WebhookPortalLinksTable } from '../../db/schema.ts';
+import { pastPosition } from '../../db/keyset.ts';
 
 export interface PortalLinkRecord {
   id: string;
@@ -98,13 +99,7 @@ export async function listPortalLinks(
   let query = db.selectFrom('webhook_portal_links').selectAll().where('id', 'is not', null);
   if (options.clientId !== undefined) query = query.where('client_id', '=', options.clientId);
   const before = options.before;
-  if (before)
-    query = query.where((eb) =>
-      eb.or([
-        eb('created_at', '<', toDbTime(before.createdAt)),
-        eb.and([eb('created_at', '=', toDbTime(before.createdAt)), eb('id', '<', before.id)]),
-      ]),
-    );
+  if (before) query = query.where(pastPosition('<', before));
   const rows = await query
     .orderBy('created_at', 'desc')
     .orderBy('id', 'desc')
