@@ -59,6 +59,24 @@ export async function listAudit(
   return { entries: rows.slice(0, page.limit).map(toRecord), more: rows.length > page.limit };
 }
 
+/** An entry with its links in the chain (audit-chain.ts): what a stream's receiver checks continuity with. */
+export interface ChainedAuditRecord extends AuditRecord {
+  hash: string | null;
+  prevHash: string | null;
+}
+
+/** Entries after position `seq`, oldest first, at most `limit`: what the audit relay streams next. */
+export async function auditEntriesAfter(db: Executor, seq: number, limit: number): Promise<ChainedAuditRecord[]> {
+  const rows = await db
+    .selectFrom('audit_log')
+    .selectAll()
+    .where('seq', '>', seq)
+    .orderBy('seq')
+    .limit(limit)
+    .execute();
+  return rows.map((row) => ({ ...toRecord(row), hash: row.hash, prevHash: row.prev_hash }));
+}
+
 function toRecord(row: Selectable<AuditLogTable>): AuditRecord {
   return {
     seq: Number(row.seq), // bigserial comes back from pg as a string

@@ -20,6 +20,7 @@ import { portalCustomersMigration } from './migrations/0014-portal-customers.ts'
 import { consoleSessionIdleMigration } from './migrations/0015-console-session-idle.ts';
 import { registrationTokensMigration } from './migrations/0016-registration-tokens.ts';
 import { auditChainMigration } from './migrations/0017-audit-chain.ts';
+import { auditStreamMigration } from './migrations/0018-audit-stream.ts';
 
 function migrationsFor(handle: DatabaseHandle): Record<string, Migration> {
   return {
@@ -40,6 +41,7 @@ function migrationsFor(handle: DatabaseHandle): Record<string, Migration> {
     '0015-console-session-idle': consoleSessionIdleMigration(handle.dialect),
     '0016-registration-tokens': registrationTokensMigration(handle.dialect),
     '0017-audit-chain': auditChainMigration(),
+    '0018-audit-stream': auditStreamMigration(),
   };
 }
 

@@ -64,6 +64,13 @@ export interface AuditLogTable {
   hash: string | null;
 }
 
+/** Where each relay of the audit trail has got to (migration 0018, src/webhooks/outbox/audit-relay.ts). */
+export interface AuditStreamTable {
+  name: string;
+  /** The last audit_log.seq turned into events; bigint comes back from pg as a string. */
+  last_seq: number | string;
+}
+
 export interface OAuthClientsTable {
   id: string;
   name: string;
@@ -251,6 +258,7 @@ export interface Database {
   webhook_deliveries: WebhookDeliveriesTable;
   webhook_attempts: WebhookAttemptsTable;
   audit_log: AuditLogTable;
+  audit_stream: AuditStreamTable;
   token_stats: TokenStatsTable;
   console_sessions: ConsoleSessionsTable;
   console_portal_sessions: ConsolePortalSessionsTable;

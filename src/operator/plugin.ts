@@ -38,8 +38,8 @@ export async function registerAdmin(app: FastifyInstance, deps: AdminDependencie
     // Never given to a self-registered client, nor allowed by a registration token (registration-policy.ts).
     privilegedScopes: Object.keys(ADMIN_SCOPES),
   });
-  // registerWebhooks decorates the app with its context (the outbox) before the admin API is registered.
-  await app.register(webhooksAdminRoutes, { db, outbox: app.webhooks.context.outbox });
+  // registerWebhooks decorates the app with its context (outbox, secret box, URL rules) before the admin API is registered.
+  await app.register(webhooksAdminRoutes, { db, context: app.webhooks.context });
   await app.register(auditRoutes, { db });
   await app.register(statsRoutes, { db, dialect });
   await app.register(meRoutes, { db });

@@ -10,6 +10,7 @@ import { Dispatcher } from './delivery/dispatcher.ts';
 import type { HandOffTarget } from './delivery/hand-off.ts';
 import type { EndpointContext } from './api/endpoints.service.ts';
 import { Outbox } from './outbox/events.outbox.ts';
+import { AuditRelay } from './outbox/audit-relay.ts';
 import { latestSealedSecret } from './store/endpoints.repository.ts';
 import { AddressPolicy } from './delivery/address-policy.ts';
 import { resolveSecretKey, SecretBox } from './store/secrets.ts';
@@ -54,6 +55,8 @@ export async function createWebhookRuntime(
   const running = options.dispatch ? createDispatcher(config, database, log, { box, outbox }) : undefined;
   if (!running) return { context, dispatcher: undefined, start: () => {}, stop: async () => {} };
   let listener: CommitListener | undefined;
+  // The audit trail's stream (docs/security.md, "Streaming the audit trail") runs where deliveries are dispatched.
+  const auditRelay = new AuditRelay(database.db, outbox, log);
   return {
     context,
     dispatcher: running.dispatcher,
@@ -61,9 +64,11 @@ export async function createWebhookRuntime(
       if (database.dialect === 'postgres')
         listener = listenForCommits(config.databaseUrl, () => running.dispatcher.wake(), log);
       running.dispatcher.start();
+      auditRelay.start();
     },
     async stop(graceMs) {
       await listener?.close();
+      await auditRelay.stop();
       await running.dispatcher.stop(graceMs);
       await running.client.close();
     },

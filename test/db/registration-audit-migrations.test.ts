@@ -1,6 +1,7 @@
-// Migrations 0016 and 0017 on data written before them: a self-registered client loses the admin scopes an
+// Migrations 0016 to 0018 on data written before them: a self-registered client loses the admin scopes an
 // old registration token could give it, old initial access tokens are gone, and the audit entries already
-// written are chained so `verify` finds the trail intact (and still finds a later change).
+// written are chained so `verify` finds the trail intact (and still finds a later change), and the audit stream
+// starts after them (they were written before anyone could register an endpoint for them).
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { sql, type Kysely } from 'kysely';
@@ -8,15 +9,17 @@ import type { DatabaseHandle } from '../../src/db/database.ts';
 import { migrateToLatest } from '../../src/db/migrate.ts';
 import { registrationTokensMigration } from '../../src/db/migrations/0016-registration-tokens.ts';
 import { auditChainMigration } from '../../src/db/migrations/0017-audit-chain.ts';
+import { auditStreamMigration } from '../../src/db/migrations/0018-audit-stream.ts';
 import { verifyAuditChain } from '../../src/audit/audit-chain.ts';
 import { testDialects } from '../helpers/databases.ts';
 import { useMigratedDatabase } from '../helpers/migrated-database.ts';
 
 /** Back to the schema before 0016: their `down`, and the migrator forgets them. */
 async function before0016(handle: DatabaseHandle): Promise<void> {
+  await auditStreamMigration().down!(handle.db);
   await auditChainMigration().down!(handle.db);
   await registrationTokensMigration(handle.dialect).down!(handle.db);
-  await sql`delete from kysely_migration where name in ('0016-registration-tokens', '0017-audit-chain')`.execute(
+  await sql`delete from kysely_migration where name in ('0016-registration-tokens', '0017-audit-chain', '0018-audit-stream')`.execute(
     handle.db,
   );
 }
@@ -24,7 +27,7 @@ async function before0016(handle: DatabaseHandle): Promise<void> {
 const at = (minute: number) => `2026-01-01T00:${String(minute).padStart(2, '0')}:00.000Z`;
 
 for (const dialect of testDialects()) {
-  describe(`migrations 0016 and 0017 on existing data [${dialect}]`, () => {
+  describe(`migrations 0016 to 0018 on existing data [${dialect}]`, () => {
     let handle: DatabaseHandle;
     useMigratedDatabase(dialect, (h) => {
       handle = h;
@@ -107,6 +110,11 @@ for (const dialect of testDialects()) {
       assert.deepEqual([verdict.intact, verdict.checked, verdict.firstId, verdict.lastId], [true, 3, 'aud_1', 'aud_3']);
       await db.updateTable('audit_log').set({ actor_id: 'someone else' }).where('id', '=', 'aud_2').execute();
       assert.deepEqual((await verifyAuditChain(handle.db)).broken, { id: 'aud_2', seq: 2, reason: 'altered' });
+      const stream = await db.selectFrom('audit_stream').selectAll().execute();
+      assert.deepEqual(
+        stream.map((r) => [r.name, Number(r.last_seq)]),
+        [['webhooks', 3]],
+      );
     });
   });
 }

@@ -7,6 +7,8 @@ import { call, type CallResult } from './http.ts';
 import type { TestServer } from './server.ts';
 
 export interface ReceivedDelivery {
+  /** The request target (path and query). */
+  url: string;
   headers: IncomingHttpHeaders;
   /** The exact bytes received, as UTF-8 text. */
   body: string;
@@ -50,6 +52,7 @@ export async function startReceiver(): Promise<TestReceiver> {
     request.on('end', async () => {
       const index = receiver.received.length;
       receiver.received.push({
+        url: request.url ?? '',
         headers: request.headers,
         body: Buffer.concat(chunks).toString('utf8'),
         receivedAt: Date.now(),

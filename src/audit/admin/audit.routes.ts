@@ -4,7 +4,8 @@
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { Db } from '../../db/executor.ts';
-import { listAudit, type AuditRecord } from '../audit.repository.ts';
+import { listAudit } from '../audit.repository.ts';
+import { auditView } from '../audit-view.ts';
 import { decodeCursor, encodeCursor, requireDecimalLimit } from '../../http/representation/cursor.ts';
 import { publicBaseUrl } from '../../http/admission/origin.ts';
 import { listPage } from '../../http/representation/pages.ts';
@@ -39,20 +40,6 @@ function parseTime(value: string | undefined, name: string): Date | undefined {
       errors: [{ pointer: `/${name}`, detail: 'RFC 3339 date-time from year 0001 to 9999, without a leap second' }],
     });
   return time;
-}
-
-function auditView(entry: AuditRecord) {
-  return {
-    Id: entry.id,
-    OccurredAtUtc: entry.occurredAt.toISOString(),
-    Actor: { Type: entry.actor.type, Id: entry.actor.id },
-    Action: entry.action,
-    Target: entry.target && { Type: entry.target.type, Id: entry.target.id },
-    Outcome: entry.outcome,
-    RequestId: entry.requestId,
-    SourceAddress: entry.sourceAddress,
-    Details: entry.details,
-  };
 }
 
 export async function auditRoutes(fastify: FastifyInstance, options: { db: Db }): Promise<void> {

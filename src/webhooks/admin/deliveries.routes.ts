@@ -19,7 +19,7 @@ const TAGS = ['admin'];
 const DELIVERY_ID = /^dlv_[0-9a-f]{32}$/;
 
 /** The owner's representation with its owner named and the admin's links in place of the owner's. */
-function adminDeliveryView(d: AdminDeliveryRecord, baseUrl: string) {
+export function adminDeliveryView(d: AdminDeliveryRecord, baseUrl: string) {
   const self = `${baseUrl}/api/admin/webhook-deliveries/${d.id}`;
   const links: Record<string, { href: string; method: string }> = {
     self: { href: self, method: 'GET' },

@@ -3,7 +3,7 @@
 import Type from 'typebox';
 import { problemResponse } from '../../http/representation/openapi.ts';
 import { NO_CONTROL_CHARACTERS_PATTERN } from '../../http/problems/validation.ts';
-import { EVENT_TYPES } from '../outbox/events.catalogue.ts';
+import { EVENT_TYPES, OPERATOR_EVENT_TYPES } from '../outbox/events.catalogue.ts';
 import { Delivery, DeliveryWithAttempts, RecoverBody, Recovered } from '../api/webhooks.schemas.ts';
 
 const Link = Type.Object({ href: Type.String({ format: 'uri' }), method: Type.String() });
@@ -14,7 +14,7 @@ const ClientId = Type.String({
   examples: ['cl_3f9a2c'],
 });
 
-const AdminDelivery = Type.Object(
+export const AdminDelivery = Type.Object(
   { ...Delivery.properties, ClientId },
   {
     description:
@@ -67,7 +67,7 @@ export const DeliveryListQuery = Type.Object({
   ),
   event_type: Type.Optional(
     Type.Union(
-      EVENT_TYPES.map((t) => Type.Literal(t)),
+      [...EVENT_TYPES, ...OPERATOR_EVENT_TYPES].map((t) => Type.Literal(t)),
       { description: 'Only deliveries of events of this type.' },
     ),
   ),

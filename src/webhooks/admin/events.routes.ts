@@ -8,7 +8,7 @@ import { requireDecimalLimit } from '../../http/representation/cursor.ts';
 import { publicBaseUrl } from '../../http/admission/origin.ts';
 import { listPage } from '../../http/representation/pages.ts';
 import { Problem } from '../../http/problems/problems.ts';
-import { ALL_EVENTS, isEventType } from '../outbox/events.catalogue.ts';
+import { ALL_EVENTS, isEventType, isOperatorEventType } from '../outbox/events.catalogue.ts';
 import { createAdminDeliveriesService } from './admin-deliveries.service.ts';
 import type { Outbox } from '../outbox/events.outbox.ts';
 import type { AdminEventRecord, StateCounts } from '../store/admin-log.repository.ts';
@@ -38,7 +38,7 @@ function adminEventView({ event, deliveries }: { event: AdminEventRecord; delive
 function typesOf(type: string | undefined): string[] | undefined {
   if (type === undefined) return undefined;
   const types = [...new Set(type.split(',').map((t) => t.trim()))];
-  const unknown = types.filter((t) => t !== ALL_EVENTS && !isEventType(t));
+  const unknown = types.filter((t) => t !== ALL_EVENTS && !isEventType(t) && !isOperatorEventType(t));
   if (unknown.length > 0 || types.length === 0)
     throw new Problem(
       'invalidParameter',

@@ -24,7 +24,7 @@ function adminEndpointUrl(baseUrl: string, id: string): string {
 }
 
 /** The owner's representation, with the owner named and the admin's links in place of the owner's. */
-function adminEndpointView(endpoint: EndpointRecord, baseUrl: string, now: Date) {
+export function adminEndpointView(endpoint: EndpointRecord, baseUrl: string, now: Date) {
   const self = adminEndpointUrl(baseUrl, endpoint.id);
   const toggle = endpoint.enabled ? 'disable' : 'enable';
   return {

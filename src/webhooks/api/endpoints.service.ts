@@ -10,9 +10,17 @@ import { WEBHOOK_PROBLEMS } from './webhooks.errors.ts';
 import * as deliveries from '../store/deliveries.repository.ts';
 import * as repo from '../store/endpoints.repository.ts';
 import type { EndpointRecord } from '../store/endpoints.repository.ts';
-import { ALL_EVENTS, isEventType, newId } from '../outbox/events.catalogue.ts';
+import {
+  ALL_EVENTS,
+  isEventType,
+  isOperatorEventType,
+  newId,
+  OPERATOR_EVENT_TYPES,
+  OPERATOR_OWNER,
+} from '../outbox/events.catalogue.ts';
 import { EVENT_DATA } from '../outbox/events.examples.ts';
 import type { Outbox, RecordedEvent } from '../outbox/events.outbox.ts';
+import { startAuditStream } from '../outbox/audit-relay.ts';
 import { callbackUrl, callbackUrlProblem, type UrlRules } from '../delivery/address-policy.ts';
 import { generateSecret, secretProblem, type SecretBox } from '../store/secrets.ts';
 
@@ -111,17 +119,33 @@ function checkDescription(description: string | null | undefined, errors: FieldE
     errors.push({ pointer: '/Description', detail: 'must not contain control characters' });
 }
 
-/** `*` alone, or known types without repeats. */
-function checkEvents(events: string[], errors: FieldError[]): string[] {
+/**
+ * A client's endpoint: `*` alone, or known types of the clients' catalogue without repeats. An operator endpoint
+ * (OPERATOR_OWNER): operator event types only, which a client's endpoint can never subscribe to.
+ */
+function checkEvents(events: string[], owner: EndpointOwner, errors: FieldError[]): string[] {
   const unique = [...new Set(events)];
-  if (unique.includes(ALL_EVENTS) && unique.length > 1)
+  const operator = owner.clientId === OPERATOR_OWNER;
+  if (!operator && unique.includes(ALL_EVENTS) && unique.length > 1)
     errors.push({ pointer: '/Events', detail: '"*" already means every type; send it alone' });
-  // Pointers index the array as sent (repeats included), so the first place of each unknown type.
+  // Pointers index the array as sent (repeats included), so the first place of each refused type.
   unique.forEach((type) => {
-    if (type !== ALL_EVENTS && !isEventType(type))
-      errors.push({ pointer: `/Events/${events.indexOf(type)}`, detail: `unknown event type "${type}"` });
+    const detail = operator ? operatorTypeProblem(type) : clientTypeProblem(type);
+    if (detail) errors.push({ pointer: `/Events/${events.indexOf(type)}`, detail });
   });
   return unique;
+}
+
+function clientTypeProblem(type: string): string | undefined {
+  if (type === ALL_EVENTS || isEventType(type)) return undefined;
+  if (isOperatorEventType(type))
+    return `"${type}" goes only to endpoints an admin registers (POST /api/admin/webhook-endpoints)`;
+  return `unknown event type "${type}"`;
+}
+
+function operatorTypeProblem(type: string): string | undefined {
+  if (isOperatorEventType(type)) return undefined;
+  return `an admin's endpoint receives operator events only (${OPERATOR_EVENT_TYPES.map((t) => `"${t}"`).join(', ')}); "${type}" goes to clients' endpoints`;
 }
 
 async function createEndpoint(
@@ -134,7 +158,7 @@ async function createEndpoint(
 ): Promise<{ endpoint: EndpointRecord; secret: string }> {
   const errors: FieldError[] = [];
   const url = checkUrl(input.Url, ctx.urlRules, errors);
-  const eventTypes = checkEvents(input.Events, errors);
+  const eventTypes = checkEvents(input.Events, owner, errors);
   checkDescription(input.Description, errors);
   const secretIssue = input.Secret === undefined ? undefined : secretProblem(input.Secret);
   if (secretIssue) errors.push({ pointer: '/Secret', detail: secretIssue });
@@ -165,6 +189,7 @@ async function createEndpoint(
         `${who} may register at most ${max} endpoints; delete one first`,
       );
     }
+    if (owner.clientId === OPERATOR_OWNER) await startAuditStream(trx, inserted.id);
     await recordEndpointAudit(trx, by, 'webhook_endpoint.created', inserted, {
       url: inserted.url,
       events: inserted.eventTypes,
@@ -220,7 +245,7 @@ async function changeEndpoint(
   const endpoint = await getOwnedEndpoint(db, owner, id);
   const errors: FieldError[] = [];
   const url = patch.Url === undefined ? undefined : checkUrl(patch.Url, ctx.urlRules, errors);
-  const eventTypes = patch.Events === undefined ? undefined : checkEvents(patch.Events, errors);
+  const eventTypes = patch.Events === undefined ? undefined : checkEvents(patch.Events, owner, errors);
   checkDescription(patch.Description, errors);
   if (errors.length > 0) throw validationProblem(errors);
   const changes: repo.EndpointChanges = {

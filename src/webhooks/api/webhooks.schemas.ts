@@ -28,7 +28,7 @@ export const EventIdParams = Type.Object({
   id: Type.String({ pattern: '^evt_[0-9a-f]{32}$', description: 'Event id (`evt_…`).' }),
 });
 
-const Url = Type.String({
+export const Url = Type.String({
   minLength: 1,
   maxLength: 2048,
   description:
@@ -39,8 +39,8 @@ const Events = Type.Array(EventTypeName, {
   maxItems: 50,
   description: 'Event types to receive, or `["*"]` for every type.',
 });
-const Description = Type.String({ maxLength: 500, description: 'A label of one line: no control characters.' });
-const Secret = Type.String({
+export const Description = Type.String({ maxLength: 500, description: 'A label of one line: no control characters.' });
+export const Secret = Type.String({
   minLength: 1,
   maxLength: 200,
   description: '`whsec_` + base64 of 24–64 random bytes. Omit it to have one generated.',
@@ -101,14 +101,17 @@ export const Endpoint = Type.Object(endpointMembers);
 /** An endpoint as the admin API shows it (docs/guides/admin-api.md): with the client that owns it. */
 export const AdminEndpoint = Type.Object({
   ...endpointMembers,
-  ClientId: Type.String({ description: 'The client that registered the endpoint.' }),
+  ClientId: Type.String({
+    description:
+      'The client that registered the endpoint; `signet:audit` for one an admin registered for operator events.',
+  }),
 });
 const CreatedEndpoint = Type.Object({
   ...endpointMembers,
   Secret: Type.String({ description: 'Shown only now: store it to verify signatures.' }),
 });
 const EndpointList = Type.Object({ Items: Type.Array(Endpoint), _links: Links });
-const RotatedSecret = Type.Object({ Secret: Type.String(), PreviousSecretExpiresAtUtc: Timestamp });
+export const RotatedSecret = Type.Object({ Secret: Type.String(), PreviousSecretExpiresAtUtc: Timestamp });
 
 const deliveryMembers = {
   Id: Type.String(),

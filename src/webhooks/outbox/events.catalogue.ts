@@ -18,6 +18,30 @@ export const EVENT_DESCRIPTIONS = {
 export type EventType = keyof typeof EVENT_DESCRIPTIONS;
 export const EVENT_TYPES = Object.keys(EVENT_DESCRIPTIONS) as EventType[];
 
+/**
+ * Operator events go only to endpoints an admin registers (owned by OPERATOR_OWNER), never to a client's, whatever
+ * it subscribes to: a client's `*` does not include them, and no client's event feed lists them.
+ */
+export const OPERATOR_EVENT_DESCRIPTIONS = {
+  'audit.entry':
+    'An entry was appended to the audit trail (Data: the entry as GET /api/admin/audit shows it, with Seq, Hash and PreviousHash of the chain).',
+} as const;
+
+export type OperatorEventType = keyof typeof OPERATOR_EVENT_DESCRIPTIONS;
+export const OPERATOR_EVENT_TYPES = Object.keys(OPERATOR_EVENT_DESCRIPTIONS) as OperatorEventType[];
+/** What the outbox records: the clients' catalogue and the operator events. */
+export type OutboxEventType = EventType | OperatorEventType;
+
+/**
+ * The owner of the endpoints an admin registers for operator events (docs/security.md, "Streaming the audit
+ * trail"). No client can have this id: the authorization server gives out `cl_…` ids, and a colon has no place there.
+ */
+export const OPERATOR_OWNER = 'signet:audit';
+
+export function isOperatorEventType(value: string): value is OperatorEventType {
+  return Object.hasOwn(OPERATOR_EVENT_DESCRIPTIONS, value);
+}
+
 /** Subscribing to this receives every type, including ones added later. */
 export const ALL_EVENTS = '*';
 

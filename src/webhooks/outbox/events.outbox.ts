@@ -6,7 +6,7 @@ import { compiledStatement, placeholderRow, type ParamOf } from '../../db/compil
 import type { WebhookDeliveriesTable, WebhookEventsTable } from '../../db/schema.ts';
 import { executorDialect, type Dialect, type Executor } from '../../db/database.ts';
 import { toDbTime } from '../../db/codecs.ts';
-import { ALL_EVENTS, idTimePart, newId, type EventType } from './events.catalogue.ts';
+import { ALL_EVENTS, idTimePart, newId, type OutboxEventType } from './events.catalogue.ts';
 import { randomHex } from './random-hex.ts';
 import { afterCommit } from '../../db/after-commit.ts';
 import { handOff, type FreshEndpoint, type HandOffTarget, type LeaseColumns } from '../delivery/hand-off.ts';
@@ -15,7 +15,7 @@ import { handOff, type FreshEndpoint, type HandOffTarget, type LeaseColumns } fr
 export const WAKE_CHANNEL = 'signet_webhooks';
 
 export interface NewEvent {
-  type: EventType;
+  type: OutboxEventType;
   data: unknown;
   occurredAt: Date;
   /** Events about one client's own endpoints: only that client sees and receives them. */
