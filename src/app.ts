@@ -140,6 +140,9 @@ export async function buildApp(config: Readonly<Config>, options: BuildOptions =
   }
 }
 
+/** How often Node looks for connections past HEADERS_TIMEOUT or REQUEST_TIMEOUT. */
+const CONNECTION_CHECK_INTERVAL_MS = 1000;
+
 async function assembleApp(
   config: Readonly<Config>,
   database: DatabaseHandle,
@@ -164,7 +167,16 @@ async function assembleApp(
     bodyLimit: config.bodyLimitBytes,
     // Both answered by registerShutdownResponses and registerHostCheck, as problem+json.
     return503OnClosing: false,
-    http: { requireHostHeader: false },
+    // The timeouts that end idle and slow connections (docs/operations/failure-behaviour.md, "Connections").
+    keepAliveTimeout: config.keepAliveTimeoutMs,
+    requestTimeout: config.requestTimeoutMs,
+    http: {
+      requireHostHeader: false,
+      headersTimeout: config.headersTimeoutMs,
+      // Node checks the header and request timeouts on this timer (30 s by default): a silent connection would live
+      // up to HEADERS_TIMEOUT + 30 s.
+      connectionsCheckingInterval: CONNECTION_CHECK_INTERVAL_MS,
+    },
     clientErrorHandler,
     frameworkErrors,
     routerOptions: { maxParamLength: 200 },

@@ -36,6 +36,8 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
       `EVENT_RETENTION: must be at least the retry window of WEBHOOK_RETRY_SCHEDULE (${Math.ceil(retryWindowMs / 3_600_000)} h), or events would be purged while still being retried`,
     );
   }
+  if (config.headersTimeoutMs > config.requestTimeoutMs)
+    throw new ConfigError('HEADERS_TIMEOUT: must not be longer than REQUEST_TIMEOUT, which covers the header too');
   return Object.freeze(config);
 }
 

@@ -53,6 +53,9 @@ export interface Config {
   bodyLimitBytes: number;
   maxEventLoopDelayMs: number;
   maxConnections: number;
+  headersTimeoutMs: number;
+  keepAliveTimeoutMs: number;
+  requestTimeoutMs: number;
   shutdownDrainMs: number;
   webhookHeaderName: string;
   webhookTimeoutMs: number;
