@@ -11,11 +11,13 @@ import { createMigratedTestDatabase } from './database-template.ts';
 import { TEST_WEBHOOK_SECRET_KEY, type TestDialect } from './databases.ts';
 import { closeWithin, listenOnLoopback, withDeadline } from './deadline.ts';
 import { checkResponsesAgainstDocument, type Conformance } from './openapi-conformance.ts';
-import { closeApp, dropWithin, NO_OVERLOAD_GUARD } from './server.ts';
+import { closeApp, dropWithin, metricsUrlOf, NO_OVERLOAD_GUARD, TEST_METRICS_PORT } from './server.ts';
 
 export interface AuthTestServer {
   /** http://127.0.0.1:<port> */
   url: string;
+  /** The metrics listener (METRICS_PORT=0 unless env says otherwise); undefined with METRICS_PORT=main or off. */
+  metricsUrl: string | undefined;
   /** `${url}/oauth` */
   issuer: string;
   /** `${url}/api`, the `aud` of API access tokens */
@@ -89,6 +91,7 @@ export async function startAuthServer(
       OAUTH_RATE_LIMIT_MAX: '100000',
       OAUTH_RATE_LIMIT_FAILURES: '100000',
       WEBHOOK_SECRET_KEY: TEST_WEBHOOK_SECRET_KEY,
+      ...TEST_METRICS_PORT,
       ...NO_OVERLOAD_GUARD,
       ...env,
     });
@@ -116,6 +119,7 @@ export async function startAuthServer(
   };
   return {
     url,
+    metricsUrl: metricsUrlOf(app),
     issuer: `${url}/oauth`,
     resource: `${url}/api`,
     app,
