@@ -125,6 +125,13 @@ for (const dialect of testDialects()) {
       });
     });
 
+    test('METRICS_ALLOW names an IPv4 peer of a dual-stack listener in its IPv4 form', async () => {
+      // On `::` an IPv4 client's address is ::ffff:127.0.0.1.
+      await withServer(dialect, { METRICS_HOST: '::', METRICS_ALLOW: '127.0.0.1' }, async (server) => {
+        await scrape(`http://127.0.0.1:${server.app.metricsAddress()!.port}`);
+      });
+    });
+
     test('a metrics port already in use stops the start, naming METRICS_PORT', async () => {
       const holder = createServer();
       const port = await listenOnLoopback(holder);

@@ -47,8 +47,8 @@ function blockListOf(entries: string[]): BlockList {
 }
 
 /**
- * `::ffff:10.0.0.5` is how a dual-stack socket reports an IPv4 peer; METRICS_ALLOW names it `10.0.0.5`,
- * so nodeAddress reduces it to its IPv4 form before the check.
+ * `::ffff:10.0.0.5` is how a dual-stack socket (METRICS_HOST=::) reports an IPv4 peer, which METRICS_ALLOW
+ * names `10.0.0.5`: nodeAddress reduces it to that form, the one the logs and rate limits use too.
  */
 function isAllowed(list: BlockList, address: string | undefined): boolean {
   const plain = address && nodeAddress(address);
