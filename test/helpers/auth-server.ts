@@ -79,7 +79,7 @@ export async function startAuthServer(
   const databaseUrl = existing?.databaseUrl ?? database!.url;
   const reservation = existing ? undefined : await reservePort();
   const port = existing?.port ?? reservation!.port;
-  let app: FastifyInstance;
+  let app: FastifyInstance | undefined;
   let conformance: Conformance;
   try {
     const config = loadConfig({
@@ -104,6 +104,8 @@ export async function startAuthServer(
     // reusePort is passed through to net.Server.listen (Fastify forwards its listen options).
     await app.listen({ host: '127.0.0.1', port, reusePort: reservation !== undefined } as FastifyListenOptions);
   } catch (err) {
+    // A built app that did not start (its metrics listener's port taken) still holds a pool.
+    if (app) await closeApp(app, 'a server that did not start').catch(() => undefined);
     await reservation?.release();
     if (database) await dropWithin(database);
     throw err;
