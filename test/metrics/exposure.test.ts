@@ -5,6 +5,7 @@
 import assert from 'node:assert/strict';
 import { createServer } from 'node:net';
 import { describe, test } from 'node:test';
+import { startAuthServer } from '../helpers/auth-server.ts';
 import { testDialects } from '../helpers/databases.ts';
 import { closeWithin, listenOnLoopback } from '../helpers/deadline.ts';
 import { call, type CallResult } from '../helpers/http.ts';
@@ -130,6 +131,30 @@ for (const dialect of testDialects()) {
       await withServer(dialect, { METRICS_HOST: '::', METRICS_ALLOW: '127.0.0.1' }, async (server) => {
         await scrape(`http://127.0.0.1:${server.app.metricsAddress()!.port}`);
       });
+    });
+
+    test('the listener logs where it listens; the token is never logged', async () => {
+      const lines: Record<string, unknown>[] = [];
+      const own = await startAuthServer(dialect, { METRICS_TOKEN: TOKEN }, undefined, { logLines: lines });
+      try {
+        const listening = lines.find((line) => line.msg === 'metrics listening');
+        assert.deepEqual(
+          { host: listening?.host, port: listening?.port },
+          { host: '127.0.0.1', port: own.app.metricsAddress()?.port },
+        );
+        await scrape(own.metricsUrl, TOKEN);
+      } finally {
+        await own.close();
+      }
+      const env = { METRICS_PORT: 'main', METRICS_TOKEN: TOKEN, LOG_LEVEL: 'debug' };
+      const main = await startAuthServer(dialect, env, undefined, { logLines: lines });
+      try {
+        await assertTokenRequired(main.url);
+      } finally {
+        await main.close();
+      }
+      assert.ok(lines.length > 0);
+      assert.ok(!JSON.stringify(lines).includes(TOKEN), 'the metrics token appeared in the log');
     });
 
     test('a metrics port already in use stops the start, naming METRICS_PORT', async () => {
