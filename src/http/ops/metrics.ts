@@ -111,9 +111,9 @@ export class MetricsListenerError extends Error {
 }
 
 /**
- * METRICS_PORT=<port>: a bare node:http server on METRICS_HOST, started when the app gets ready (so a
- * port in use fails app.listen() and the start, rather than leaving a service without its metrics) and
- * closed with the app. It answers GET /metrics and 404 to anything else; no rate limit.
+ * METRICS_PORT=<port>: a bare node:http server on METRICS_HOST, started when the app gets ready (in
+ * app.ready(), which listen() and inject() run: a port in use fails the start rather than leaving a service
+ * without its metrics; onListen errors are only logged) and closed with the app. It answers GET /metrics and 404 to anything else; no rate limit.
  */
 export function registerMetricsListener(app: FastifyInstance, metrics: Metrics, options: MetricsListenerOptions): void {
   let server: Server | undefined;
