@@ -16,6 +16,7 @@ import { clientErrorHandler, frameworkErrors, hostCheck, registerConnectAnswer }
 import { registerNotFound } from './http/problems/not-found.ts';
 import { overloadGuard } from './http/admission/overload.ts';
 import { registerMetricsListener, registerMetricsRoute, requestDurationObserver } from './http/ops/metrics.ts';
+import { metricsAccess } from './http/ops/metrics-access.ts';
 import { redactQuery } from './http/ops/request-log.ts';
 import { countDatabaseErrors } from './http/problems/outage.ts';
 import { createMetrics, type Metrics } from './metrics/metrics.ts';
@@ -358,8 +359,23 @@ function exposeMetrics(app: FastifyInstance, config: Readonly<Config>, metrics: 
     () => deliveryBacklog(app.database.db, new Date()),
     (err) => app.log.warn({ err }, 'the webhook backlog could not be read for the metrics'),
   );
-  if (config.metricsListener === 'main') registerMetricsRoute(app, metrics);
-  else if (config.metricsListener !== 'off') registerMetricsListener(app, metrics, config.host, config.metricsListener);
+  const where = config.metricsListener;
+  const access = metricsAccess({ token: config.metricsToken, allow: config.metricsAllow });
+  if (where === 'off') app.decorate('metricsAddress', () => undefined);
+  else if (where === 'main') registerMetricsRoute(app, metrics, access);
+  else
+    registerMetricsListener(app, metrics, {
+      host: config.metricsHost,
+      port: where,
+      access,
+      problemBase: () => config.publicUrl ?? `http://${hostForUrl(config.host)}:${listeningPort(app, config)}`,
+    });
+}
+
+/** The API's port: the one it listens on (PORT=0 picks one), else the configured one. */
+function listeningPort(app: FastifyInstance, config: Readonly<Config>): number {
+  const address = app.server.address();
+  return typeof address === 'object' && address ? address.port : config.port;
 }
 
 /**

@@ -8,6 +8,7 @@ import closeWithGrace from 'close-with-grace';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from './app.ts';
 import type { Config } from './config/config.ts';
+import { MetricsListenerError } from './http/ops/metrics.ts';
 import { describeCutRequests } from './http/ops/shutdown.ts';
 
 /** Beyond the longest webhook attempt still in flight, which the dispatcher waits for. */
@@ -42,14 +43,20 @@ export async function serve(config: Readonly<Config>): Promise<void> {
   } catch (err) {
     // Without this the pool, the dispatcher and the timers would keep the process alive, serving
     // nothing: a supervisor would see it running and never restart it.
-    const { code, message } = err as NodeJS.ErrnoException;
-    const why =
-      code === 'EADDRINUSE' ? 'the address is already in use' : code === 'EACCES' ? 'permission denied' : message;
-    console.error(`signet: cannot listen on ${config.host}:${config.port}: ${why}`);
+    console.error(`signet: ${listenFailure(err, config)}`);
     grace.uninstall();
     await app.close().catch(() => undefined);
     process.exit(1);
   }
+}
+
+/** Why app.listen() failed: the API's listener, or the metrics listener (whose error names METRICS_PORT). */
+function listenFailure(err: unknown, config: Readonly<Config>): string {
+  if (err instanceof MetricsListenerError) return err.message;
+  const { code, message } = err as NodeJS.ErrnoException;
+  const why =
+    code === 'EADDRINUSE' ? 'the address is already in use' : code === 'EACCES' ? 'permission denied' : message;
+  return `cannot listen on ${config.host}:${config.port}: ${why}`;
 }
 
 /** close-with-grace exits with code 1 right after this: say why, and which requests never got their answer. */

@@ -88,7 +88,13 @@ describe('signet command', () => {
   test('serve logs JSON lines carrying the request id it answers with, never the bearer token', async (t) => {
     const dir = mkdtempSync(join(tmpdir(), 'signet-cli-'));
     const child = spawn(process.execPath, [BIN, 'serve'], {
-      env: { ...process.env, PORT: '0', LOG_LEVEL: 'info', DATABASE_URL: `sqlite:${join(dir, 'signet.db')}` },
+      env: {
+        ...process.env,
+        PORT: '0',
+        METRICS_PORT: '0',
+        LOG_LEVEL: 'info',
+        DATABASE_URL: `sqlite:${join(dir, 'signet.db')}`,
+      },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     t.after(() => child.kill('SIGKILL')); // a no-op once it has exited
@@ -118,6 +124,7 @@ describe('signet command', () => {
       env: {
         ...process.env,
         PORT: '0',
+        METRICS_PORT: '0',
         LOG_LEVEL: 'info',
         DATABASE_URL: `sqlite:${join(dir, 'signet.db')}`,
         AUTH_ISSUER: TEST_ISSUER,
@@ -174,6 +181,7 @@ describe('signet command', () => {
       env: {
         ...process.env,
         PORT: String(port),
+        METRICS_PORT: '0',
         LOG_LEVEL: 'silent',
         DATABASE_URL: `sqlite:${join(dir, 'signet.db')}`,
       },
@@ -188,5 +196,33 @@ describe('signet command', () => {
     const code = await exitOf(child, 30_000, () => stderr);
     assert.equal(code, 1, stderr);
     assert.match(stderr, new RegExp(`signet: cannot listen on 127\\.0\\.0\\.1:${port}: the address is already in use`));
+  });
+
+  test('serve exits non-zero naming METRICS_PORT when the metrics port is taken', { timeout: 60_000 }, async (t) => {
+    const holder = createServer();
+    const port = await listenOnLoopback(holder);
+    const dir = mkdtempSync(join(tmpdir(), 'signet-cli-'));
+    const child = spawn(process.execPath, [BIN, 'serve'], {
+      env: {
+        ...process.env,
+        PORT: '0',
+        METRICS_PORT: String(port),
+        LOG_LEVEL: 'silent',
+        DATABASE_URL: `sqlite:${join(dir, 'signet.db')}`,
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    t.after(() => {
+      child.kill('SIGKILL');
+      holder.close();
+    });
+    let stderr = '';
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const code = await exitOf(child, 30_000, () => stderr);
+    assert.equal(code, 1, stderr);
+    assert.match(
+      stderr,
+      new RegExp(`signet: METRICS_PORT: cannot listen on 127\\.0\\.0\\.1:${port}: the address is already in use`),
+    );
   });
 });

@@ -75,4 +75,52 @@ describe('configuration', () => {
     for (const alg of ['HS256', 'HS512', 'none'])
       assert.throws(() => loadConfig({ AUTH_ALGORITHMS: `RS256,${alg}` }), /AUTH_ALGORITHMS/);
   });
+
+  test('serves the metrics on a listener of their own, on loopback port 9464, by default', () => {
+    const config = loadConfig({});
+    assert.equal(config.metricsListener, 9464);
+    assert.equal(config.metricsHost, '127.0.0.1');
+    assert.equal(config.metricsToken, undefined);
+    assert.equal(config.metricsAllow, undefined);
+    assert.equal(loadConfig({ METRICS_PORT: '0' }).metricsListener, 0);
+    assert.equal(loadConfig({ METRICS_PORT: 'off' }).metricsListener, 'off');
+  });
+
+  test('refuses METRICS_PORT=main without METRICS_TOKEN or METRICS_ALLOW, naming the three', () => {
+    assert.throws(
+      () => loadConfig({ METRICS_PORT: 'main' }),
+      (err: Error) =>
+        err.name === 'ConfigError' &&
+        ['METRICS_PORT', 'METRICS_TOKEN', 'METRICS_ALLOW'].every((v) => err.message.includes(v)),
+    );
+    assert.equal(loadConfig({ METRICS_PORT: 'main', METRICS_TOKEN: 'a'.repeat(32) }).metricsListener, 'main');
+    assert.deepEqual(loadConfig({ METRICS_PORT: 'main', METRICS_ALLOW: '10.0.0.0/8, ::1' }).metricsAllow, [
+      '10.0.0.0/8',
+      '::1',
+    ]);
+  });
+
+  test('refuses a METRICS_ALLOW entry that is no address or CIDR range, naming it', () => {
+    for (const entry of ['10.0.0.0/33', 'example.com', '::1/129', '10.0.0.1/8/8', 'loopback']) {
+      assert.throws(
+        () => loadConfig({ METRICS_ALLOW: `127.0.0.1, ${entry}` }),
+        (err: Error) =>
+          err.name === 'ConfigError' && err.message.startsWith('METRICS_ALLOW:') && err.message.includes(`"${entry}"`),
+        entry,
+      );
+    }
+  });
+
+  test('refuses a short METRICS_TOKEN without repeating it, and bad metrics ports and hosts', () => {
+    const short = 'too-short-secret';
+    assert.throws(
+      () => loadConfig({ METRICS_TOKEN: short }),
+      (err: Error) =>
+        err.name === 'ConfigError' && err.message.startsWith('METRICS_TOKEN:') && !err.message.includes(short),
+    );
+    assert.throws(() => loadConfig({ METRICS_TOKEN: `${'a'.repeat(32)} b` }), /^ConfigError: METRICS_TOKEN:/);
+    for (const port of ['65536', '-1', 'public', '9464x'])
+      assert.throws(() => loadConfig({ METRICS_PORT: port }), /^ConfigError: METRICS_PORT:/, port);
+    assert.throws(() => loadConfig({ METRICS_HOST: 'not a host' }), /^ConfigError: METRICS_HOST:/);
+  });
 });

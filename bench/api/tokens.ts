@@ -22,6 +22,8 @@ export function benchServerEnv(databaseUrl: string, jwksFile: string): Record<st
     RATE_LIMIT_MAX: '100000000',
     LOG_LEVEL: 'silent',
     WEBHOOK_SECRET_KEY: BENCH_WEBHOOK_SECRET_KEY,
+    // Metrics on (recorded, on a free loopback port): several bench servers run at once, and 9464 may be taken.
+    METRICS_PORT: '0',
   };
 }
 

@@ -103,6 +103,7 @@ async function startInstance(spec: AuthInstanceSpec): Promise<AuthInstance> {
     RATE_LIMIT_MAX: '100000000',
     LOG_LEVEL: 'silent',
     WEBHOOK_SECRET_KEY: BENCH_WEBHOOK_SECRET_KEY,
+    METRICS_PORT: '0',
     ...spec.env,
   });
   const app = await buildApp(config, { logger: false });

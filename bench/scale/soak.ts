@@ -84,7 +84,7 @@ const HEAP_METRICS = {
   externalMb: 'nodejs_external_memory_bytes',
 } as const;
 
-/** The server's heap figures from its Prometheus metrics (prom-client's default metrics). */
+/** The server's heap figures from its Prometheus metrics (prom-client's default metrics), on the metrics listener. */
 async function heapOf(pool: Pool): Promise<Partial<Sample>> {
   try {
     const response = await pool.request({ method: 'GET', path: '/metrics' });
@@ -296,11 +296,15 @@ async function main(): Promise<number> {
   const dir = mkdtempSync(join(tmpdir(), 'signet-soak-'));
   const port = await freePort();
   const base = `http://127.0.0.1:${port}`;
+  // The metrics listener (METRICS_PORT, loopback by default) on a port of its own, not the default 9464 a
+  // `signet serve` on this machine may hold.
+  const metricsPort = await freePort();
   const databaseUrl = `sqlite:${join(dir, 'signet.db')}`;
   const client = await prepareDatabase(databaseUrl);
   const signet = startSignet(dir, {
     HOST: '127.0.0.1',
     PORT: String(port),
+    METRICS_PORT: String(metricsPort),
     DATABASE_URL: databaseUrl,
     LOG_LEVEL: 'info',
     RATE_LIMIT_MAX: '100000000',
@@ -314,6 +318,7 @@ async function main(): Promise<number> {
     'receiver',
   );
   const pool = new Pool(base, { connections: 4 * MAX_IN_FLIGHT });
+  const metricsPool = new Pool(`http://127.0.0.1:${metricsPort}`, { connections: 1 });
   let load: ReturnType<typeof startLoad> | undefined;
   try {
     await waitReady(base, signet);
@@ -362,7 +367,7 @@ async function main(): Promise<number> {
     while (performance.now() - startedAt < SECONDS * 1000) {
       await new Promise((resolve) => setTimeout(resolve, SAMPLE_SECONDS * 1000));
       const t = Math.round((performance.now() - startedAt) / 100) / 10;
-      samples.push({ t, rssMb: rssMb(pid), ...(await heapOf(pool)) });
+      samples.push({ t, rssMb: rssMb(pid), ...(await heapOf(metricsPool)) });
       if (HEAP_SNAPSHOTS && snapshots === 0 && t >= snapshotAt) snapshots += Number(signet.kill('SIGPWR'));
       if (samples.length % 12 === 0)
         console.error(
@@ -434,6 +439,7 @@ async function main(): Promise<number> {
   } finally {
     await load?.stop();
     await pool.close();
+    await metricsPool.close();
     await receiver.stop();
     signet.kill('SIGTERM');
     await new Promise((resolve) => (signet.exitCode === null ? signet.once('exit', resolve) : resolve(undefined)));

@@ -104,6 +104,8 @@ class Demo {
       WEBHOOK_TIMEOUT: '5s',
       WEBHOOK_ALLOW_HTTP: 'true',
       WEBHOOK_ALLOWED_NETWORKS: 'loopback',
+      // The demo reads no metrics, and the default port (9464) may be held by a `signet serve` on this machine.
+      METRICS_PORT: 'off',
     });
     this.app = await buildApp(config, { logger: false });
     await this.app.listen({ host: '127.0.0.1', port });

@@ -21,7 +21,8 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     try {
       values[s.key] = s.parse(raw, env);
     } catch (err) {
-      throw new ConfigError(`${s.env}: ${(err as Error).message} (got ${JSON.stringify(raw)})`);
+      const got = s.secret ? '' : ` (got ${JSON.stringify(raw)})`;
+      throw new ConfigError(`${s.env}: ${(err as Error).message}${got}`);
     }
   }
   const config = values as Config;
@@ -38,7 +39,19 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
   }
   if (config.headersTimeoutMs > config.requestTimeoutMs)
     throw new ConfigError('HEADERS_TIMEOUT: must not be longer than REQUEST_TIMEOUT, which covers the header too');
+  checkMetricsExposure(config);
   return Object.freeze(config);
+}
+
+/**
+ * /metrics on the API port is reachable by whoever reaches the API: it must then be guarded
+ * (docs/operations/monitoring.md, "Metrics").
+ */
+function checkMetricsExposure(config: Config): void {
+  if (config.metricsListener === 'main' && !config.metricsToken && !config.metricsAllow)
+    throw new ConfigError(
+      'METRICS_PORT: main serves /metrics on the API port, which needs METRICS_TOKEN or METRICS_ALLOW (or both); or keep the metrics on a port of their own (the default, 9464 on loopback) or turn them off',
+    );
 }
 
 /** The listen address as it can appear in a URL authority (wildcards become loopback). */

@@ -1,6 +1,6 @@
 // Value parsers for configuration settings. Each throws an Error whose message says what is expected;
 // loadConfig prefixes it with the variable name.
-import { isIP } from 'node:net';
+import { BlockList, isIP } from 'node:net';
 
 export class ConfigError extends Error {
   override name = 'ConfigError';
@@ -184,6 +184,51 @@ function networkList(raw: string): string[] {
   return entries;
 }
 
+/** METRICS_PORT: `main`, `off`, or a port (0: any free one). */
+function metricsPort(raw: string): 'main' | 'off' | number {
+  if (raw === 'main' || raw === 'off') return raw;
+  if (!/^\d+$/.test(raw)) throw new Error('expected main, off, or a port number between 0 and 65535');
+  return integer(0, 65535)(raw);
+}
+
+/**
+ * A bearer token as RFC 6750 §2.1 writes it (b64token), long enough not to be guessed: Prometheus and
+ * curl send it verbatim in the Authorization header.
+ */
+function metricsToken(raw: string): string {
+  if (raw.length < 32) throw new Error('expected at least 32 characters');
+  if (!/^[A-Za-z0-9\-._~+/]+=*$/.test(raw))
+    throw new Error('expected letters, digits and - . _ ~ + / (a bearer token, RFC 6750 §2.1)');
+  return raw;
+}
+
+/**
+ * IP addresses and CIDR ranges, IPv4 or IPv6: each must be one node:net BlockList accepts, since that is
+ * what checks them (http/ops/metrics-access.ts).
+ */
+function addressList(raw: string): string[] {
+  const entries = raw
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
+  if (entries.length === 0) throw new Error('expected at least one IP address or CIDR range');
+  for (const entry of entries) addToBlockList(new BlockList(), entry);
+  return entries;
+}
+
+/** Adds one address or CIDR range to `list`; throws naming the entry when it is neither. */
+export function addToBlockList(list: BlockList, entry: string): void {
+  const [address, bits, extra] = entry.split('/');
+  const family = address ? isIP(address) : 0;
+  const type = family === 6 ? 'ipv6' : 'ipv4';
+  const maxBits = family === 6 ? 128 : 32;
+  const validBits = bits === undefined || (/^\d{1,3}$/.test(bits) && Number(bits) <= maxBits);
+  if (!address || family === 0 || !validBits || extra !== undefined)
+    throw new Error(`"${entry}" is not an IP address or CIDR range (such as 10.0.0.5, 10.0.0.0/8 or fd00::/8)`);
+  if (bits === undefined) list.addAddress(address, type);
+  else list.addSubnet(address, Number(bits), type);
+}
+
 /** One HTTP header token part such as `Service` or `Acme-Shop` (RFC 9110 §5.6.2, letters, digits, hyphens). */
 function headerWord(raw: string): string {
   if (!/^[A-Za-z0-9]+(-[A-Za-z0-9]+)*$/.test(raw) || raw.length > 40)
@@ -192,6 +237,9 @@ function headerWord(raw: string): string {
 }
 
 export const parsers = {
+  metricsPort,
+  metricsToken,
+  addressList,
   duration,
   durationList,
   networkList,

@@ -73,8 +73,14 @@ export interface Config {
   eventRetentionMs: number;
   /** How long audit entries are kept (AUDIT_RETENTION). */
   auditRetentionMs: number;
-  /** Where /metrics is served: 'main' (the API's port), 'off', or a port of its own. */
+  /** Where /metrics is served: 'main' (the API's port), 'off', or a port of its own (0: any free one). */
   metricsListener: 'main' | 'off' | number;
+  /** The bind address of the metrics listener. */
+  metricsHost: string;
+  /** The bearer token a scrape must send, when set. */
+  metricsToken: string | undefined;
+  /** Addresses and CIDR ranges allowed to scrape, when set. */
+  metricsAllow: string[] | undefined;
   /** RFC 7591 dynamic client registration, gated by initial access tokens; off unless turned on. */
   dynamicRegistration: boolean;
   /** The registration policy (registration-settings.ts); undefined scopes: every API scope but the admin ones. */
@@ -97,6 +103,8 @@ interface Setting<K extends keyof Config> {
   /** undefined: no default, or one computed at load time that the doc explains; "unset" in the reference. */
   default: string | undefined;
   parse: (raw: string, env: Env) => Config[K];
+  /** A credential: an error about it never repeats the value (loadConfig). */
+  secret?: boolean;
 }
 
 export function setting<K extends keyof Config>(s: Setting<K>): Setting<K> {

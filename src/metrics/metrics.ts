@@ -187,7 +187,7 @@ function backlogGauges(registers: Registry[]) {
         onError(err);
         return undefined;
       })
-      // Kept for a second: /metrics is public, and a client polling it in a loop must not keep the
+      // Kept for a second: a scraper (or a script) polling /metrics in a loop must not keep the
       // backlog query (which grows with the backlog) running without a pause.
       .finally(() => setTimeout(() => (current = undefined), BACKLOG_READ_REUSE_MS).unref());
     return current;

@@ -125,6 +125,7 @@ if (testDialects().includes('postgres'))
         RATE_LIMIT_MAX: '100000000',
         WEBHOOK_DISPATCHER: 'false',
         LOG_LEVEL: 'warn',
+        METRICS_PORT: 'off',
       });
       await waitUntil(
         async () => (await call(url, 'GET', '/readyz').catch(() => undefined))?.status === 200,

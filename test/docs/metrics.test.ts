@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { after, before, describe, test } from 'node:test';
-import { call } from '../helpers/http.ts';
+import { scrape } from '../helpers/prometheus.ts';
 import { startServer, type TestServer } from '../helpers/server.ts';
 
 const METRICS_DOC = new URL('../../docs/reference/metrics.md', import.meta.url);
@@ -20,7 +20,7 @@ describe('docs/reference/metrics.md and /metrics agree', () => {
   let exposed: Map<string, string>;
   before(async () => {
     server = await startServer('sqlite');
-    const text = (await call(server.url, 'GET', '/metrics')).text;
+    const text = await scrape(server.metricsUrl);
     exposed = new Map([...text.matchAll(/^# TYPE (signet_\S+) (\S+)$/gm)].map(([, name, type]) => [name!, type!]));
   });
   after(() => server.close());

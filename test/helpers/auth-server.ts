@@ -11,11 +11,13 @@ import { createMigratedTestDatabase } from './database-template.ts';
 import { TEST_WEBHOOK_SECRET_KEY, type TestDialect } from './databases.ts';
 import { closeWithin, listenOnLoopback, withDeadline } from './deadline.ts';
 import { checkResponsesAgainstDocument, type Conformance } from './openapi-conformance.ts';
-import { closeApp, dropWithin, NO_OVERLOAD_GUARD } from './server.ts';
+import { closeApp, dropWithin, metricsUrlOf, NO_OVERLOAD_GUARD, TEST_METRICS_PORT } from './server.ts';
 
 export interface AuthTestServer {
   /** http://127.0.0.1:<port> */
   url: string;
+  /** The metrics listener (METRICS_PORT=0 unless env says otherwise); undefined with METRICS_PORT=main or off. */
+  metricsUrl: string | undefined;
   /** `${url}/oauth` */
   issuer: string;
   /** `${url}/api`, the `aud` of API access tokens */
@@ -77,7 +79,7 @@ export async function startAuthServer(
   const databaseUrl = existing?.databaseUrl ?? database!.url;
   const reservation = existing ? undefined : await reservePort();
   const port = existing?.port ?? reservation!.port;
-  let app: FastifyInstance;
+  let app: FastifyInstance | undefined;
   let conformance: Conformance;
   try {
     const config = loadConfig({
@@ -89,6 +91,7 @@ export async function startAuthServer(
       OAUTH_RATE_LIMIT_MAX: '100000',
       OAUTH_RATE_LIMIT_FAILURES: '100000',
       WEBHOOK_SECRET_KEY: TEST_WEBHOOK_SECRET_KEY,
+      ...TEST_METRICS_PORT,
       ...NO_OVERLOAD_GUARD,
       ...env,
     });
@@ -101,6 +104,8 @@ export async function startAuthServer(
     // reusePort is passed through to net.Server.listen (Fastify forwards its listen options).
     await app.listen({ host: '127.0.0.1', port, reusePort: reservation !== undefined } as FastifyListenOptions);
   } catch (err) {
+    // A built app that did not start (its metrics listener's port taken) still holds a pool.
+    if (app) await closeApp(app, 'a server that did not start').catch(() => undefined);
     await reservation?.release();
     if (database) await dropWithin(database);
     throw err;
@@ -116,6 +121,7 @@ export async function startAuthServer(
   };
   return {
     url,
+    metricsUrl: metricsUrlOf(app),
     issuer: `${url}/oauth`,
     resource: `${url}/api`,
     app,

@@ -53,6 +53,8 @@ export async function startChildServer(options: ChildServerOptions = {}): Promis
     RATE_LIMIT_MAX: '1000000',
     OAUTH_RATE_LIMIT_MAX: '1000000',
     OAUTH_RATE_LIMIT_FAILURES: '1000000',
+    // A free loopback port, never 9464: test files run four at a time.
+    METRICS_PORT: '0',
     ...options.env,
   };
   const child = options.openFileLimit

@@ -15,9 +15,14 @@ export function prometheusMissing(): string | undefined {
   return why;
 }
 
-/** GET /metrics as text; fails with the status and body unless it is a 200 exposition. */
-export async function scrape(baseUrl: string): Promise<string> {
-  const result = await call(baseUrl, 'GET', '/metrics');
+/**
+ * GET /metrics as text; fails with the status and body unless it is a 200 exposition. `baseUrl` is the
+ * metrics listener (a test server's `metricsUrl`), or the API's with METRICS_PORT=main; `token` is sent
+ * as METRICS_TOKEN would be.
+ */
+export async function scrape(baseUrl: string | undefined, token?: string): Promise<string> {
+  if (!baseUrl) throw new Error('no metrics listener to scrape (METRICS_PORT=main or off?)');
+  const result = await call(baseUrl, 'GET', '/metrics', { token });
   if (result.status !== 200 || !result.headers.get('content-type')?.startsWith('text/plain'))
     throw new Error(`GET ${baseUrl}/metrics: ${result.status} ${result.headers.get('content-type')}\n${result.text}`);
   return result.text;

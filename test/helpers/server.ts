@@ -42,8 +42,24 @@ export function dropWithin(database: { url: string; drop(): Promise<void> }): Pr
   return withDeadline(database.drop(), 20_000, () => `dropping the test database ${database.url}`);
 }
 
+/**
+ * Test files run four at a time: each server's metrics listener takes a free loopback port, never the
+ * default 9464 (app.metricsAddress() says which).
+ */
+export const TEST_METRICS_PORT = { METRICS_PORT: '0' };
+
+/** http://host:port of the app's metrics listener, or undefined when it has none (METRICS_PORT=main or off). */
+export function metricsUrlOf(app: FastifyInstance): string | undefined {
+  const address = app.metricsAddress();
+  if (!address) return undefined;
+  const host = address.host.includes(':') ? `[${address.host}]` : address.host;
+  return `http://${host}:${address.port}`;
+}
+
 export interface TestServer {
   url: string;
+  /** The metrics listener (METRICS_PORT=0 unless env says otherwise); undefined with METRICS_PORT=main or off. */
+  metricsUrl: string | undefined;
   app: FastifyInstance;
   issuer: TestIssuer;
   dialect: TestDialect;
@@ -74,6 +90,7 @@ export async function startServer(
     OAUTH_RATE_LIMIT_FAILURES: '100000',
     LOG_LEVEL: 'silent',
     WEBHOOK_SECRET_KEY: TEST_WEBHOOK_SECRET_KEY,
+    ...TEST_METRICS_PORT,
     ...NO_OVERLOAD_GUARD,
     ...env,
   });
@@ -82,12 +99,18 @@ export async function startServer(
     throw err;
   });
   const conformance = checkResponsesAgainstDocument(app);
-  await app.listen({ host: '127.0.0.1', port: 0 });
+  // A refused start (the metrics port taken) must not leave the app's pool or the database behind.
+  await app.listen({ host: '127.0.0.1', port: 0 }).catch(async (err: unknown) => {
+    await closeApp(app, 'a server that did not start');
+    await dropWithin(database);
+    throw err;
+  });
   const address = app.server.address();
   const port = typeof address === 'object' && address ? address.port : 0;
   const url = `http://127.0.0.1:${port}`;
   return {
     url,
+    metricsUrl: metricsUrlOf(app),
     app,
     issuer: tokens,
     dialect,

@@ -1,9 +1,9 @@
-// docs/reference/metrics.md: each metric family moves when its event happens, over real HTTP on every dialect;
-// /metrics is on the API's port by default, on its own listener with METRICS_PORT=<port>, gone with off.
+// docs/reference/metrics.md: each metric family moves when its event happens, over real HTTP on every dialect,
+// read from the metrics listener (where /metrics is served and who may read it: exposure.test.ts).
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { sql } from 'kysely';
-import { freePort, startAuthServer, type AuthTestServer } from '../helpers/auth-server.ts';
+import { startAuthServer, type AuthTestServer } from '../helpers/auth-server.ts';
 import { testDialects } from '../helpers/databases.ts';
 import { waitUntil } from '../helpers/deadline.ts';
 import { call, CUSTOMER } from '../helpers/http.ts';
@@ -44,11 +44,11 @@ for (const dialect of testDialects()) {
     }
 
     test('counts tokens issued by grant type', async () => {
-      const before = sample(await scrape(server.url), 'signet_oauth_tokens_issued_total', {
+      const before = sample(await scrape(server.metricsUrl), 'signet_oauth_tokens_issued_total', {
         grant_type: 'client_credentials',
       });
       await clientCredentials();
-      const text = await scrape(server.url);
+      const text = await scrape(server.metricsUrl);
       assert.equal(sample(text, 'signet_oauth_tokens_issued_total', { grant_type: 'client_credentials' }), before + 1);
     });
 
@@ -62,7 +62,7 @@ for (const dialect of testDialects()) {
       assert.equal(read.status, 200, read.text);
       const missing = await call(server.url, 'GET', '/no/such/path');
       assert.equal(missing.status, 404, missing.text);
-      const text = await scrape(server.url);
+      const text = await scrape(server.metricsUrl);
       const labels = (route: string, method: string, statusClass: string) => ({
         route,
         method,
@@ -96,7 +96,7 @@ for (const dialect of testDialects()) {
         }),
         (err: unknown) => err instanceof FlowError && err.message.includes('401'),
       );
-      const text = await scrape(server.url);
+      const text = await scrape(server.metricsUrl);
       assert.equal(sample(text, 'signet_sign_ins_total', { outcome: 'failure' }), 1, text);
       assert.equal(sample(text, 'signet_sign_ins_total', { outcome: 'success' }), 0, text);
     });
@@ -121,7 +121,7 @@ for (const dialect of testDialects()) {
         body: { CustomerId: CUSTOMER, Total: 13 },
       });
       assert.ok(reused.status >= 400 && reused.status < 500, reused.text);
-      const text = await scrape(server.url);
+      const text = await scrape(server.metricsUrl);
       assert.equal(sample(text, 'signet_idempotency_replays_total'), 1, text);
       assert.equal(sample(text, 'signet_idempotency_conflicts_total', { reason: 'key_reused' }), 1, text);
     });
@@ -148,7 +148,7 @@ for (const dialect of testDialects()) {
         // The receiver holds the attempt: the delivery is pending, due and leased.
         await waitUntil(
           async () => {
-            text = await scrape(server.url);
+            text = await scrape(server.metricsUrl);
             return (
               sample(text, 'signet_webhook_deliveries_in_flight') === 1 &&
               sample(text, 'signet_webhook_oldest_due_delivery_age_seconds') > 0
@@ -163,7 +163,7 @@ for (const dialect of testDialects()) {
       }
       await waitUntil(
         async () => {
-          text = await scrape(server.url);
+          text = await scrape(server.metricsUrl);
           return (
             sample(text, 'signet_webhook_attempts_total', { outcome: 'succeeded', error_kind: 'none' }) === 1 &&
             sample(text, 'signet_webhook_deliveries_pending') === 0
@@ -178,7 +178,7 @@ for (const dialect of testDialects()) {
     });
 
     test('exports the default Node process metrics', async () => {
-      const text = await scrape(server.url);
+      const text = await scrape(server.metricsUrl);
       assert.ok(sample(text, 'process_cpu_seconds_total') > 0, text);
       assert.match(text, /^nodejs_eventloop_lag_seconds /m);
     });
@@ -192,7 +192,7 @@ for (const dialect of testDialects()) {
         body: { CustomerId: CUSTOMER, Total: 14 },
       });
       assert.equal(failed.status, 500, failed.text);
-      const text = await scrape(server.url);
+      const text = await scrape(server.metricsUrl);
       assert.equal(sample(text, 'signet_database_errors_total', { kind: 'other' }), 1, text);
       assert.equal(sample(text, 'signet_database_errors_total', { kind: 'outage' }), 0, text);
     });
@@ -201,8 +201,10 @@ for (const dialect of testDialects()) {
   describe(`metrics and the rate limit (${dialect})`, () => {
     let server: TestServer;
     let token: string;
+    // On the API port, where the rate limit applies to everything else.
+    const metricsToken = 'metrics-token-0123456789-abcdefghijklmnop';
     before(async () => {
-      server = await startServer(dialect, { RATE_LIMIT_MAX: '2' });
+      server = await startServer(dialect, { RATE_LIMIT_MAX: '2', METRICS_PORT: 'main', METRICS_TOKEN: metricsToken });
       token = await server.issuer.clientToken('orders:read');
     });
     after(() => server?.close());
@@ -212,40 +214,9 @@ for (const dialect of testDialects()) {
       for (let i = 0; i < 3; i++) statuses.push((await call(server.url, 'GET', '/api/orders', { token })).status);
       assert.deepEqual(statuses, [200, 200, 429]);
       let text = '';
-      for (let i = 0; i < 4; i++) text = await scrape(server.url); // scrape() fails on anything but 200
+      for (let i = 0; i < 4; i++) text = await scrape(server.url, metricsToken); // scrape() fails on anything but 200
       assert.equal(sample(text, 'signet_rate_limit_refusals_total'), 1, text);
       assert.ok(sample(text, HTTP, { route: '/api/orders', method: 'GET', status_class: '4xx' }) >= 1, text);
-    });
-  });
-
-  describe(`where /metrics is served (${dialect})`, () => {
-    test('METRICS_PORT=<port>: on its own listener only, closed with the app', async () => {
-      const port = await freePort();
-      const server = await startServer(dialect, { METRICS_PORT: String(port) });
-      const own = `http://127.0.0.1:${port}`;
-      try {
-        const main = await call(server.url, 'GET', '/metrics');
-        assert.equal(main.status, 404, main.text);
-        await call(server.url, 'GET', '/healthz');
-        const text = await scrape(own);
-        assert.ok(sample(text, HTTP, { route: '/healthz', method: 'GET', status_class: '2xx' }) >= 1, text);
-        const other = await call(own, 'GET', '/healthz');
-        assert.equal(other.status, 404, other.text);
-      } finally {
-        await server.close();
-      }
-      await assert.rejects(call(own, 'GET', '/metrics'), 'the metrics listener outlived the app');
-    });
-
-    test('METRICS_PORT=off: no /metrics anywhere', async () => {
-      const server = await startServer(dialect, { METRICS_PORT: 'off' });
-      try {
-        const main = await call(server.url, 'GET', '/metrics');
-        assert.equal(main.status, 404, main.text);
-        assert.match(main.headers.get('content-type') ?? '', /^application\/problem\+json/, main.text);
-      } finally {
-        await server.close();
-      }
     });
   });
 }

@@ -1,6 +1,7 @@
-// The real thing (docs/reference/metrics.md): Debian's Prometheus scrapes a running Signet every second
-// and its HTTP API answers queries over the series; promtool accepts the exposition and the alert rules
-// that page prints. Skipped when prometheus is not installed, unless TEST_PROMETHEUS_REQUIRED=1 (.ci/run).
+// The real thing (docs/reference/metrics.md): Debian's Prometheus scrapes a running Signet's metrics
+// listener every second, with METRICS_TOKEN as its scrape config's `authorization` credentials, and its
+// HTTP API answers queries over the series; promtool accepts the exposition and the alert rules that page
+// prints. Skipped when prometheus is not installed, unless TEST_PROMETHEUS_REQUIRED=1 (.ci/run).
 import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -14,6 +15,7 @@ import { prometheusMissing, promtool, scrape, startPrometheus } from '../helpers
 import { startServer, type TestServer } from '../helpers/server.ts';
 
 const skip = prometheusMissing();
+const METRICS_TOKEN = 'prometheus-scrapes-with-this-token-0123456789';
 const METRICS_DOC = new URL('../../docs/reference/metrics.md', import.meta.url);
 
 /** The YAML block of docs/reference/metrics.md that starts with `groups:`: the alert rules. */
@@ -38,7 +40,7 @@ for (const dialect of testDialects()) {
     let server: TestServer;
     let work: string;
     before(async () => {
-      server = await startServer(dialect);
+      server = await startServer(dialect, { METRICS_TOKEN });
       work = mkdtempSync(join(tmpdir(), 'signet-prometheus-'));
     });
     after(async () => {
@@ -48,7 +50,7 @@ for (const dialect of testDialects()) {
 
     test('promtool check metrics accepts the exposition', async () => {
       await call(server.url, 'GET', '/healthz');
-      const checked = promtool(['check', 'metrics'], await scrape(server.url));
+      const checked = promtool(['check', 'metrics'], await scrape(server.metricsUrl, METRICS_TOKEN));
       assert.equal(checked.status, 0, checked.output);
     });
 
@@ -61,7 +63,7 @@ for (const dialect of testDialects()) {
     });
 
     test('a scraping Prometheus answers queries over the series', async () => {
-      const target = new URL(server.url).host;
+      const target = new URL(server.metricsUrl!).host;
       const config = join(work, 'prometheus.yml');
       writeFileSync(
         config,
@@ -71,6 +73,13 @@ for (const dialect of testDialects()) {
           '  scrape_timeout: 1s',
           'scrape_configs:',
           '  - job_name: signet',
+          '    metrics_path: /metrics',
+          '    authorization:',
+          `      credentials: ${METRICS_TOKEN}`,
+          '    static_configs:',
+          `      - targets: ['${target}']`,
+          // The same target without the token: refused, so down.
+          '  - job_name: no-token',
           '    metrics_path: /metrics',
           '    static_configs:',
           `      - targets: ['${target}']`,
@@ -114,6 +123,11 @@ for (const dialect of testDialects()) {
         assert.equal(pending?.data?.result[0]?.value[1], '0', detail());
         const cpu = await answer('process_cpu_seconds_total');
         assert.ok(cpu, `no process metrics: ${detail()}`);
+        await waitUntil(
+          async () => (await answer('up{job="no-token"} == 0')) !== undefined,
+          60_000,
+          () => `the scrape without the token was not refused: ${detail()}`,
+        );
       } finally {
         await prometheus.stop();
       }

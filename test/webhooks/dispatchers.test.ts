@@ -270,6 +270,7 @@ for (const dialect of testDialects()) {
           RATE_LIMIT_MAX: '100000',
           WEBHOOK_CONCURRENCY: '2',
           WEBHOOK_ENDPOINT_CONCURRENCY: '1',
+          METRICS_PORT: 'off',
         });
         const base = /listening at (http:\/\/127\.0\.0\.1:\d+)/.exec(serve.output())![1]!;
         const token = await issuer.clientToken(WEBHOOK_SCOPES);

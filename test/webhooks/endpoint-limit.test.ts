@@ -33,6 +33,7 @@ for (const dialect of testDialects()) {
       WEBHOOK_DISPATCHER: 'false',
       MAX_EVENT_LOOP_DELAY_MS: '0',
       LOG_LEVEL: 'info',
+      METRICS_PORT: 'off',
     };
     const child = spawn(process.execPath, [BIN, 'serve'], {
       env: { ...process.env, ...env },

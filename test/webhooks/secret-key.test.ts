@@ -36,6 +36,7 @@ function configFor(databaseUrl: string, env: Record<string, string>) {
     AUTH_JWKS_FILE: issuer.jwksFile,
     LOG_LEVEL: 'silent',
     MAX_EVENT_LOOP_DELAY_MS: '0',
+    METRICS_PORT: 'off',
     ...LOCAL_WEBHOOKS_ENV,
     ...env,
   });
@@ -89,7 +90,15 @@ async function withRegisteredEndpoint(
 /** `signet <command>` as a child process over the database; it must exit on its own within the deadline. */
 function runCommand(command: 'serve' | 'dispatcher', databaseUrl: string, env: Record<string, string> = {}) {
   const result = spawnSync(process.execPath, [BIN, command], {
-    env: { ...process.env, PORT: '0', LOG_LEVEL: 'silent', DATABASE_URL: databaseUrl, WEBHOOK_SECRET_KEY: '', ...env },
+    env: {
+      ...process.env,
+      PORT: '0',
+      METRICS_PORT: 'off',
+      LOG_LEVEL: 'silent',
+      DATABASE_URL: databaseUrl,
+      WEBHOOK_SECRET_KEY: '',
+      ...env,
+    },
     encoding: 'utf8',
     timeout: 30_000,
   });
