@@ -111,6 +111,17 @@ describe('configuration', () => {
     }
   });
 
+  test('a bad KEY_ENCRYPTION_KEY or WEBHOOK_SECRET_KEY is refused without repeating it', () => {
+    const almost = Buffer.alloc(31, 5).toString('base64url');
+    for (const name of ['KEY_ENCRYPTION_KEY', 'WEBHOOK_SECRET_KEY'])
+      assert.throws(
+        () => loadConfig({ [name]: almost }),
+        (err: Error) =>
+          err.name === 'ConfigError' && err.message.startsWith(`${name}:`) && !err.message.includes(almost),
+        name,
+      );
+  });
+
   test('refuses a short METRICS_TOKEN without repeating it, and bad metrics ports and hosts', () => {
     const short = 'too-short-secret';
     assert.throws(

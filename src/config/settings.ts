@@ -205,6 +205,7 @@ export const SETTINGS = [
     default: undefined,
     doc: '32 random bytes, base64url (`npx signet keys generate-kek`): signing keys and cookie secrets are then stored AES-256-GCM encrypted.',
     parse: parsers.aesKey,
+    secret: true,
   }),
   setting({
     key: 'loginMaxFailures',

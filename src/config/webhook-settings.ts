@@ -51,6 +51,7 @@ export const WEBHOOK_SETTINGS = [
     default: undefined,
     doc: '32 random bytes, base64url (`npx signet keys generate-kek`): the AES-256-GCM key sealing webhook secrets at rest. **Required with PostgreSQL.** With SQLite it defaults to a key generated into `<database file>.webhook-key` (mode 0600), outside the database: back the file up with the database. A key is generated only for a database that holds no webhook secret yet; if the file is missing while secrets are stored, or a key (file or variable) does not open them, `signet serve` and `signet dispatcher` refuse to start (exit 1) and name the file and the way out (docs/operations/failure-behaviour.md, "The webhook key").',
     parse: parsers.aesKey,
+    secret: true,
   }),
   setting({
     key: 'webhookAllowHttp',
