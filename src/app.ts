@@ -6,6 +6,7 @@ import type { Redis } from 'ioredis';
 import { hostForUrl, type Config } from './config/config.ts';
 import { databaseOptions, openDatabase, type DatabaseHandle } from './db/database.ts';
 import { migrateToLatest } from './db/migrate.ts';
+import { checkClusterSettings } from './db/cluster-settings.ts';
 import { decorateAuth, registerScopeCheck } from './http/bearer/auth.ts';
 import { registerErrorHandler } from './http/problems/errors.ts';
 import { registerHealth } from './http/ops/health.ts';
@@ -150,6 +151,8 @@ async function assembleApp(
   options: BuildOptions,
 ): Promise<FastifyInstance> {
   await migrateToLatest(database);
+  // Before anything signs or verifies: an instance that disagrees with the cluster refuses to start.
+  await checkClusterSettings(database.db, config);
   const composed = features(config);
   const patchMediaTypes = composed.flatMap((f) => f.patchMediaTypes ?? []);
   const trust = compileTrust(config.trustProxy);

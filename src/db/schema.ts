@@ -64,6 +64,15 @@ export interface AuditLogTable {
   hash: string | null;
 }
 
+/** The settings every instance must share, as first recorded (migration 0020, src/db/cluster-settings.ts). */
+export interface ClusterSettingsTable {
+  name: string;
+  value: string;
+  /** 0: derived from HOST and PORT rather than set (PUBLIC_URL, AUTH_ISSUER, API_RESOURCE). */
+  explicit: number;
+  recorded_at: DbTime;
+}
+
 /** Where each relay of the audit trail has got to (migration 0018, src/webhooks/outbox/audit-relay.ts). */
 export interface AuditStreamTable {
   name: string;
@@ -259,6 +268,7 @@ export interface Database {
   webhook_attempts: WebhookAttemptsTable;
   audit_log: AuditLogTable;
   audit_stream: AuditStreamTable;
+  cluster_settings: ClusterSettingsTable;
   token_stats: TokenStatsTable;
   console_sessions: ConsoleSessionsTable;
   console_portal_sessions: ConsolePortalSessionsTable;
