@@ -9,6 +9,7 @@ import { keysCommand, KEYS_USAGE } from './keys.ts';
 import { userCommand, USER_USAGE } from './users.ts';
 import { databaseOptions, openDatabase } from '../db/database.ts';
 import { migrateToLatest } from '../db/migrate.ts';
+import { adoptClusterSettings } from '../db/cluster-settings.ts';
 import { serve } from '../main.ts';
 import { SecretKeyError } from '../webhooks/store/secrets.ts';
 
@@ -17,7 +18,8 @@ const USAGE = `usage: signet <command>
 commands:
   serve       start the service (HTTP API, and the webhook dispatcher) on HOST:PORT
   dispatcher  run only the webhook dispatcher (scale-out; see WEBHOOK_DISPATCHER)
-  migrate     apply pending database migrations and exit
+  migrate     apply pending database migrations and exit; --adopt-settings: this configuration's issuer,
+              audience and key-encryption key become the cluster's (docs/operations/scaling-out.md)
   user        create, list or delete users of the authorization server
   client      create, list, delete OAuth clients or rotate their secrets
   keys        rotate the signing keys
@@ -33,13 +35,26 @@ ${KEYS_USAGE}
 
 Configuration comes from environment variables; see docs/reference/configuration.md.`;
 
-async function migrate(): Promise<void> {
+/**
+ * `signet migrate [--adopt-settings]`: applies pending migrations; with --adopt-settings, this configuration's
+ * issuer, audience and key-encryption key become the cluster's (src/db/cluster-settings.ts).
+ */
+async function migrate(args: string[]): Promise<void> {
+  const unknown = args.filter((arg) => arg !== '--adopt-settings');
+  if (unknown.length > 0)
+    throw new UsageError(`migrate: unknown argument ${unknown[0]} (usage: signet migrate [--adopt-settings])`);
   const config = loadConfig();
   const handle = openDatabase(config.databaseUrl, databaseOptions(config));
   try {
     const result = await migrateToLatest(handle);
     const applied = result.results?.filter((r) => r.status === 'Success').map((r) => r.migrationName) ?? [];
     console.log(applied.length > 0 ? `applied: ${applied.join(', ')}` : 'database is up to date');
+    if (args.includes('--adopt-settings')) {
+      const changed = await adoptClusterSettings(handle.db, config);
+      console.log(
+        changed.length > 0 ? `cluster settings adopted: ${changed.join(', ')}` : 'cluster settings unchanged',
+      );
+    }
   } finally {
     await handle.db.destroy();
   }
@@ -55,7 +70,7 @@ async function main(argv: string[]): Promise<number> {
       await runDispatcher(loadConfig());
       return -1; // keeps running
     case 'migrate':
-      await migrate();
+      await migrate(argv.slice(1));
       return 0;
     case 'user':
       return userCommand(argv.slice(1));

@@ -76,7 +76,7 @@ for (const dialect of testDialects()) {
       await assert.rejects(checkClusterSettings(handle.db, config(cluster)), /AUTH_ISSUER/);
     });
 
-    test('signet serve with another PUBLIC_URL than the cluster exits 1 and says which setting', () => {
+    test('signet serve with another PUBLIC_URL than the cluster exits 1 and says which; migrate --adopt-settings adopts it', async () => {
       const env = {
         ...process.env,
         DATABASE_URL: database.url,
@@ -86,9 +86,20 @@ for (const dialect of testDialects()) {
         METRICS_PORT: 'off',
         PORT: '0',
       };
-      const started = spawnSync(process.execPath, [BIN, 'serve'], { env, encoding: 'utf8', timeout: 60_000 });
+      const run = (args: string[]) =>
+        spawnSync(process.execPath, [BIN, ...args], { env, encoding: 'utf8', timeout: 60_000 });
+      const started = run(['serve']);
       assert.equal(started.status, 1, `${started.stdout}${started.stderr}`);
       assert.match(started.stderr, /AUTH_ISSUER is "https:\/\/third\.example\.com\/oauth" here/, started.stderr);
+      // Adopted with `signet migrate --adopt-settings`, the same configuration passes the check.
+      const adopted = run(['migrate', '--adopt-settings']);
+      assert.equal(adopted.status, 0, `${adopted.stdout}${adopted.stderr}`);
+      assert.match(adopted.stdout, /cluster settings adopted: AUTH_ISSUER, API_RESOURCE/, adopted.stdout);
+      assert.equal(run(['migrate', '--adopt']).status, 2, 'an unknown argument is a usage error');
+      await checkClusterSettings(
+        handle.db,
+        config({ PUBLIC_URL: 'https://third.example.com', KEY_ENCRYPTION_KEY: KEK_B }),
+      );
     });
   });
 }
