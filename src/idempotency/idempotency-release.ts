@@ -12,7 +12,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Executor } from '../db/executor.ts';
 import { fromDbTime } from '../db/codecs.ts';
 import { Problem } from '../http/problems/problems.ts';
-import { isDatabaseOutage } from '../http/problems/outage.ts';
+import { isConnectFailure, isDatabaseOutage } from '../http/problems/outage.ts';
 import {
   claim,
   newLock,
@@ -48,7 +48,8 @@ export async function claimOrRelease(db: Executor, settings: IdempotencySettings
   try {
     return await claim(db, settings, id, lockedUntil);
   } catch (err) {
-    if (!isDatabaseOutage(err)) throw err;
+    // A claim that never reached the database has nothing to release.
+    if (!isDatabaseOutage(err) || isConnectFailure(err)) throw err;
     throw await releaseAfterFailure(db, { caller: id.caller, key: id.key, lockedUntil }, err);
   }
 }
