@@ -116,7 +116,7 @@ const LAST_RESORT_EXIT_MS = 3000;
  */
 function exitIfStillRunning(): void {
   setTimeout(() => {
-    console.error('signet: exiting: something the failed start opened was still open');
+    console.error('signet: exiting: something the failed command opened was still open');
     process.exit(process.exitCode ?? 1);
   }, LAST_RESORT_EXIT_MS).unref();
 }
