@@ -37,6 +37,7 @@ import { registerAdmission, registerResponseHooks, type AdmissionStep } from './
 import { registerRouteGuard } from './http/bearer/route-guard.ts';
 import { securityHeaders } from './http/admission/security-headers.ts';
 import { createDrain } from './http/ops/shutdown.ts';
+import { StartUpResources } from './http/ops/start-up.ts';
 import { createTokenVerifier } from './http/bearer/token-verifier.ts';
 import { createAccountStates } from './auth-server/identity/account-states.ts';
 import { validatorCompiler } from './http/problems/validation.ts';
@@ -133,11 +134,14 @@ export interface BuildOptions {
 
 export async function buildApp(config: Readonly<Config>, options: BuildOptions = {}): Promise<FastifyInstance> {
   const database = openDatabase(config.databaseUrl, databaseOptions(config));
+  const opened = new StartUpResources();
+  opened.add('the database pool', () => database.db.destroy());
   try {
-    return await assembleApp(config, database, options);
+    return await assembleApp(config, database, options, opened);
   } catch (err) {
-    // A refused start (a wrong key, a failed migration) must not wait for the idle pool to time out.
-    await database.db.destroy().catch(() => undefined);
+    // A refused start (a wrong key, a failed migration, an unreadable file) closes what it opened, so
+    // the process ends instead of idling on the pool or the Redis connection (http/ops/start-up.ts).
+    await opened.closeAll();
     throw err;
   }
 }
@@ -149,6 +153,7 @@ async function assembleApp(
   config: Readonly<Config>,
   database: DatabaseHandle,
   options: BuildOptions,
+  opened: StartUpResources,
 ): Promise<FastifyInstance> {
   await migrateToLatest(database);
   // Before anything signs or verifies: an instance that disagrees with the cluster refuses to start.
@@ -185,6 +190,7 @@ async function assembleApp(
     frameworkErrors,
     routerOptions: { maxParamLength: 200 },
   });
+  opened.add('the Fastify instance', () => app.close());
   capConnections(app.server, config.maxConnections, app.log);
   app.decorate('database', database);
   const metrics = createMetrics({ defaultMetrics: config.metricsListener !== 'off' });
@@ -221,6 +227,7 @@ async function assembleApp(
   }
   // Before the authorization server: its endpoint limits count in the same Redis as the API's.
   const redis = config.redisUrl ? createRedis(config.redisUrl, config.redisTimeoutMs) : undefined;
+  if (redis) opened.add('the Redis client', () => redis.disconnect());
   redis?.on('error', (err) => app.log.warn({ err }, 'redis connection error'));
   if (redis) await firstConnection(redis);
   const endpointLimiter = createAttemptLimiter(

@@ -115,5 +115,23 @@ main(process.argv.slice(2)).then(
       console.error(`signet: ${err.message}`);
     else console.error(err);
     process.exitCode = 1;
+    exitIfStillRunning();
   },
 );
+
+/** Long enough for the refusal to reach a piped stderr and for what closes cleanly to close. */
+const LAST_RESORT_EXIT_MS = 3000;
+
+/**
+ * The last resort after a failed command: a refused start closes what it opened (app.ts, buildApp), but
+ * should anything still hold the event loop (a client a dependency opened, a timer), the process must
+ * end anyway, with the code set above, or a supervisor sees a live process that serves nothing
+ * (docs/operations/failure-behaviour.md, "Start-up"). The timer is unref'd: a process with nothing
+ * left open exits at once, as before.
+ */
+function exitIfStillRunning(): void {
+  setTimeout(() => {
+    console.error('signet: exiting: something the failed command opened was still open');
+    process.exit(process.exitCode ?? 1);
+  }, LAST_RESORT_EXIT_MS).unref();
+}

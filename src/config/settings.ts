@@ -232,7 +232,7 @@ export const SETTINGS = [
     key: 'idempotencyLockSeconds',
     env: 'IDEMPOTENCY_LOCK_SECONDS',
     default: '30',
-    doc: 'After this long, a key whose first request never finished (crash) may be taken over; until then a retry gets 409 with the seconds left in `Retry-After`.',
+    doc: 'After this long, a key whose first request never finished (crash), or whose release failed with a lost database connection, may be taken over; until then a retry gets 409, and that request its 503, with the seconds left in `Retry-After`.',
     parse: parsers.integer(1, 3600),
   }),
   setting({

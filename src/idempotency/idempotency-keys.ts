@@ -82,12 +82,26 @@ export interface KeyId {
   fingerprint: string;
 }
 
-type Claim = { replay: StoredResponse } | { lockedUntil: string };
+export type Claim = { replay: StoredResponse } | { lockedUntil: string };
 
-/** Either a stored response to replay, or the lock this request now holds on the key. */
-export async function claim(db: Executor, settings: IdempotencySettings, id: KeyId, attempt = 0): Promise<Claim> {
+/** The lock a claim made now would hold: `IDEMPOTENCY_LOCK_SECONDS` from now. */
+export function newLock(settings: IdempotencySettings, now = new Date()): string {
+  return toDbTime(new Date(now.getTime() + settings.lockSeconds * 1000));
+}
+
+/**
+ * Either a stored response to replay, or the lock this request now holds on the key. `lockedUntil` is
+ * chosen by the caller, so that a claim whose answer was lost with its connection (committed or not)
+ * can still be released: its row, if any, holds exactly that lock (idempotency-release.ts).
+ */
+export async function claim(
+  db: Executor,
+  settings: IdempotencySettings,
+  id: KeyId,
+  lockedUntil = newLock(settings),
+  attempt = 0,
+): Promise<Claim> {
   const now = new Date();
-  const lockedUntil = toDbTime(new Date(now.getTime() + settings.lockSeconds * 1000));
   const inserted = await insertClaimRow(db, {
     ...id,
     state: 'in_flight',
@@ -106,7 +120,7 @@ export async function claim(db: Executor, settings: IdempotencySettings, id: Key
   // Released meanwhile: try to claim again. Never report ownership without a row we inserted or took
   // over: the operation would then run unguarded, next to the request that does own the key.
   if (!row) {
-    if (attempt < 2) return claim(db, settings, id, attempt + 1);
+    if (attempt < 2) return claim(db, settings, id, lockedUntil, attempt + 1);
     throw inFlight();
   }
   if (fromDbTime(row.expires_at) <= now) {
@@ -116,7 +130,7 @@ export async function claim(db: Executor, settings: IdempotencySettings, id: Key
       .where('key', '=', id.key)
       .where('expires_at', '=', row.expires_at)
       .execute();
-    return claim(db, settings, id, attempt + 1);
+    return claim(db, settings, id, lockedUntil, attempt + 1);
   }
   if (row.fingerprint !== id.fingerprint) {
     throw new Problem(
@@ -143,7 +157,7 @@ export async function claim(db: Executor, settings: IdempotencySettings, id: Key
     .where('state', '=', 'in_flight')
     .where('locked_until', '=', row.locked_until)
     .executeTakeFirst();
-  return Number(taken.numUpdatedRows) === 1 ? { lockedUntil } : claim(db, settings, id, attempt + 1);
+  return Number(taken.numUpdatedRows) === 1 ? { lockedUntil } : claim(db, settings, id, lockedUntil, attempt + 1);
 }
 
 type KeyRow = KeyId & Pick<Insertable<IdempotencyKeysTable>, 'state' | 'locked_until' | 'created_at' | 'expires_at'>;

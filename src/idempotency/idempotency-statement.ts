@@ -16,14 +16,13 @@ import type { Db, Executor } from '../db/executor.ts';
 import type { Database } from '../db/schema.ts';
 import { compiledStatement, type AnyParam, type ParamOf } from '../db/compiled-statement.ts';
 import { reservationsOf } from '../db/postgres/sequence-reservations.ts';
+import { claimOrRelease, releaseAfterFailure } from './idempotency-release.ts';
 import {
   answerWhileOwned,
-  claim,
   currentLock,
   inFlight,
   keyAnswerValues,
   keyClaimedWithAnswer,
-  release,
   type IdempotencySettings,
   type KeyAnswerValues,
   type KeyId,
@@ -158,7 +157,7 @@ class StatementUnit implements WriteUnit {
   async claim(): Promise<void> {
     const id = this.#id!;
     this.#claimed = true;
-    const claimed = await claim(this.#db, this.#settings, id);
+    const claimed = await claimOrRelease(this.#db, this.#settings, id);
     if ('replay' in claimed) throw new KeyAnswered(claimed.replay);
     this.held = { caller: id.caller, key: id.key, lockedUntil: claimed.lockedUntil };
   }
@@ -251,7 +250,7 @@ export async function runAsStatement(
     if (unit.refused) return { needsTransaction: true };
     // The key's answer (a replay, 409) comes before the operation's failure, as when it is claimed first.
     if (unit.unclaimed) return claimThenFail(unit, db, err);
-    if (unit.held) await release(db, unit.held);
+    if (unit.held) throw await releaseAfterFailure(db, unit.held, err);
     throw err;
   }
 }
@@ -263,6 +262,5 @@ async function claimThenFail(unit: StatementUnit, db: Db, failure: unknown): Pro
     if (err instanceof KeyAnswered) return { stored: err.stored, replayed: true };
     throw err;
   }
-  await release(db, unit.held!);
-  throw failure;
+  throw await releaseAfterFailure(db, unit.held!, failure);
 }

@@ -20,13 +20,13 @@ import {
   claim,
   currentLock,
   inFlight,
-  release,
   whileOwned,
   type IdempotencySettings,
   type Operation,
   type Ownership,
   type StoredResponse,
 } from './idempotency-keys.ts';
+import { claimOrRelease, releaseAfterFailure } from './idempotency-release.ts';
 import { runAsStatement } from './idempotency-statement.ts';
 
 export type { IdempotencySettings, StoredResponse } from './idempotency-keys.ts';
@@ -146,7 +146,7 @@ async function runOnce(
     });
     return sendStored(reply, outcome.stored, outcome.replayed);
   }
-  const claimed = await claim(db, settings, { caller, key, fingerprint });
+  const claimed = await claimOrRelease(db, settings, { caller, key, fingerprint });
   if ('replay' in claimed) return sendStored(reply, claimed.replay, true);
   // Every write below is conditional on still holding the lock we took: a request that outlived its
   // lock and was taken over must neither commit its result nor release the new owner's claim.
@@ -154,8 +154,8 @@ async function runOnce(
   try {
     return sendStored(reply, await db.transaction().execute((trx) => runAndStore(trx, operation, owned)));
   } catch (err) {
-    await release(db, owned);
-    throw err;
+    // A lost connection included: the release is retried on another one (idempotency-release.ts).
+    throw await releaseAfterFailure(db, owned, err);
   }
 }
 

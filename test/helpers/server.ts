@@ -71,16 +71,22 @@ export interface TestServer {
   close(): Promise<void>;
 }
 
+/** `databaseUrl`: the URL the app connects with, made from its test database's (through a proxy, named). */
+export interface StartOptions {
+  databaseUrl?: (url: string) => string;
+}
+
 export async function startServer(
   dialect: TestDialect,
   env: Record<string, string> = {},
   issuer?: TestIssuer,
+  options: StartOptions = {},
 ): Promise<TestServer> {
   const database = await createMigratedTestDatabase(dialect);
   const tokens = issuer ?? (await createTestIssuer());
   const config = loadConfig({
     PORT: '0',
-    DATABASE_URL: database.url,
+    DATABASE_URL: options.databaseUrl ? options.databaseUrl(database.url) : database.url,
     AUTH_ISSUER: TEST_ISSUER,
     API_RESOURCE: TEST_RESOURCE,
     AUTH_JWKS_FILE: tokens.jwksFile,

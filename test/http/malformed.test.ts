@@ -68,10 +68,12 @@ describe('malformed requests', () => {
     expectProblem(res, 414, 'uri-too-long', SHAPE);
   });
 
-  test('an HTTP/1.1 request without Host is a 400 problem; HTTP/1.0 may omit it', async () => {
+  test('an HTTP/1.1 request without Host is a 400 problem and the connection is closed; HTTP/1.0 may omit it', async () => {
     const res = await send('GET /healthz HTTP/1.1\r\n\r\n');
     expectProblem(res, 400, 'bad-request', SHAPE);
     assert.match(res.json.detail, /Host/);
+    assert.equal(res.headers.connection, 'close', JSON.stringify(res.headers));
+    assert.ok(res.closedByServer, 'the server closed the connection after the 400');
     const old = await send('GET /healthz HTTP/1.0\r\n\r\n');
     assert.equal(old.status, 200, old.body);
   });
@@ -81,6 +83,7 @@ describe('malformed requests', () => {
       const res = await send(`GET /healthz HTTP/1.1\r\n${hosts}\r\n\r\n`);
       expectProblem(res, 400, 'bad-request', SHAPE);
       assert.match(res.json.detail, /more than one Host/);
+      assert.ok(res.closedByServer, `closed after the 400: ${JSON.stringify(res.headers)}`);
     }
   });
 

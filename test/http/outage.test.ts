@@ -10,14 +10,23 @@ import { startChildServer, type ChildServer } from '../helpers/child-server.ts';
 import { call, CUSTOMER, type CallResult } from '../helpers/http.ts';
 import { startServer, type TestServer } from '../helpers/server.ts';
 import { TcpProxy } from '../helpers/tcp-proxy.ts';
-import { isDatabaseOutage } from '../../src/http/problems/outage.ts';
+import { isConnectFailure, isDatabaseOutage } from '../../src/http/problems/outage.ts';
 import { expectProblem, expectStatus } from '../helpers/expect.ts';
 import { waitUntil } from '../helpers/deadline.ts';
+
+/** IDEMPOTENCY_LOCK_SECONDS by default. */
+const KEY_LOCK_SECONDS = 30;
 
 function assertOutage(res: CallResult, label: string): void {
   expectProblem(res, 503, 'temporarily-unavailable', label);
   assert.equal(res.headers.get('content-type'), 'application/problem+json; charset=utf-8');
-  assert.equal(res.headers.get('retry-after'), '5', label);
+  const retryAfter = res.headers.get('retry-after');
+  if (label.includes('idempotent')) {
+    // 5 s, or, when the claim the request may have made on a lost connection could not be released, the
+    // time until its lock ends (docs/operations/failure-behaviour.md, "PostgreSQL").
+    assert.match(retryAfter ?? '', /^\d+$/, label);
+    assert.ok(Number(retryAfter) >= 1 && Number(retryAfter) <= KEY_LOCK_SECONDS, `${label}: Retry-After ${retryAfter}`);
+  } else assert.equal(retryAfter, '5', label);
   assert.deepEqual(Object.keys(res.json).sort(), ['detail', 'instance', 'requestId', 'status', 'title', 'type']);
   assert.doesNotMatch(res.text, /ECONN|postgres|sqlite|locked|terminated|pool|Error:/i, `${label} leaks: ${res.text}`);
 }
@@ -311,6 +320,27 @@ describe('which driver errors are an outage', () => {
       withProps('database is locked', { code: 'ERR_SQLITE_ERROR', errcode: 517 }), // SQLITE_BUSY_SNAPSHOT
     ];
     for (const err of outages) assert.ok(isDatabaseOutage(err), err.message);
+  });
+
+  // A claim of an Idempotency-Key that met one of these never reached the database: nothing to release
+  // (src/idempotency/idempotency-release.ts). A connection lost under a sent statement is not one.
+  test('failures to connect are told from connections lost under a statement', () => {
+    const neverSent = [
+      withProps('connect ECONNREFUSED 127.0.0.1:5432', { code: 'ECONNREFUSED' }),
+      new AggregateError([withProps('connect ECONNREFUSED ::1:5432', { code: 'ECONNREFUSED' })]),
+      new Error('timeout exceeded when trying to connect'),
+      withProps('the database system is starting up', { code: '57P03', severity: 'FATAL' }),
+      withProps('sorry, too many clients already', { code: '53300', severity: 'FATAL' }),
+    ];
+    for (const err of neverSent) assert.ok(isConnectFailure(err), err.message);
+    const maybeSent = [
+      withProps('read ECONNRESET', { code: 'ECONNRESET' }),
+      new Error('Connection terminated unexpectedly'),
+      withProps('terminating connection due to administrator command', { code: '57P01', severity: 'FATAL' }),
+      withProps('canceling statement due to statement timeout', { code: '57014', severity: 'ERROR' }),
+      new AggregateError([]),
+    ];
+    for (const err of maybeSent) assert.equal(isConnectFailure(err), false, err.message);
   });
 
   // Set on every connection (DATABASE_STATEMENT_TIMEOUT, DATABASE_LOCK_TIMEOUT,

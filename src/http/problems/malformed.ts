@@ -115,14 +115,37 @@ function malformedRequestAnswer(
   err: Error & { code?: string; reason?: string; rawPacket?: Buffer },
   socket: Socket,
 ): string {
-  const notARequestLine =
-    err.code === 'HPE_INVALID_METHOD' && !METHOD_TOKEN.test(err.rawPacket?.toString('latin1', 0, 64) ?? '');
+  const notARequestLine = err.code === 'HPE_INVALID_METHOD' && !METHOD_TOKEN.test(failedMessageStart(err));
   const known = notARequestLine ? undefined : PARSER_ERRORS[err.code ?? ''];
   const detail = known?.detail ?? `the request is not valid HTTP/1.1${err.reason ? ` (${clip(err.reason)})` : ''}`;
   const requestId = randomUUID();
   app.log.debug({ err, reqId: requestId }, 'malformed request');
   // No `instance`: the request target was not (reliably) read.
   return rawProblemResponse(baseUrlOf(app, socket), known?.key ?? 'badRequest', detail, requestId);
+}
+
+/** The longest method a request line can open with, for the look back below (M-SEARCH, MKCALENDAR…). */
+const METHOD_LOOKBACK = 32;
+
+/**
+ * The first bytes of the message the parser failed in. `rawPacket` is the whole chunk read, which for a
+ * pipelined follower starts with the request before it (RFC 9112 §9.3.2), so its opening says nothing
+ * about the bad one; `bytesParsed` is where the parser stopped inside the method, after the letters it
+ * matched. Stepping back over those letters finds where the failed message starts, so a follower is
+ * judged by its own bytes and gets the answer it gets alone.
+ */
+function failedMessageStart(err: { rawPacket?: Buffer; bytesParsed?: number }): string {
+  const packet = err.rawPacket;
+  if (!packet) return '';
+  const at = Math.min(typeof err.bytesParsed === 'number' ? err.bytesParsed : 0, packet.length);
+  let start = at;
+  while (start > 0 && at - start < METHOD_LOOKBACK && isMethodLetter(packet[start - 1]!)) start--;
+  return packet.toString('latin1', start, start + 64);
+}
+
+/** The characters of every method Node's parser knows: upper-case letters and `-` (M-SEARCH). */
+function isMethodLetter(byte: number): boolean {
+  return (byte >= 0x41 && byte <= 0x5a) || byte === 0x2d;
 }
 
 /** A complete problem+json response with `connection: close`, for a socket no ServerResponse writes to. */
@@ -225,10 +248,16 @@ function hostProblem(raw: IncomingMessage, lines: number): string | null {
  * the first line alone, and public routes. A scoped API route refuses them in auth.ts, with a Bearer
  * challenge. A step of the shared onRequest hook (request-pipeline.ts).
  */
-export function hostCheck(request: FastifyRequest): Problem | undefined {
+export function hostCheck(request: FastifyRequest, reply: FastifyReply): Problem | undefined {
   const lines = fieldLines(request.raw);
-  const problem =
-    hostProblem(request.raw, lines.host) ??
-    (lines.authorization > 1 && !request.routeOptions.config.scope ? SEVERAL_AUTHORIZATION_LINES : null);
-  return problem === null ? undefined : new Problem('badRequest', problem);
+  const host = hostProblem(request.raw, lines.host);
+  if (host !== null) {
+    // A message this broken says nothing reliable about where the next one starts or whom it is for:
+    // the connection closes after the 400 (RFC 9110 §7.2, RFC 9112 §3.2, §9.6).
+    reply.header('connection', 'close');
+    return new Problem('badRequest', host);
+  }
+  if (lines.authorization > 1 && !request.routeOptions.config.scope)
+    return new Problem('badRequest', SEVERAL_AUTHORIZATION_LINES);
+  return undefined;
 }

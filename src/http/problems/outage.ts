@@ -59,6 +59,22 @@ export function isDatabaseOutage(err: unknown): boolean {
   return typeof message === 'string' && PG_MESSAGES.test(message);
 }
 
+/** Failures to open a connection: the query that met one was never sent (PostgreSQL manual, Appendix A). */
+const CONNECT_CODES = new Set(['ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN', '57P03', '53300']);
+
+/**
+ * Whether `err` says no connection could be had at all (refused, unreachable, the pool's connect timeout),
+ * so the statement that met it never reached the database; a connection lost under a statement already
+ * sent says nothing of whether it ran.
+ */
+export function isConnectFailure(err: unknown): boolean {
+  if (err instanceof AggregateError) return err.errors.length > 0 && err.errors.every(isConnectFailure);
+  if (typeof err !== 'object' || err === null) return false;
+  const { code, message } = err as DriverError;
+  if (typeof code === 'string' && CONNECT_CODES.has(code)) return true;
+  return typeof message === 'string' && message.startsWith('timeout exceeded when trying to connect');
+}
+
 /**
  * A failure the database reported: an outage (above), or a fault in a query (a missing table, a
  * violated constraint nobody handled). node-postgres errors carry a SQLSTATE `code` and a `severity`;
