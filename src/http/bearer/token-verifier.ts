@@ -3,6 +3,7 @@
 // Keys fetched over HTTP come from issuer-keys.ts, which bounds the fetching; a token whose key is not
 // at hand is verified in two steps, so that its request is rate-limited before any fetch (auth.ts).
 import { readFileSync } from 'node:fs';
+import { ConfigError } from '../../config/config.ts';
 import {
   createLocalJWKSet,
   errors as joseErrors,
@@ -200,9 +201,20 @@ function keyResolver(settings: VerifierSettings): KeyResolver {
     return { atHand: inProcess, resolve: inProcess };
   }
   if (settings.jwksFile) {
-    const fromFile = createLocalJWKSet(JSON.parse(readFileSync(settings.jwksFile, 'utf8')));
+    const fromFile = createLocalJWKSet(readJwksFile(settings.jwksFile));
     return { atHand: fromFile, resolve: fromFile };
   }
   const remote = new RemoteKeySet({ ...settings.remoteKeys, issuer: settings.issuer, jwksUrl: settings.jwksUrl });
   return { atHand: remote.atHand, resolve: remote.resolve };
+}
+
+/** AUTH_JWKS_FILE's key set; a file that cannot be read or is no JWK set refuses the start with one line naming it. */
+function readJwksFile(path: string): JSONWebKeySet {
+  try {
+    const parsed = JSON.parse(readFileSync(path, 'utf8')) as JSONWebKeySet;
+    if (!Array.isArray(parsed?.keys)) throw new Error('no "keys" array');
+    return parsed;
+  } catch (err) {
+    throw new ConfigError(`AUTH_JWKS_FILE: ${path}: ${(err as Error).message}`);
+  }
 }
