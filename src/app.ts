@@ -236,6 +236,8 @@ async function assembleApp(
     jwksFile: config.authJwksFile,
     jwksUrl: config.authJwksUrl,
     localJwks: ownIssuer ? () => authServer.publicJwks() : undefined,
+    // A token signed with a key another instance loaded first: reread ours once (rate limited) before a 401.
+    localJwksReload: ownIssuer ? authServer.unknownKey : undefined,
     remoteKeys: {
       onStateChange: (state, err) => {
         if (state === 'failing')
@@ -379,6 +381,7 @@ function registerAuthServerFor(
     secureCookies: config.oauthIssuer.startsWith('https://'),
     keyEncryptionKey: config.keyEncryptionKey,
     loginMaxFailures: config.loginMaxFailures,
+    keyNotificationsUrl: database.dialect === 'postgres' ? config.databaseUrl : undefined,
     dynamicRegistration: config.dynamicRegistration,
     registrationPolicy: registrationPolicyOf(config, Object.keys(API_SCOPES), Object.keys(ADMIN_SCOPES)),
     endpointLimiter,

@@ -42,6 +42,8 @@ export interface Config {
   accountCheckCacheMs: number;
   consoleIdleTimeoutSeconds: number;
   keyEncryptionKey: Buffer | undefined;
+  /** How long rotated signing keys are published before they sign (auth-server/tokens/keys.ts rotateKeys). */
+  keyRotationDelayMs: number;
   loginMaxFailures: number;
   corsOrigins: string[];
   idempotencyKeyTtlSeconds: number;

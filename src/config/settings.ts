@@ -207,6 +207,13 @@ export const SETTINGS = [
     parse: parsers.aesKey,
   }),
   setting({
+    key: 'keyRotationDelayMs',
+    env: 'KEY_ROTATION_DELAY',
+    default: '60s',
+    doc: 'How long `signet keys rotate` (or `POST /api/admin/keys/rotate`) publishes the new signing keys before they sign; the old ones sign until then. Every instance must have loaded them in time: instances reread the keys every 30 s, and on PostgreSQL at once on a rotation, so keep it above 30 s plus the clock difference between hosts unless all instances share PostgreSQL (docs/operations/scaling-out.md, "Rotating signing keys"). `0`: the new keys sign at once, safe with a single instance only. Read by the process that rotates.',
+    parse: parsers.duration(0, 3_600_000),
+  }),
+  setting({
     key: 'loginMaxFailures',
     env: 'LOGIN_MAX_FAILURES',
     default: '5',
