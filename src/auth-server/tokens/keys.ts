@@ -63,8 +63,8 @@ export interface Rotation {
 }
 
 /**
- * Creates fresh keys that sign from `now + delayMs`, and retires at that instant every key that would
- * still sign then; in one transaction with its audit entry. The one rotation of `signet keys rotate` and
+ * Creates fresh keys that sign from `now + delayMs` (at once when no key signs yet), and retires at that
+ * instant every key that would still sign then; in one transaction with its audit entry. The one rotation of `signet keys rotate` and
  * POST /api/admin/keys/rotate, so the two cannot drift apart.
  */
 export async function rotateKeys(
@@ -75,8 +75,12 @@ export async function rotateKeys(
   options: RotationOptions,
 ): Promise<Rotation> {
   const now = options.now ?? new Date();
-  const activatesAt = new Date(now.getTime() + options.delayMs);
   return db.transaction().execute(async (trx) => {
+    // Nothing signs yet (a database no server has started on): there is nothing to wait for.
+    const signing = (
+      await trx.selectFrom('signing_keys').select(['kid', 'created_at', 'activates_at', 'retired_at']).execute()
+    ).some((row) => keyState(row, now) === 'signing');
+    const activatesAt = new Date(now.getTime() + (signing ? options.delayMs : 0));
     const retired = await trx
       .updateTable('signing_keys')
       .set({ retired_at: toDbTime(activatesAt) })
@@ -118,7 +122,6 @@ export interface KeyInfo {
 
 interface KeyRow {
   kid: string;
-  use: string;
   created_at: string | Date;
   activates_at: string | Date | null;
   retired_at: string | Date | null;
