@@ -48,7 +48,13 @@ for (const dialect of testDialects()) {
       assert.equal(signerOf(pending, 'ES256'), firstSigner, 'the old key signs while the new one is pending');
       assert.equal(pending.nextChangeAt?.getTime(), first.activatesAt.getTime(), 'reload at the activation');
       assert.notEqual(pending.fingerprint, original.fingerprint, 'a rotation changes the fingerprint at once');
+      // keygrip signs cookies with the first key and accepts any: the old one signs, the new one is accepted.
       assert.equal(pending.cookieKeys.length, 2, 'the new cookie key is accepted while pending');
+      assert.equal(
+        pending.cookieKeys[0],
+        original.cookieKeys[0],
+        'the old cookie key signs while the new one is pending',
+      );
 
       // A second rotation before the first activated: the first keys sign between the two activations.
       const second = await rotateKeys(handle.db, ALGS, undefined, BY, { delayMs: 60_000, now: at(10_000) });
@@ -66,6 +72,8 @@ for (const dialect of testDialects()) {
         `second rotation signs: ${published(afterwards)}`,
       );
       assert.equal(afterwards.nextChangeAt, undefined, 'nothing left to change');
+      assert.ok(!pending.cookieKeys.includes(afterwards.cookieKeys[0]!), 'the cookie key of the second rotation signs');
+      assert.ok(afterwards.cookieKeys.includes(original.cookieKeys[0]!), 'the retired cookie key is still accepted');
       for (const kid of [firstSigner, ...first.kids])
         assert.ok(published(afterwards).includes(kid), `${kid} still published after it retired`);
       const listed = await listKeys(handle.db, at(70_001));
