@@ -382,6 +382,7 @@ function registerAuthServerFor(
     keyEncryptionKey: config.keyEncryptionKey,
     loginMaxFailures: config.loginMaxFailures,
     keyNotificationsUrl: database.dialect === 'postgres' ? config.databaseUrl : undefined,
+    keyReloadIntervalMs: config.keyReloadIntervalMs,
     dynamicRegistration: config.dynamicRegistration,
     registrationPolicy: registrationPolicyOf(config, Object.keys(API_SCOPES), Object.keys(ADMIN_SCOPES)),
     endpointLimiter,

@@ -21,6 +21,8 @@ interface AuthServerOptions extends ProviderSettings {
   loginMaxFailures: number;
   /** PostgreSQL: the database whose rotation notifications this instance listens to; undefined on SQLite. */
   keyNotificationsUrl: string | undefined;
+  /** KEY_RELOAD_INTERVAL: the poll behind the notifications. */
+  keyReloadIntervalMs: number;
   /** The resource API's scopes → the words the consent page shows (declared by the features). */
   scopeDescriptions: Readonly<Record<string, string>>;
 }
@@ -56,7 +58,11 @@ export async function registerAuthServer(app: FastifyInstance, options: AuthServ
   });
   registerAuthorizationServerMetadata(app, mount);
 
-  const reloads = startKeyReloads(holder, { listenUrl: options.keyNotificationsUrl, log: app.log });
+  const reloads = startKeyReloads(holder, {
+    listenUrl: options.keyNotificationsUrl,
+    log: app.log,
+    pollMs: options.keyReloadIntervalMs,
+  });
   const purge = setInterval(() => {
     Promise.all([purgeExpiredPayloads(db, new Date()), purgeStaleThrottles(db)]).catch((err: unknown) =>
       app.log.warn({ err }, 'authorization server purge failed'),

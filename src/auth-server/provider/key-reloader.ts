@@ -2,7 +2,7 @@
 // - on PostgreSQL, at once on a rotation's NOTIFY (tokens/keys.ts KEYS_CHANNEL), so a new key is published
 //   everywhere within moments, long before it signs;
 // - at the next instant a loaded key changes state (a pending key activates), on this instance's own timer;
-// - every KEY_CHECK_INTERVAL_MS whatever happens (a lost notification; SQLite, where processes share a
+// - every KEY_RELOAD_INTERVAL whatever happens (a lost notification; SQLite, where processes share a
 //   file and nothing notifies), which is why KEY_ROTATION_DELAY must be longer;
 // - and, asked by the resource server, when a token of our issuer names a key this instance does not hold
 //   (ProviderHolder.unknownKey, rate limited).
@@ -12,7 +12,7 @@ import {
   type NotificationListener,
 } from '../../db/postgres/notification-listener.ts';
 import { KEYS_CHANNEL } from '../tokens/keys.ts';
-import { KEY_CHECK_INTERVAL_MS, type ProviderHolder } from './provider-holder.ts';
+import type { ProviderHolder } from './provider-holder.ts';
 
 interface ReloaderLog extends ListenerLog {
   info(message: string): void;
@@ -25,7 +25,7 @@ export interface KeyReloader {
 /** `listenUrl`: the PostgreSQL database to LISTEN on; undefined on SQLite. */
 export function startKeyReloads(
   holder: ProviderHolder,
-  options: { listenUrl: string | undefined; log: ReloaderLog; pollMs?: number },
+  options: { listenUrl: string | undefined; log: ReloaderLog; pollMs: number },
 ): KeyReloader {
   const { log } = options;
   let closed = false;
@@ -43,11 +43,11 @@ export function startKeyReloads(
     clearTimeout(transition);
     const at = holder.keys.nextChangeAt;
     if (closed || !at) return;
-    transition = setTimeout(reload, Math.min(Math.max(0, at.getTime() - Date.now()), KEY_CHECK_INTERVAL_MS));
+    transition = setTimeout(reload, Math.min(Math.max(0, at.getTime() - Date.now()), options.pollMs));
     transition.unref();
   };
   holder.observeReloads(scheduleTransition);
-  const poll = setInterval(reload, options.pollMs ?? KEY_CHECK_INTERVAL_MS);
+  const poll = setInterval(reload, options.pollMs);
   poll.unref();
   const listener: NotificationListener | undefined =
     options.listenUrl === undefined

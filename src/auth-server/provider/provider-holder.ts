@@ -1,7 +1,7 @@
 // Owns the running oidc-provider instance. Keys live in the database; when their set or a key's state
 // changes (a rotation publishes a pending key, a pending key starts signing: tokens/keys.ts), the holder
 // builds a provider with the new key set. key-reloader.ts says when to look: a NOTIFY, a timer at the next
-// state change, a poll every KEY_CHECK_INTERVAL_MS, a token signed with a key this instance does not know.
+// state change, a poll every KEY_RELOAD_INTERVAL, a token signed with a key this instance does not know.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Kysely } from 'kysely';
@@ -10,9 +10,6 @@ import type { Database } from '../../db/schema.ts';
 import { auditProviderEvents } from './audit-events.ts';
 import { loadKeys, publicJwks, type KeyMaterial } from '../tokens/keys.ts';
 import { createProvider, type ProviderSettings } from './provider.ts';
-
-/** The poll behind every faster way of hearing of a rotation: KEY_ROTATION_DELAY must exceed it (config). */
-export const KEY_CHECK_INTERVAL_MS = 30_000;
 
 /** A token with a `kid` this instance does not hold rereads the keys at most this often (key-reloader.ts). */
 export const UNKNOWN_KEY_COOLDOWN_MS = 5000;
