@@ -367,6 +367,15 @@ function registerAuthServerFor(
   database: DatabaseHandle,
   endpointLimiter: AttemptLimiter,
 ): Promise<ProviderHolder> {
+  // Without notifications only the poll publishes a rotation (docs/operations/scaling-out.md, "Rotating signing keys").
+  if (
+    database.dialect === 'sqlite' &&
+    config.keyRotationDelayMs > 0 &&
+    config.keyRotationDelayMs <= config.keyReloadIntervalMs
+  )
+    app.log.warn(
+      'KEY_ROTATION_DELAY is not longer than KEY_RELOAD_INTERVAL: on SQLite another process serving tokens may sign with rotated keys before this one has loaded them',
+    );
   return registerAuthServer(app, {
     db: database.db,
     issuer: config.oauthIssuer,
