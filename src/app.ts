@@ -259,6 +259,8 @@ async function assembleApp(
     jwksFile: config.authJwksFile,
     jwksUrl: config.authJwksUrl,
     localJwks: ownIssuer ? () => authServer.publicJwks() : undefined,
+    // A token signed with a key another instance loaded first: reread ours once (rate limited) before a 401.
+    localJwksReload: ownIssuer ? authServer.unknownKey : undefined,
     remoteKeys: {
       onStateChange: (state, err) => {
         if (state === 'failing')
@@ -403,6 +405,15 @@ function registerAuthServerFor(
   database: DatabaseHandle,
   endpointLimiter: AttemptLimiter,
 ): Promise<ProviderHolder> {
+  // Without notifications only the poll publishes a rotation (docs/operations/scaling-out.md, "Rotating signing keys").
+  if (
+    database.dialect === 'sqlite' &&
+    config.keyRotationDelayMs > 0 &&
+    config.keyRotationDelayMs <= config.keyReloadIntervalMs
+  )
+    app.log.warn(
+      'KEY_ROTATION_DELAY is not longer than KEY_RELOAD_INTERVAL: on SQLite another process serving tokens may sign with rotated keys before this one has loaded them',
+    );
   return registerAuthServer(app, {
     db: database.db,
     issuer: config.oauthIssuer,
@@ -417,6 +428,8 @@ function registerAuthServerFor(
     secureCookies: config.oauthIssuer.startsWith('https://'),
     keyEncryptionKey: config.keyEncryptionKey,
     loginMaxFailures: config.loginMaxFailures,
+    keyNotificationsUrl: database.dialect === 'postgres' ? config.databaseUrl : undefined,
+    keyReloadIntervalMs: config.keyReloadIntervalMs,
     dynamicRegistration: config.dynamicRegistration,
     registrationPolicy: registrationPolicyOf(config, Object.keys(API_SCOPES), Object.keys(ADMIN_SCOPES)),
     endpointLimiter,

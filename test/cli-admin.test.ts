@@ -221,13 +221,26 @@ for (const dialect of testDialects())
       );
     });
 
-    test('keys rotate prints the new key ids', () => {
+    test('keys rotate prints the new key ids and when they sign; keys list shows them pending until then', () => {
+      // No server has run on this database: the first keys sign at once, the next ones after the delay.
+      const first = jsonOf<{ kids: string[]; activates_at: string }>(run(['keys', 'rotate', '--json']), 'keys rotate');
+      assert.ok(Date.parse(first.activates_at) <= Date.now(), `nothing to wait for: ${JSON.stringify(first)}`);
       const result = run(['keys', 'rotate', '--json']);
-      assert.equal(
-        jsonOf<{ kids: string[] }>(result, 'keys rotate').kids.length,
-        2,
-        'RS256 for ID tokens and ES256 for access tokens',
+      const rotated = jsonOf<{ kids: string[]; activates_at: string }>(result, 'keys rotate');
+      assert.equal(rotated.kids.length, 2, 'RS256 for ID tokens and ES256 for access tokens');
+      type Listed = { kid: string; use: string; state: string; activates_at: string; retired_at: string | null };
+      const listed = jsonOf<Listed[]>(run(['keys', 'list', '--json']), 'keys list');
+      // KEY_ROTATION_DELAY is 60 s by default: the new keys are published, the old ones sign until then.
+      for (const kid of rotated.kids) {
+        const key = listed.find((k) => k.kid === kid);
+        assert.ok(key?.state === 'pending' && key.activates_at === rotated.activates_at, JSON.stringify(listed));
+      }
+      const replaced = listed.filter((k) => k.use === 'jws' && k.state === 'signing');
+      assert.ok(
+        replaced.length > 0 && replaced.every((k) => k.retired_at === rotated.activates_at),
+        JSON.stringify(listed),
       );
+      assert.match(run(['keys', 'list']).stdout, /^pending +jws +ES256 +\S+ +signs from /m);
       const kek = run(['keys', 'generate-kek']);
       assert.match(kek.stdout.trim(), /^[A-Za-z0-9_-]{43}$/, outcome(kek));
     });

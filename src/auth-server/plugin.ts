@@ -1,6 +1,6 @@
 // The authorization server inside the Fastify app: oidc-provider mounted under the issuer's path
-// (mount.ts), our login/consent pages beside it, RFC 8414 metadata, and the timers that reload rotated
-// keys and purge expired rows.
+// (mount.ts), our login/consent pages beside it, RFC 8414 metadata, the key reloads (key-reloader.ts) and
+// the timer that purges expired rows.
 import type { IncomingMessage } from 'node:http';
 import type { FastifyInstance } from 'fastify';
 import type { Kysely } from 'kysely';
@@ -10,7 +10,8 @@ import { interactionRoutes } from './interactions/interactions.routes.ts';
 import { fastifyRequestOf, mountMiddleware } from './provider/mount.ts';
 import { ensureKeys, signingAlgorithms } from './tokens/keys.ts';
 import { purgeExpiredPayloads } from './provider/oidc-adapter.ts';
-import { KEY_CHECK_INTERVAL_MS, ProviderHolder } from './provider/provider-holder.ts';
+import { startKeyReloads } from './provider/key-reloader.ts';
+import { ProviderHolder } from './provider/provider-holder.ts';
 import type { ProviderSettings } from './provider/provider.ts';
 import { TokenCounter } from './tokens/token-stats.ts';
 
@@ -18,6 +19,10 @@ interface AuthServerOptions extends ProviderSettings {
   db: Kysely<Database>;
   keyEncryptionKey: Buffer | undefined;
   loginMaxFailures: number;
+  /** PostgreSQL: the database whose rotation notifications this instance listens to; undefined on SQLite. */
+  keyNotificationsUrl: string | undefined;
+  /** KEY_RELOAD_INTERVAL: the poll behind the notifications. */
+  keyReloadIntervalMs: number;
   /** The resource API's scopes → the words the consent page shows (declared by the features). */
   scopeDescriptions: Readonly<Record<string, string>>;
 }
@@ -53,22 +58,20 @@ export async function registerAuthServer(app: FastifyInstance, options: AuthServ
   });
   registerAuthorizationServerMetadata(app, mount);
 
-  const timers = [
-    setInterval(() => {
-      holder.reloadIfChanged().then(
-        (changed) => changed && app.log.info('signing keys changed; authorization server reloaded'),
-        (err: unknown) => app.log.warn({ err }, 'signing key reload failed'),
-      );
-    }, KEY_CHECK_INTERVAL_MS),
-    setInterval(() => {
-      Promise.all([purgeExpiredPayloads(db, new Date()), purgeStaleThrottles(db)]).catch((err: unknown) =>
-        app.log.warn({ err }, 'authorization server purge failed'),
-      );
-    }, PURGE_INTERVAL_MS),
-  ];
-  for (const timer of timers) timer.unref();
+  const reloads = startKeyReloads(holder, {
+    listenUrl: options.keyNotificationsUrl,
+    log: app.log,
+    pollMs: options.keyReloadIntervalMs,
+  });
+  const purge = setInterval(() => {
+    Promise.all([purgeExpiredPayloads(db, new Date()), purgeStaleThrottles(db)]).catch((err: unknown) =>
+      app.log.warn({ err }, 'authorization server purge failed'),
+    );
+  }, PURGE_INTERVAL_MS);
+  purge.unref();
   app.addHook('onClose', async () => {
-    for (const timer of timers) clearInterval(timer);
+    clearInterval(purge);
+    await reloads.close();
   });
   countTokens(app, holder, db);
   return holder;

@@ -22,7 +22,7 @@ commands:
               audience and key-encryption key become the cluster's (docs/operations/scaling-out.md)
   user        create, list or delete users of the authorization server
   client      create, list, delete OAuth clients or rotate their secrets
-  keys        rotate the signing keys
+  keys        list or rotate the signing keys
   audit       read the audit trail (signet audit --help)
   receiver    receive, verify and process webhooks as a consumer (signet receiver --help)
   demo        run the whole contract end to end on this machine, on a throw-away database

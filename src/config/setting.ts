@@ -42,6 +42,10 @@ export interface Config {
   accountCheckCacheMs: number;
   consoleIdleTimeoutSeconds: number;
   keyEncryptionKey: Buffer | undefined;
+  /** How long rotated signing keys are published before they sign (auth-server/tokens/keys.ts rotateKeys). */
+  keyRotationDelayMs: number;
+  /** How often each instance rereads the signing keys (auth-server/provider/key-reloader.ts). */
+  keyReloadIntervalMs: number;
   loginMaxFailures: number;
   corsOrigins: string[];
   idempotencyKeyTtlSeconds: number;

@@ -208,6 +208,20 @@ export const SETTINGS = [
     secret: true,
   }),
   setting({
+    key: 'keyRotationDelayMs',
+    env: 'KEY_ROTATION_DELAY',
+    default: '60s',
+    doc: 'How long `signet keys rotate` (or `POST /api/admin/keys/rotate`) publishes the new signing keys before they sign; the old ones sign until then. Every instance must have loaded them by then: on PostgreSQL each one does at once (`LISTEN/NOTIFY`), and in any case within `KEY_RELOAD_INTERVAL`, so keep it above that plus the clock difference between hosts (docs/operations/scaling-out.md, "Rotating signing keys"). `0`: the new keys sign at once, safe with a single instance only. Read by the process that rotates.',
+    parse: parsers.duration(0, 3_600_000),
+  }),
+  setting({
+    key: 'keyReloadIntervalMs',
+    env: 'KEY_RELOAD_INTERVAL',
+    default: '30s',
+    doc: 'How often each instance rereads the signing keys whatever else happens: the fallback that publishes a rotation where no notification arrives (SQLite, a lost PostgreSQL connection). Keep it below `KEY_ROTATION_DELAY`.',
+    parse: parsers.duration(1000, 600_000),
+  }),
+  setting({
     key: 'loginMaxFailures',
     env: 'LOGIN_MAX_FAILURES',
     default: '5',

@@ -21,6 +21,7 @@ import { consoleSessionIdleMigration } from './migrations/0015-console-session-i
 import { registrationTokensMigration } from './migrations/0016-registration-tokens.ts';
 import { auditChainMigration } from './migrations/0017-audit-chain.ts';
 import { auditStreamMigration } from './migrations/0018-audit-stream.ts';
+import { signingKeyActivationMigration } from './migrations/0019-signing-key-activation.ts';
 import { clusterSettingsMigration } from './migrations/0020-cluster-settings.ts';
 
 function migrationsFor(handle: DatabaseHandle): Record<string, Migration> {
@@ -43,6 +44,7 @@ function migrationsFor(handle: DatabaseHandle): Record<string, Migration> {
     '0016-registration-tokens': registrationTokensMigration(handle.dialect),
     '0017-audit-chain': auditChainMigration(),
     '0018-audit-stream': auditStreamMigration(),
+    '0019-signing-key-activation': signingKeyActivationMigration(handle.dialect),
     '0020-cluster-settings': clusterSettingsMigration(handle.dialect),
   };
 }

@@ -130,6 +130,9 @@ interface SigningKeysTable {
   alg: string;
   material: string;
   created_at: DbTime;
+  /** Published from its creation, signing from this instant (null: from its creation). */
+  activates_at: DbTime | null;
+  /** Signing until this instant (which may still be ahead), then only published. */
   retired_at: DbTime | null;
 }
 

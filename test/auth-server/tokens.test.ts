@@ -165,7 +165,8 @@ for (const dialect of testDialects()) {
       assert.equal((await apiStatus(server, before)).status, 200, 'a restart keeps the keys');
 
       const rotate = spawnSync(process.execPath, [BIN, 'keys', 'rotate', '--json'], {
-        env: { ...process.env, DATABASE_URL: server.databaseUrl, LOG_LEVEL: 'silent' },
+        // No delay: the new keys sign as soon as the server loads them (test/auth-server/key-rotation.test.ts has the delay).
+        env: { ...process.env, DATABASE_URL: server.databaseUrl, LOG_LEVEL: 'silent', KEY_ROTATION_DELAY: '0' },
         encoding: 'utf8',
         timeout: COMMAND_TIMEOUT_MS,
       });

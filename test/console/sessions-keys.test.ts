@@ -129,13 +129,13 @@ describeInBrowser('the sessions and signing-keys pages in a real browser', (suit
     });
   });
 
-  test('signing keys: listed, rotated (with the keyboard) behind a confirmation, the new key shown', async () => {
+  test('signing keys: listed, rotated (with the keyboard) behind a confirmation, the new key shown pending', async () => {
     const before = (await get('/api/admin/keys')).Items as { Kid: string }[];
     assert.ok(before.length > 0);
     await asAdmin(suite, '/console/keys', async (page) => {
       for (const key of before) await rowWithText(page, key.Kid).waitFor();
       const table = page.getByRole('table', { name: /Signing keys/ });
-      assert.match((await table.textContent()) ?? '', /Current/);
+      assert.match((await table.textContent()) ?? '', /Signing/);
       await expectNoSeriousA11yViolations(page, 'signing keys');
 
       // Escape backs out: nothing rotated.
@@ -144,7 +144,10 @@ describeInBrowser('the sessions and signing-keys pages in a real browser', (suit
       await page.keyboard.press('Enter');
       const dialog = page.getByRole('dialog');
       await dialog.waitFor();
-      assert.match((await dialog.textContent()) ?? '', /signed with them.*stay valid until they expire/s);
+      assert.match(
+        (await dialog.textContent()) ?? '',
+        /signs new tokens with them after KEY_ROTATION_DELAY.*stay valid until they expire/s,
+      );
       await page.keyboard.press('Escape');
       await dialog.waitFor({ state: 'hidden' });
       assert.equal((await get('/api/admin/keys')).Items.length, before.length, 'Escape rotated nothing');
@@ -157,13 +160,15 @@ describeInBrowser('the sessions and signing-keys pages in a real browser', (suit
       await page.keyboard.press('Enter');
       await dialog.waitFor({ state: 'hidden' });
       await waitForStatus(page, 'Keys rotated');
-      const after = (await get('/api/admin/keys')).Items as { Kid: string; RetiredAtUtc: string | null }[];
+      const after = (await get('/api/admin/keys')).Items as { Kid: string; State: string }[];
       const fresh = after.filter((k) => !before.some((b) => b.Kid === k.Kid));
       assert.ok(fresh.length > 0, `a new key: ${JSON.stringify(after)}`);
-      for (const key of fresh) assert.match((await rowWithText(page, key.Kid).textContent()) ?? '', /Current \(new\)/);
+      // KEY_ROTATION_DELAY (60 s by default): the new keys are published but do not sign yet.
+      for (const key of fresh) assert.match((await rowWithText(page, key.Kid).textContent()) ?? '', /Pending \(new\)/);
+      const label: Record<string, RegExp> = { signing: /Signing/, pending: /Pending/, retired: /Retired/ };
       for (const key of before) {
-        const retired = after.find((k) => k.Kid === key.Kid);
-        if (retired?.RetiredAtUtc) assert.match((await rowWithText(page, key.Kid).textContent()) ?? '', /Retired/);
+        const now = after.find((k) => k.Kid === key.Kid);
+        if (now) assert.match((await rowWithText(page, key.Kid).textContent()) ?? '', label[now.State]!, now.State);
       }
     });
   });

@@ -10,16 +10,18 @@ import { migrateToLatest } from '../../src/db/migrate.ts';
 import { registrationTokensMigration } from '../../src/db/migrations/0016-registration-tokens.ts';
 import { auditChainMigration } from '../../src/db/migrations/0017-audit-chain.ts';
 import { auditStreamMigration } from '../../src/db/migrations/0018-audit-stream.ts';
+import { signingKeyActivationMigration } from '../../src/db/migrations/0019-signing-key-activation.ts';
 import { verifyAuditChain } from '../../src/audit/audit-chain.ts';
 import { testDialects } from '../helpers/databases.ts';
 import { useMigratedDatabase } from '../helpers/migrated-database.ts';
 
-/** Back to the schema before 0016: their `down`, and the migrator forgets them. */
+/** Back to the schema before 0016: their `down` (and those of the later ones), and the migrator forgets them. */
 async function before0016(handle: DatabaseHandle): Promise<void> {
+  await signingKeyActivationMigration(handle.dialect).down!(handle.db);
   await auditStreamMigration().down!(handle.db);
   await auditChainMigration().down!(handle.db);
   await registrationTokensMigration(handle.dialect).down!(handle.db);
-  await sql`delete from kysely_migration where name in ('0016-registration-tokens', '0017-audit-chain', '0018-audit-stream')`.execute(
+  await sql`delete from kysely_migration where name in ('0016-registration-tokens', '0017-audit-chain', '0018-audit-stream', '0019-signing-key-activation')`.execute(
     handle.db,
   );
 }

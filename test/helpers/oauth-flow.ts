@@ -44,6 +44,11 @@ export interface FlowOptions {
   deny?: boolean;
   /** A redirect on our own origin that ends the flow too (a client served from the same origin, the console). */
   stopAt?: (target: URL) => boolean;
+  /**
+   * Origins of several instances of one service (one PUBLIC_URL, `base`): each request of the flow goes to the
+   * next of them in turn, as a load balancer without affinity would send it.
+   */
+  spread?: string[];
 }
 
 const MAX_STEPS = 12;
@@ -56,7 +61,7 @@ export async function runAuthorizationFlow(options: FlowOptions): Promise<FlowRe
   };
   for (let step = 0; step < MAX_STEPS; step += 1) {
     // fetchWithin: each page or redirect has a deadline, so a stuck server fails the flow naming the step.
-    const response = await fetchWithin(next.url, {
+    const response = await fetchWithin(atInstance(next.url, options.spread, step), {
       method: next.form ? 'POST' : 'GET',
       redirect: 'manual',
       headers: { cookie: jar.header(), ...(next.form ? { 'content-type': 'application/x-www-form-urlencoded' } : {}) },
@@ -77,6 +82,14 @@ export async function runAuthorizationFlow(options: FlowOptions): Promise<FlowRe
     next = submit(html, next.url, options);
   }
   throw new FlowError('too many steps', pages);
+}
+
+function atInstance(url: string, origins: string[] | undefined, step: number): string {
+  if (!origins?.length) return url;
+  const moved = new URL(url);
+  const origin = new URL(origins[step % origins.length]!);
+  moved.host = origin.host;
+  return moved.href;
 }
 
 export class FlowError extends Error {

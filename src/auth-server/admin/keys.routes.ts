@@ -1,7 +1,7 @@
 // /api/admin/keys (docs/guides/admin-api.md, Signing keys): the stored keys, never their material, and the
-// rotation `signet keys rotate` runs (src/auth-server/tokens/keys.ts rotateKeys, one function for both). After
-// rotating, this instance reloads at once and signs with the new key; the others notice within
-// KEY_CHECK_INTERVAL_MS (src/auth-server/provider/provider-holder.ts).
+// rotation `signet keys rotate` runs (src/auth-server/tokens/keys.ts rotateKeys, one function for both). The
+// new keys are published at once and sign after KEY_ROTATION_DELAY: this instance reloads now, the others on
+// the rotation's NOTIFY (PostgreSQL) or their poll (src/auth-server/provider/key-reloader.ts).
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance } from 'fastify';
 import { listKeys, rotateKeys, signingAlgorithms, type KeyInfo } from '../tokens/keys.ts';
@@ -25,7 +25,9 @@ function keyView(key: KeyInfo) {
     Kid: key.kid,
     Alg: key.alg,
     Use: key.use,
+    State: key.state,
     CreatedAtUtc: key.createdAt.toISOString(),
+    ActivatesAtUtc: key.activatesAt.toISOString(),
     RetiredAtUtc: key.retiredAt && key.retiredAt.toISOString(),
   };
 }
@@ -47,7 +49,7 @@ export async function keyRoutes(fastify: FastifyInstance, options: KeyRouteOptio
       config: { scope: 'admin:read' },
       schema: {
         tags: TAGS,
-        summary: 'The signing keys: current first, then retired ones still published',
+        summary: 'The signing keys: signing first, then pending ones, then retired ones still published',
         response: schemas.KeyListResponses,
       },
     },
@@ -64,22 +66,24 @@ export async function keyRoutes(fastify: FastifyInstance, options: KeyRouteOptio
       config: { scope: 'admin:write' },
       schema: {
         tags: TAGS,
-        summary: 'Rotate the signing keys now; the old ones stay published until their tokens expire',
+        summary:
+          'Rotate the signing keys: new ones published now, signing after KEY_ROTATION_DELAY; old ones published until their tokens expire',
         response: schemas.RotateResponses,
       },
     },
     async (request, reply) => {
       const authServer = holder();
-      const kids = await rotateKeys(
+      const { kids, activatesAt } = await rotateKeys(
         db,
         signingAlgorithms(config.accessTokenAlg),
         config.keyEncryptionKey,
         auditContext(request),
+        { delayMs: config.keyRotationDelayMs },
       );
-      // This instance signs with the new key from the next request on; others within KEY_CHECK_INTERVAL_MS.
+      // This instance publishes the new keys from the next request on, and signs with them at activatesAt.
       await authServer.reloadIfChanged();
       reply.header('cache-control', 'no-store');
-      return { Kids: kids, Items: (await listKeys(db)).map(keyView) };
+      return { Kids: kids, ActivatesAtUtc: activatesAt.toISOString(), Items: (await listKeys(db)).map(keyView) };
     },
   );
 }

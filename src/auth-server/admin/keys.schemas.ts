@@ -10,15 +10,24 @@ const SigningKey = Type.Object({
   Use: Type.Union([Type.Literal('jws'), Type.Literal('cookie')], {
     description: '`jws` signs ID and access tokens; `cookie` signs the authorization server’s cookies.',
   }),
+  State: Type.Union([Type.Literal('signing'), Type.Literal('pending'), Type.Literal('retired')], {
+    description:
+      '`signing`: signs new tokens (or cookies); `pending`: published, and signs from `ActivatesAtUtc` on, once every instance has had time to load it; `retired`: signs nothing more but stays published (and accepted) until what it signed expired.',
+  }),
   CreatedAtUtc: Timestamp,
+  ActivatesAtUtc: { ...Timestamp, description: 'When it starts (or started) signing. UTC, RFC 3339.' },
   RetiredAtUtc: Type.Union([Timestamp, Type.Null()], {
-    description: 'Retired keys sign nothing more but stay published (and accepted) until what they signed expired.',
+    description:
+      'When it stops (or stopped) signing: for a key a rotation replaces, the new key’s `ActivatesAtUtc`; null while nothing replaces it.',
   }),
 });
 
 const KeyList = Type.Object({ Items: Type.Array(SigningKey) });
 const Rotated = Type.Object({
-  Kids: Type.Array(Type.String(), { description: 'The new JWS keys, which this instance signs with from now on.' }),
+  Kids: Type.Array(Type.String(), {
+    description: 'The new JWS keys: published from now on, signing from `ActivatesAtUtc` on every instance.',
+  }),
+  ActivatesAtUtc: { ...Timestamp, description: 'When the new keys start signing (now + KEY_ROTATION_DELAY).' },
   Items: Type.Array(SigningKey),
 });
 

@@ -1,6 +1,7 @@
-// Owns the running oidc-provider instance. Keys live in the database; when another process rotates
-// them (`signet keys rotate`), every instance notices within KEY_CHECK_INTERVAL_MS and builds a provider
-// with the new key set, so all instances sign with the new keys and publish the old ones as well.
+// Owns the running oidc-provider instance. Keys live in the database; when their set or a key's state
+// changes (a rotation publishes a pending key, a pending key starts signing: tokens/keys.ts), the holder
+// builds a provider with the new key set. key-reloader.ts says when to look: a NOTIFY, a timer at the next
+// state change, a poll every KEY_RELOAD_INTERVAL, a token signed with a key this instance does not know.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Kysely } from 'kysely';
@@ -10,7 +11,8 @@ import { auditProviderEvents } from './audit-events.ts';
 import { loadKeys, publicJwks, type KeyMaterial } from '../tokens/keys.ts';
 import { createProvider, type ProviderSettings } from './provider.ts';
 
-export const KEY_CHECK_INTERVAL_MS = 30_000;
+/** A token with a `kid` this instance does not hold rereads the keys at most this often (key-reloader.ts). */
+export const UNKNOWN_KEY_COOLDOWN_MS = 5000;
 
 type Handler = (req: IncomingMessage, res: ServerResponse) => void;
 
@@ -25,6 +27,13 @@ export class ProviderHolder {
   readonly #log: FastifyBaseLogger | undefined;
   /** Told of each token endpoint success, by grant type: the metrics (app.ts) and the hourly counts (plugin.ts). */
   readonly #tokenObservers: ((grantType: unknown) => void)[] = [];
+  /** Told after every reload, changed or not (key-reloader.ts schedules the next state change). */
+  readonly #reloadObservers: (() => void)[] = [];
+  #inFlight: Promise<boolean> | undefined;
+  #queued: Promise<boolean> | undefined;
+  #unknownKeyAt = -Infinity;
+  /** Injectable for the cooldown's tests. */
+  now: () => number = Date.now;
 
   private constructor(
     db: Kysely<Database>,
@@ -96,10 +105,58 @@ export class ProviderHolder {
     return this.#publicJwks;
   }
 
-  /** Rebuilds the provider when the stored key set changed; true when it did. */
-  async reloadIfChanged(): Promise<boolean> {
+  /** Told after every reload, whatever its outcome. */
+  observeReloads(observer: () => void): void {
+    this.#reloadObservers.push(observer);
+  }
+
+  /**
+   * Rebuilds the provider when the stored key set, or a key's state, changed; true when it did. Reloads
+   * never overlap: one asked for while another runs follows it (the running one may have read the table
+   * before the change it was asked for), and a slower, older read can never replace a newer one.
+   */
+  reloadIfChanged(): Promise<boolean> {
+    if (this.#queued) return this.#queued;
+    if (!this.#inFlight) {
+      this.#inFlight = this.#reload().finally(() => {
+        this.#inFlight = undefined;
+        for (const observer of this.#reloadObservers) observer();
+      });
+      return this.#inFlight;
+    }
+    this.#queued = this.#inFlight
+      .catch(() => false)
+      .then(() => {
+        this.#queued = undefined;
+        return this.reloadIfChanged();
+      });
+    return this.#queued;
+  }
+
+  /**
+   * For the resource server's verifier (http/bearer/token-verifier.ts): a token of our issuer signed with a
+   * key this instance does not hold may reread the keys (another instance may have loaded a rotation first).
+   * One reload, shared by every request that meets it, at most once per UNKNOWN_KEY_COOLDOWN_MS: a forged
+   * `kid` must not turn requests into database reads.
+   */
+  readonly unknownKey = {
+    allowed: (): boolean => this.#inFlight !== undefined || this.now() >= this.#unknownKeyAt + UNKNOWN_KEY_COOLDOWN_MS,
+    reload: async (): Promise<void> => {
+      // A reload running now may have read the table before the key was stored: join the one after it.
+      if (!this.#inFlight) {
+        if (this.now() < this.#unknownKeyAt + UNKNOWN_KEY_COOLDOWN_MS) return;
+        this.#unknownKeyAt = this.now();
+      }
+      await this.reloadIfChanged().catch(() => false); // the keys held keep verifying; the poll retries
+    },
+  };
+
+  async #reload(): Promise<boolean> {
     const keys = await loadKeys(this.#db, this.#kek, this.#settings.sessionTtlSeconds * 1000);
-    if (keys.fingerprint === this.#keys.fingerprint) return false;
+    if (keys.fingerprint === this.#keys.fingerprint) {
+      this.#keys = { ...this.#keys, nextChangeAt: keys.nextChangeAt };
+      return false;
+    }
     const provider = this.#build(keys);
     this.#provider = provider;
     this.#handler = provider.callback() as Handler;

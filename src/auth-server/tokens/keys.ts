@@ -1,25 +1,38 @@
 // Signing keys (JWS) and cookie-signing secrets of the authorization server, persisted so that tokens
-// and sessions survive restarts and every instance signs with the same keys. Generated on first start;
-// `signet keys rotate` retires the current ones: retired keys stay published (JWKS) and accepted for
-// cookies until nothing they signed can still be valid, then they are deleted.
+// and sessions survive restarts and every instance signs with the same keys. Generated on first start.
+// `signet keys rotate` publishes new keys before they sign (docs/operations/scaling-out.md, "Rotating
+// signing keys"): each new key is `pending` until its `activates_at`, published in the JWKS and accepted for
+// cookies by every instance that has loaded it, while the keys it replaces keep signing; at `activates_at`
+// (the same instant is their `retired_at`) every instance switches on its own timer. A verifier therefore
+// never meets a key it could not have loaded. Retired keys stay published until nothing they signed can still
+// be valid, then they are deleted.
 import { randomBytes } from 'node:crypto';
 import { calculateJwkThumbprint, exportJWK, generateKeyPair, type JWK } from 'jose';
-import type { Kysely } from 'kysely';
+import { sql, type Kysely } from 'kysely';
 import { recordAudit, type AuditEntry } from '../../audit/audit.ts';
 import { fromDbTime, toDbTime } from '../../db/codecs.ts';
+import { executorDialect } from '../../db/database.ts';
 import { isSealed, seal, unseal } from '../../db/sealed.ts';
 import type { Database } from '../../db/schema.ts';
 
-/** Longer than any ID token (1 h) or access token (≤ 1 h) signed just before a rotation. */
+/** Longer than any ID token (1 h) or access token (≤ 1 h) signed just before a key retired. */
 const RETIRED_JWS_KEY_KEEP_MS = 24 * 3600 * 1000;
 
+/** PostgreSQL NOTIFY channel of a rotation: every instance reloads its keys at once (provider/key-reloader.ts). */
+export const KEYS_CHANNEL = 'signet_keys';
+
+/** `signing`: signs (the newest per algorithm) and verifies; `pending`: published, not signing yet; `retired`: published only. */
+export type KeyState = 'signing' | 'pending' | 'retired';
+
 export interface KeyMaterial {
-  /** Private JWKs, current keys first (oidc-provider signs with the first key matching an alg). */
+  /** Private JWKs, signing keys first (oidc-provider signs with the first key matching an alg), then pending, then retired. */
   jwks: { keys: JWK[] };
-  /** Cookie-signing secrets, the current one first (keygrip signs with the first, verifies with any). */
+  /** Cookie-signing secrets in the same order (keygrip signs with the first, verifies with any). */
   cookieKeys: string[];
-  /** Changes whenever a key is added, retired or removed: running instances reload on change. */
+  /** Changes whenever a key is added, changes state or is removed: running instances reload on change. */
   fingerprint: string;
+  /** The next instant a loaded key changes state (a pending key activates, a key retires): reload then. */
+  nextChangeAt: Date | undefined;
 }
 
 export class KeyEncryptionError extends Error {}
@@ -37,34 +50,60 @@ export async function ensureKeys(db: Kysely<Database>, algorithms: string[], kek
   if (!has('cookie', 'HS256')) await insertCookieKey(db, kek);
 }
 
+export interface RotationOptions {
+  /** How long the new keys are published before they sign (KEY_ROTATION_DELAY). */
+  delayMs: number;
+  now?: Date;
+}
+
+export interface Rotation {
+  kids: string[];
+  /** When the new keys start signing, and the keys they replace stop. */
+  activatesAt: Date;
+}
+
 /**
- * Retires every current key and creates fresh ones, in one transaction with its audit entry. The one
- * rotation of `signet keys rotate` and POST /api/admin/keys/rotate, so the two cannot drift apart.
+ * Creates fresh keys that sign from `now + delayMs` (at once when no key signs yet), and retires at that
+ * instant every key that would still sign then; in one transaction with its audit entry. The one rotation of `signet keys rotate` and
+ * POST /api/admin/keys/rotate, so the two cannot drift apart.
  */
 export async function rotateKeys(
   db: Kysely<Database>,
   algorithms: string[],
   kek: Buffer | undefined,
   by: Pick<AuditEntry, 'actor' | 'requestId' | 'sourceAddress'>,
-): Promise<string[]> {
+  options: RotationOptions,
+): Promise<Rotation> {
+  const now = options.now ?? new Date();
   return db.transaction().execute(async (trx) => {
+    // Nothing signs yet (a database no server has started on): there is nothing to wait for.
+    const signing = (
+      await trx.selectFrom('signing_keys').select(['kid', 'created_at', 'activates_at', 'retired_at']).execute()
+    ).some((row) => keyState(row, now) === 'signing');
+    const activatesAt = new Date(now.getTime() + (signing ? options.delayMs : 0));
     const retired = await trx
       .updateTable('signing_keys')
-      .set({ retired_at: toDbTime(new Date()) })
-      .where('retired_at', 'is', null)
+      .set({ retired_at: toDbTime(activatesAt) })
+      .where((eb) => eb.or([eb('retired_at', 'is', null), eb('retired_at', '>', toDbTime(activatesAt))]))
       .returning('kid')
       .execute();
     const kids: string[] = [];
-    for (const alg of algorithms) kids.push(await insertJwsKey(trx, alg, kek));
-    await insertCookieKey(trx, kek);
+    for (const alg of algorithms) kids.push(await insertJwsKey(trx, alg, kek, now, activatesAt));
+    await insertCookieKey(trx, kek, now, activatesAt);
     await recordAudit(trx, {
       ...by,
       action: 'keys.rotated',
       target: { type: 'signing_keys', id: kids.join(' ') },
       // Key ids are public (they are in the JWKS); the cookie keys' ids are left out all the same.
-      details: { kids, retired: retired.map((r) => r.kid).filter((kid) => !kid.startsWith('ck_')) },
+      details: {
+        kids,
+        retired: retired.map((r) => r.kid).filter((kid) => !kid.startsWith('ck_')),
+        activates_at: activatesAt.toISOString(),
+      },
     });
-    return kids;
+    // On PostgreSQL every instance hears of the rotation at commit (NOTIFY) and publishes the new keys at once.
+    if (executorDialect(trx) === 'postgres') await sql`select pg_notify(${KEYS_CHANNEL}, '')`.execute(trx);
+    return { kids, activatesAt };
   });
 }
 
@@ -73,26 +112,56 @@ export interface KeyInfo {
   kid: string;
   use: 'jws' | 'cookie';
   alg: string;
+  state: KeyState;
   createdAt: Date;
+  /** When it starts (or started) signing. */
+  activatesAt: Date;
+  /** When it stops (or stopped) signing; null while no rotation has replaced it. */
   retiredAt: Date | null;
 }
 
-/** Every stored key, current ones first, then retired ones newest first (the order loadKeys uses). */
-export async function listKeys(db: Kysely<Database>): Promise<KeyInfo[]> {
-  const rows = await db.selectFrom('signing_keys').select(['kid', 'use', 'alg', 'created_at', 'retired_at']).execute();
-  const keys = rows.map((r) => ({
+interface KeyRow {
+  kid: string;
+  created_at: string | Date;
+  activates_at: string | Date | null;
+  retired_at: string | Date | null;
+}
+
+export function keyState(row: KeyRow, now: Date): KeyState {
+  if (row.retired_at !== null && fromDbTime(row.retired_at) <= now) return 'retired';
+  if (row.activates_at !== null && fromDbTime(row.activates_at) > now) return 'pending';
+  return 'signing';
+}
+
+const STATE_ORDER: Record<KeyState, number> = { signing: 0, pending: 1, retired: 2 };
+
+/** Signing keys first, then pending, then retired; newest first within each (the order oidc-provider needs). */
+function byState<T extends KeyRow>(rows: T[], now: Date): T[] {
+  const ranked = rows.map((row) => ({ row, rank: STATE_ORDER[keyState(row, now)] }));
+  ranked.sort(
+    (a, b) =>
+      a.rank - b.rank ||
+      fromDbTime(b.row.created_at).getTime() - fromDbTime(a.row.created_at).getTime() ||
+      a.row.kid.localeCompare(b.row.kid),
+  );
+  return ranked.map((r) => r.row);
+}
+
+/** Every stored key in the order loadKeys uses. */
+export async function listKeys(db: Kysely<Database>, now = new Date()): Promise<KeyInfo[]> {
+  const rows = await db
+    .selectFrom('signing_keys')
+    .select(['kid', 'use', 'alg', 'created_at', 'activates_at', 'retired_at'])
+    .execute();
+  return byState(rows, now).map((r) => ({
     kid: r.kid,
-    use: r.use as KeyInfo['use'],
+    use: r.use,
     alg: r.alg,
+    state: keyState(r, now),
     createdAt: fromDbTime(r.created_at),
+    activatesAt: fromDbTime(r.activates_at ?? r.created_at),
     retiredAt: r.retired_at === null ? null : fromDbTime(r.retired_at),
   }));
-  return keys.sort(
-    (a, b) =>
-      Number(a.retiredAt !== null) - Number(b.retiredAt !== null) ||
-      b.createdAt.getTime() - a.createdAt.getTime() ||
-      a.kid.localeCompare(b.kid),
-  );
 }
 
 export async function loadKeys(
@@ -111,18 +180,22 @@ export async function loadKeys(
     .where('use', '=', 'cookie')
     .where('retired_at', '<', toDbTime(new Date(now.getTime() - cookieKeepMs)))
     .execute();
-  const rows = await db.selectFrom('signing_keys').selectAll().execute();
-  // Current keys first, then retired ones newest first.
-  rows.sort(
-    (a, b) =>
-      Number(a.retired_at !== null) - Number(b.retired_at !== null) ||
-      new Date(b.created_at).getTime() - new Date(a.created_at).getTime(),
-  );
+  const rows = byState(await db.selectFrom('signing_keys').selectAll().execute(), now);
   return {
     jwks: { keys: rows.filter((r) => r.use === 'jws').map((r) => JSON.parse(decrypt(r.material, kek)) as JWK) },
     cookieKeys: rows.filter((r) => r.use === 'cookie').map((r) => decrypt(r.material, kek)),
-    fingerprint: rows.map((r) => `${r.kid}:${r.retired_at === null ? 'current' : 'retired'}`).join(','),
+    fingerprint: rows.map((r) => `${r.kid}:${keyState(r, now)}`).join(','),
+    nextChangeAt: nextChange(rows, now),
   };
+}
+
+function nextChange(rows: KeyRow[], now: Date): Date | undefined {
+  const ahead = rows
+    .flatMap((r) => [r.activates_at, r.retired_at])
+    .filter((t) => t !== null)
+    .map((t) => fromDbTime(t).getTime())
+    .filter((t) => t > now.getTime());
+  return ahead.length === 0 ? undefined : new Date(Math.min(...ahead));
 }
 
 /** The public half of the key set, as served at jwks_uri. */
@@ -142,7 +215,13 @@ export function publicJwks(material: KeyMaterial): { keys: JWK[] } {
   };
 }
 
-async function insertJwsKey(db: Kysely<Database>, alg: string, kek: Buffer | undefined): Promise<string> {
+async function insertJwsKey(
+  db: Kysely<Database>,
+  alg: string,
+  kek: Buffer | undefined,
+  now = new Date(),
+  activatesAt: Date | null = null,
+): Promise<string> {
   const { privateKey } = await generateKeyPair(alg, {
     extractable: true,
     ...(alg === 'EdDSA' ? { crv: 'Ed25519' } : {}),
@@ -156,14 +235,20 @@ async function insertJwsKey(db: Kysely<Database>, alg: string, kek: Buffer | und
       use: 'jws',
       alg,
       material: encrypt(JSON.stringify({ ...jwk, kid, alg, use: 'sig' }), kek),
-      created_at: toDbTime(new Date()),
+      created_at: toDbTime(now),
+      activates_at: activatesAt && toDbTime(activatesAt),
       retired_at: null,
     })
     .execute();
   return kid;
 }
 
-async function insertCookieKey(db: Kysely<Database>, kek: Buffer | undefined): Promise<void> {
+async function insertCookieKey(
+  db: Kysely<Database>,
+  kek: Buffer | undefined,
+  now = new Date(),
+  activatesAt: Date | null = null,
+): Promise<void> {
   const kid = `ck_${randomBytes(8).toString('hex')}`;
   await db
     .insertInto('signing_keys')
@@ -172,7 +257,8 @@ async function insertCookieKey(db: Kysely<Database>, kek: Buffer | undefined): P
       use: 'cookie',
       alg: 'HS256',
       material: encrypt(randomBytes(32).toString('base64url'), kek),
-      created_at: toDbTime(new Date()),
+      created_at: toDbTime(now),
+      activates_at: activatesAt && toDbTime(activatesAt),
       retired_at: null,
     })
     .execute();

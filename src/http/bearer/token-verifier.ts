@@ -8,6 +8,7 @@ import {
   createLocalJWKSet,
   errors as joseErrors,
   jwtVerify,
+  type FlattenedJWSInput,
   type JSONWebKeySet,
   type JWTPayload,
   type JWTVerifyGetKey,
@@ -51,6 +52,8 @@ interface VerifierSettings {
   jwksUrl: string | undefined;
   /** The built-in authorization server's published keys, read in process instead of over HTTP. */
   localJwks?: () => JSONWebKeySet;
+  /** Rereads them when a token of `issuer` names a key they lack (another instance loaded a rotation first). */
+  localJwksReload?: LocalKeyReload;
   /** Limits and log hook for keys fetched over HTTP (defaults in issuer-keys.ts). */
   remoteKeys?: Omit<RemoteKeySettings, 'issuer' | 'jwksUrl'>;
 }
@@ -62,6 +65,13 @@ export interface TokenVerifier {
   verifyAtHand(token: string): Promise<Principal | undefined>;
   /** Verifies, fetching the issuer's keys when needed: call it only for a request the rate limiter has counted. */
   verify(token: string): Promise<Principal>;
+}
+
+/** Rate limited and shared by its owner (auth-server/provider/provider-holder.ts `unknownKey`). */
+export interface LocalKeyReload {
+  /** Whether a reload would run (or is running) now; false within its cooldown. */
+  allowed(): boolean;
+  reload(): Promise<void>;
 }
 
 interface KeyResolver {
@@ -186,26 +196,68 @@ function portalClaim(value: unknown): PortalClaim {
 
 function keyResolver(settings: VerifierSettings): KeyResolver {
   const { localJwks } = settings;
-  if (localJwks && !settings.jwksFile && !settings.jwksUrl) {
-    // Rebuilt only when the key set object changes (a rotation), not per token.
-    let source: JSONWebKeySet | undefined;
-    let resolver: JWTVerifyGetKey | undefined;
-    const inProcess: JWTVerifyGetKey = (header, token) => {
-      const current = localJwks();
-      if (current !== source || !resolver) {
-        source = current;
-        resolver = createLocalJWKSet(current);
-      }
-      return resolver(header, token);
-    };
-    return { atHand: inProcess, resolve: inProcess };
-  }
+  if (localJwks && !settings.jwksFile && !settings.jwksUrl)
+    return inProcessKeys(localJwks, settings.localJwksReload, settings.issuer);
   if (settings.jwksFile) {
     const fromFile = createLocalJWKSet(readJwksFile(settings.jwksFile));
     return { atHand: fromFile, resolve: fromFile };
   }
   const remote = new RemoteKeySet({ ...settings.remoteKeys, issuer: settings.issuer, jwksUrl: settings.jwksUrl });
   return { atHand: remote.atHand, resolve: remote.resolve };
+}
+
+/**
+ * The built-in server's keys, rebuilt only when the key set object changes (a reload), not per token. A
+ * token of our issuer whose `kid` is not among them may have been signed by an instance that loaded a
+ * rotation before this one did: the keys are reread once (within the reload's rate limit) before the
+ * token is refused. In two steps like fetched keys: atHand never reads, resolve does (auth.ts counts the
+ * request first).
+ */
+function inProcessKeys(
+  localJwks: () => JSONWebKeySet,
+  reload: LocalKeyReload | undefined,
+  issuer: string,
+): KeyResolver {
+  let source: JSONWebKeySet | undefined;
+  let resolver: JWTVerifyGetKey | undefined;
+  const lookup: JWTVerifyGetKey = (header, token) => {
+    const current = localJwks();
+    if (current !== source || !resolver) {
+      source = current;
+      resolver = createLocalJWKSet(current);
+    }
+    return resolver(header, token);
+  };
+  const mayReload = (err: unknown, token: FlattenedJWSInput): boolean =>
+    err instanceof joseErrors.JWKSNoMatchingKey && reload !== undefined && reload.allowed() && issuedBy(token, issuer);
+  return {
+    atHand: async (header, token) => {
+      try {
+        return await lookup(header, token);
+      } catch (err) {
+        throw mayReload(err, token) ? new KeysNotAtHand() : err;
+      }
+    },
+    resolve: async (header, token) => {
+      try {
+        return await lookup(header, token);
+      } catch (err) {
+        if (!mayReload(err, token)) throw err;
+        await reload!.reload();
+        return lookup(header, token);
+      }
+    },
+  };
+}
+
+/** The unverified `iss` (RFC 7519 §4.1.1): only tokens claiming our issuer may cost a reload. */
+function issuedBy(token: FlattenedJWSInput, issuer: string): boolean {
+  try {
+    const payload = typeof token.payload === 'string' ? Buffer.from(token.payload, 'base64url') : token.payload;
+    return (JSON.parse(Buffer.from(payload).toString('utf8')) as { iss?: unknown }).iss === issuer;
+  } catch {
+    return false;
+  }
 }
 
 /** AUTH_JWKS_FILE's key set; a file that cannot be read or is no JWK set refuses the start with one line naming it. */

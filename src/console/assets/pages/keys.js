@@ -7,6 +7,7 @@ import { ConfirmDialog, Empty, ErrorBox, Loading, Notice, useConfirm } from '../
 import { Time } from './operator-common.js';
 
 const USE = { jws: 'Tokens (JWS)', cookie: 'Cookies' };
+const STATE = { signing: 'Signing', pending: 'Pending', retired: 'Retired' };
 
 function KeyTable({ keys, fresh }) {
   if (keys.length === 0)
@@ -14,7 +15,8 @@ function KeyTable({ keys, fresh }) {
   return html`<div class="table-wrap">
     <table>
       <caption>
-        Signing keys: current first, then retired ones still published
+        Signing keys: signing first, then pending ones (published, signing from their start), then retired ones still
+        published
       </caption>
       <thead>
         <tr>
@@ -23,7 +25,8 @@ function KeyTable({ keys, fresh }) {
           <th scope="col">Signs</th>
           <th scope="col">State</th>
           <th scope="col">Created</th>
-          <th scope="col">Retired</th>
+          <th scope="col">Signs from</th>
+          <th scope="col">Signs until</th>
         </tr>
       </thead>
       <tbody>
@@ -33,9 +36,10 @@ function KeyTable({ keys, fresh }) {
               <th scope="row"><code>${k.Kid}</code></th>
               <td>${k.Alg}</td>
               <td>${USE[k.Use] ?? k.Use}</td>
-              <td>${k.RetiredAtUtc ? 'Retired' : fresh.includes(k.Kid) ? 'Current (new)' : 'Current'}</td>
+              <td>${STATE[k.State] ?? k.State}${fresh.includes(k.Kid) ? ' (new)' : ''}</td>
               <td><${Time} value=${k.CreatedAtUtc} /></td>
-              <td><${Time} value=${k.RetiredAtUtc} none="not retired" /></td>
+              <td><${Time} value=${k.ActivatesAtUtc} /></td>
+              <td><${Time} value=${k.RetiredAtUtc} none="not replaced" /></td>
             </tr>`,
         )}
       </tbody>
@@ -71,7 +75,9 @@ export function KeysPage() {
       const known = new Set((state.keys ?? []).map((k) => k.Kid));
       setFresh(rotated.Items.map((k) => k.Kid).filter((kid) => !known.has(kid)));
       setState({ keys: rotated.Items });
-      setNotice(`Keys rotated. New tokens are signed with ${rotated.Kids.join(', ')}.`);
+      setNotice(
+        `Keys rotated. ${rotated.Kids.join(', ')} are published now and sign new tokens from ${new Date(rotated.ActivatesAtUtc).toLocaleString()}.`,
+      );
     } catch (err) {
       setError(err);
     }
@@ -81,7 +87,7 @@ export function KeysPage() {
     ask({
       title: 'Rotate the signing keys?',
       message:
-        'New keys are created and every token issued from now on is signed with them (other instances switch within 30 seconds). The current keys are retired: they stay published at /oauth/jwks, so tokens they signed stay valid until they expire. A rotation cannot be undone.',
+        'New keys are created and published at /oauth/jwks at once; every instance signs new tokens with them after KEY_ROTATION_DELAY (a minute by default), when the current keys retire. Retired keys stay published, so tokens they signed stay valid until they expire. A rotation cannot be undone.',
       confirmLabel: 'Rotate keys',
       action: rotate,
     });
