@@ -44,11 +44,24 @@ export function signingAlgorithms(accessTokenAlg: string): string[] {
 
 /** Creates whatever current key is missing (first start, or a new ACCESS_TOKEN_ALG). */
 export async function ensureKeys(db: Kysely<Database>, algorithms: string[], kek: Buffer | undefined): Promise<void> {
-  const current = await db.selectFrom('signing_keys').select(['use', 'alg']).where('retired_at', 'is', null).execute();
-  const has = (use: string, alg: string): boolean => current.some((k) => k.use === use && k.alg === alg);
-  for (const alg of algorithms) if (!has('jws', alg)) await insertJwsKey(db, alg, kek);
-  if (!has('cookie', 'HS256')) await insertCookieKey(db, kek);
+  // Instances started together must create one key set, not one each (docs/operations/scaling-out.md, "First start
+  // and upgrades"): they take turns, and each looks again once it has its turn. SQLite: the transaction holds the
+  // database's single write lock from its start (sqlite-group-commit.ts), even across processes.
+  await db.transaction().execute(async (trx) => {
+    if (executorDialect(trx) === 'postgres') await sql`select pg_advisory_xact_lock(${FIRST_KEYS_LOCK})`.execute(trx);
+    const current = await trx
+      .selectFrom('signing_keys')
+      .select(['use', 'alg'])
+      .where('retired_at', 'is', null)
+      .execute();
+    const has = (use: string, alg: string): boolean => current.some((k) => k.use === use && k.alg === alg);
+    for (const alg of algorithms) if (!has('jws', alg)) await insertJwsKey(trx, alg, kek);
+    if (!has('cookie', 'HS256')) await insertCookieKey(trx, kek);
+  });
 }
+
+/** pg_advisory_xact_lock key of the first key set ("keys" in ASCII). */
+const FIRST_KEYS_LOCK = 0x6b657973;
 
 export interface RotationOptions {
   /** How long the new keys are published before they sign (KEY_ROTATION_DELAY). */
