@@ -10,6 +10,7 @@ import { migrateToLatest } from '../../src/db/migrate.ts';
 import { registrationTokensMigration } from '../../src/db/migrations/0016-registration-tokens.ts';
 import { auditChainMigration } from '../../src/db/migrations/0017-audit-chain.ts';
 import { auditStreamMigration } from '../../src/db/migrations/0018-audit-stream.ts';
+import { clusterSettingsMigration } from '../../src/db/migrations/0020-cluster-settings.ts';
 import { signingKeyActivationMigration } from '../../src/db/migrations/0019-signing-key-activation.ts';
 import { verifyAuditChain } from '../../src/audit/audit-chain.ts';
 import { testDialects } from '../helpers/databases.ts';
@@ -17,11 +18,12 @@ import { useMigratedDatabase } from '../helpers/migrated-database.ts';
 
 /** Back to the schema before 0016: their `down` (and those of the later ones), and the migrator forgets them. */
 async function before0016(handle: DatabaseHandle): Promise<void> {
+  await clusterSettingsMigration(handle.dialect).down!(handle.db);
   await signingKeyActivationMigration(handle.dialect).down!(handle.db);
   await auditStreamMigration().down!(handle.db);
   await auditChainMigration().down!(handle.db);
   await registrationTokensMigration(handle.dialect).down!(handle.db);
-  await sql`delete from kysely_migration where name in ('0016-registration-tokens', '0017-audit-chain', '0018-audit-stream', '0019-signing-key-activation')`.execute(
+  await sql`delete from kysely_migration where name in ('0016-registration-tokens', '0017-audit-chain', '0018-audit-stream', '0019-signing-key-activation', '0020-cluster-settings')`.execute(
     handle.db,
   );
 }
