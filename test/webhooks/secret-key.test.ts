@@ -97,6 +97,10 @@ function runCommand(command: 'serve' | 'dispatcher', databaseUrl: string, env: R
       LOG_LEVEL: 'silent',
       DATABASE_URL: databaseUrl,
       WEBHOOK_SECRET_KEY: '',
+      // The issuer and audience the database was set up with (docs/operations/scaling-out.md, "Settings").
+      AUTH_ISSUER: TEST_ISSUER,
+      API_RESOURCE: TEST_RESOURCE,
+      AUTH_JWKS_FILE: issuer.jwksFile,
       ...env,
     },
     encoding: 'utf8',
