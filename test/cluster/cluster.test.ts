@@ -153,7 +153,7 @@ if (!HAPROXY && process.env.TEST_HAPROXY_REQUIRED === '1') {
     function startInstance(port: number): Promise<ChildServer> {
       return startChildServer({
         env: { ...env, PORT: String(port), WEBHOOK_DISPATCHER: 'false' },
-        readyTimeoutMs: 30_000,
+        readyTimeoutMs: 90_000,
       });
     }
 
