@@ -120,7 +120,14 @@ for (const dialect of testDialects()) {
         );
         assert.equal(JSON.parse(other.receiver.received[0]!.body).Type, 'webhook.ping');
       }
-      const own = (await feed(token)).find((e) => e.Id === eventId);
+      // The feed shows an event once every transaction that began before it has ended (PostgreSQL's snapshot
+      // horizon is server-wide: another suite's open transaction delays it), so it is waited for, not read once.
+      let own: Awaited<ReturnType<typeof feed>>[number] | undefined;
+      await waitUntil(
+        async () => (own = (await feed(token)).find((e) => e.Id === eventId)) !== undefined,
+        15_000,
+        () => `test event ${eventId} not in the caller's feed`,
+      );
       assert.equal(own?.Type, 'order.shipped', 'the calling client reads its test event');
       assert.equal(
         (await feed(otherToken)).some((e) => e.Id === eventId),
