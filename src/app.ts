@@ -1,7 +1,6 @@
 // buildApp(config): the whole service as a Fastify instance. It never listens: main.ts does, and
 // tests listen on port 0. Plugin order matters and is spelled out here once.
-import cors from '@fastify/cors';
-import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify';
+import Fastify, { type FastifyInstance } from 'fastify';
 import type { Redis } from 'ioredis';
 import { hostForUrl, type Config } from './config/config.ts';
 import { databaseOptions, openDatabase, type DatabaseHandle } from './db/database.ts';
@@ -18,7 +17,8 @@ import { registerNotFound } from './http/problems/not-found.ts';
 import { overloadGuard } from './http/admission/overload.ts';
 import { registerMetricsListener, registerMetricsRoute, requestDurationObserver } from './http/ops/metrics.ts';
 import { metricsAccess } from './http/ops/metrics-access.ts';
-import { redactQuery } from './http/ops/request-log.ts';
+import { serializeRequest } from './http/ops/request-log.ts';
+import { registerCors } from './http/admission/cors.ts';
 import { countDatabaseErrors } from './http/problems/outage.ts';
 import { createMetrics, type Metrics } from './metrics/metrics.ts';
 import { deliveryBacklog } from './webhooks/store/backlog.repository.ts';
@@ -99,32 +99,6 @@ function firstConnection(redis: Redis): Promise<void> {
     redis.once('error', done);
   });
 }
-
-const CORS_ALLOWED_HEADERS = [
-  'Authorization',
-  'Content-Type',
-  'If-Match',
-  'If-None-Match',
-  'If-Modified-Since',
-  'If-Unmodified-Since',
-  'Idempotency-Key',
-  'Prefer',
-  'X-Request-Id',
-];
-const CORS_EXPOSED_HEADERS = [
-  'ETag',
-  'Location',
-  'Link',
-  'Last-Modified',
-  'Retry-After',
-  'RateLimit',
-  'RateLimit-Policy',
-  'Idempotent-Replayed',
-  'X-Request-Id',
-  'WWW-Authenticate',
-  'Accept-Patch',
-  'Preference-Applied',
-];
 
 /** `logStream`: where the log lines go instead of stdout (tests read what the request log says). */
 export interface BuildOptions {
@@ -338,32 +312,6 @@ async function assembleApp(
   return app;
 }
 
-/**
- * Fastify's request fields, with a portal link's one-time token masked (a log must not open a portal) and
- * the values of OAuth codes, tokens and state taken out of the query (http/ops/request-log.ts).
- */
-function serializeRequest(req: FastifyRequest) {
-  return {
-    method: req.method,
-    url: redactQuery(maskPortalLink(req.url)),
-    version: typeof req.headers['accept-version'] === 'string' ? req.headers['accept-version'] : undefined,
-    host: req.host,
-    remoteAddress: req.ip,
-    remotePort: req.socket?.remotePort,
-  };
-}
-
-/** The router matches the decoded path, so a percent-encoded link is masked as well. */
-export function maskPortalLink(url: string): string {
-  let path = url.split('?')[0]!;
-  try {
-    path = decodeURIComponent(path);
-  } catch {
-    // not decodable: the router answers 400 or 404, and the raw form is checked below
-  }
-  return path.startsWith('/console/portal-links/') ? '/console/portal-links/[token]' : url;
-}
-
 /** docs/reference/metrics.md: the webhook numbers, then /metrics where METRICS_PORT says. */
 function exposeMetrics(app: FastifyInstance, config: Readonly<Config>, metrics: Metrics): void {
   app.webhooks.dispatcher?.observeAttempts((result) => metrics.webhookAttempt(result));
@@ -433,16 +381,5 @@ function registerAuthServerFor(
     dynamicRegistration: config.dynamicRegistration,
     registrationPolicy: registrationPolicyOf(config, Object.keys(API_SCOPES), Object.keys(ADMIN_SCOPES)),
     endpointLimiter,
-  });
-}
-
-async function registerCors(app: FastifyInstance, config: Readonly<Config>): Promise<void> {
-  if (config.corsOrigins.length === 0) return; // no browser origin allowed: nothing to answer
-  await app.register(cors, {
-    origin: config.corsOrigins,
-    methods: ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'],
-    allowedHeaders: CORS_ALLOWED_HEADERS,
-    exposedHeaders: CORS_EXPOSED_HEADERS,
-    maxAge: 600,
   });
 }

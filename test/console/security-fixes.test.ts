@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { Browser } from 'playwright-core';
-import { maskPortalLink } from '../../src/app.ts';
+import { maskPortalLink } from '../../src/http/ops/request-log.ts';
 import { safeReturnTo } from '../../src/console/context.ts';
 import { portalMayCall } from '../../src/console/portal.ts';
 import { consoleKey, hashId } from '../../src/console/sessions.ts';
