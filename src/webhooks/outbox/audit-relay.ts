@@ -78,15 +78,7 @@ async function anythingToRelay(db: Executor): Promise<boolean> {
  * it), only what is appended from now on, its own registration first.
  */
 export async function startAuditStream(trx: Executor, endpointId: string): Promise<void> {
-  const others = await trx
-    .selectFrom('webhook_endpoints')
-    .select('id')
-    .where('owner', '=', OPERATOR_OWNER)
-    .where('enabled', '=', 1)
-    .where('id', '!=', endpointId)
-    .limit(1)
-    .executeTakeFirst();
-  if (others) return;
+  if (await anyOperatorEndpoint(trx, endpointId)) return;
   const position = await takePosition(trx);
   const newest = await trx.selectFrom('audit_log').select('seq').orderBy('seq', 'desc').limit(1).executeTakeFirst();
   if (newest && Number(newest.seq) > position) await storePosition(trx, Number(newest.seq));
@@ -106,15 +98,15 @@ async function takePosition(trx: Executor): Promise<number> {
   return 0;
 }
 
-async function anyOperatorEndpoint(db: Executor): Promise<boolean> {
-  const found = await db
+/** Whether an enabled operator endpoint exists (other than `except`). */
+async function anyOperatorEndpoint(db: Executor, except?: string): Promise<boolean> {
+  let query = db
     .selectFrom('webhook_endpoints')
     .select('id')
     .where('owner', '=', OPERATOR_OWNER)
-    .where('enabled', '=', 1)
-    .limit(1)
-    .executeTakeFirst();
-  return found !== undefined;
+    .where('enabled', '=', 1);
+  if (except !== undefined) query = query.where('id', '!=', except);
+  return (await query.limit(1).executeTakeFirst()) !== undefined;
 }
 
 /** Relays every AUDIT_RELAY_INTERVAL_MS in a process that dispatches, until stopped. */
